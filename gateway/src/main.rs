@@ -1,1 +1,38 @@
-fn main() {}
+//! mcpgw-gateway: the in-sandbox MCP gateway.
+//!
+//! It owns the upstream MCP sessions (stdio children, streamable HTTP) of a sandbox and serves
+//! them on loopback through a small REST surface, wire-compatible with AgentScope 2.0's gateway,
+//! behind a per-launch bearer token. `mcpgw-gateway request` is its built-in client.
+
+mod api;
+mod auth;
+mod chunk;
+mod cli;
+mod client;
+mod config;
+mod error;
+mod registry;
+mod serve;
+mod upstream;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match cli::parse(&args) {
+        Ok(cli::Command::Serve(args)) => serve::run(*args),
+        Ok(cli::Command::Request(args)) => client::run(args),
+        Ok(cli::Command::Help) => {
+            println!("{}", cli::USAGE);
+            ExitCode::SUCCESS
+        }
+        Ok(cli::Command::Version) => {
+            println!("mcpgw-gateway {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mcpgw-gateway: {e}\n\n{}", cli::USAGE);
+            ExitCode::from(2)
+        }
+    }
+}

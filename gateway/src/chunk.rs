@@ -1,0 +1,294 @@
+//! MCP `CallToolResult` -> AgentScope `ToolChunk`, working on the JSON the upstream sent, so the
+//! mapping follows the MCP spec rather than one SDK's types.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use mcpgw::random::uuid4_hex;
+use mcpgw::wire::{Block, DataBlock, JsonObject, Source, TextBlock, ToolChunk, ToolState};
+use serde_json::{Value, json};
+
+/// Maps one `CallToolResult`:
+/// - text -> text block; image and audio -> base64 data block;
+/// - embedded text resource -> text block holding the resource as indented JSON (as AgentScope
+///   writes it); embedded blob resource -> base64 data block (AgentScope drops it);
+/// - resource link -> URL data block carrying the link's name;
+/// - `isError` -> state `error`, otherwise `running` with `is_last: true` (AgentScope's choice);
+/// - `structuredContent` -> `metadata.structured_content`, and as a text block when the result
+///   has no text (AgentScope's fallback, so a structured-only tool still says something).
+pub fn from_call_result(result: &Value) -> ToolChunk {
+    let now = timestamp();
+    let mut content = Vec::new();
+    let items = result.get("content").and_then(Value::as_array);
+    for item in items.into_iter().flatten() {
+        if let Some(block) = block_from_content(item, &now) {
+            content.push(block);
+        }
+    }
+    let mut metadata = JsonObject::new();
+    if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
+        if !content.iter().any(|b| matches!(b, Block::Text(_))) {
+            content.push(text_block(python_json(structured), &now));
+        }
+        metadata.insert("structured_content".into(), structured.clone());
+    }
+    let is_error = result
+        .get("isError")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    ToolChunk {
+        content,
+        state: if is_error {
+            ToolState::Error
+        } else {
+            ToolState::Running
+        },
+        is_last: true,
+        metadata,
+        id: uuid4_hex(),
+    }
+}
+
+/// A progress chunk of a streamed call: no content, `is_last: false`, and the progress under
+/// AgentScope's reserved `mcp_progress` key, which its `ToolResponse` does not accumulate.
+pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) -> ToolChunk {
+    let mut metadata = JsonObject::new();
+    metadata.insert(
+        "mcp_progress".into(),
+        json!({"progress": progress, "total": total, "message": message}),
+    );
+    ToolChunk {
+        content: Vec::new(),
+        state: ToolState::Running,
+        is_last: false,
+        metadata,
+        id: uuid4_hex(),
+    }
+}
+
+fn text_block(text: String, now: &str) -> Block {
+    Block::Text(TextBlock {
+        text,
+        id: uuid4_hex(),
+        created_at: now.to_string(),
+        finished_at: None,
+    })
+}
+
+fn data_block(source: Source, name: Option<String>, now: &str) -> Block {
+    Block::Data(DataBlock {
+        id: uuid4_hex(),
+        source,
+        name,
+        created_at: now.to_string(),
+        finished_at: None,
+    })
+}
+
+fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn block_from_content(item: &Value, now: &str) -> Option<Block> {
+    match str_field(item, "type")? {
+        "text" => Some(text_block(str_field(item, "text")?.to_string(), now)),
+        "image" | "audio" => Some(data_block(
+            Source::Base64 {
+                data: str_field(item, "data")?.to_string(),
+                media_type: str_field(item, "mimeType")
+                    .unwrap_or("application/octet-stream")
+                    .to_string(),
+            },
+            None,
+            now,
+        )),
+        "resource" => {
+            let resource = item.get("resource")?;
+            if let Some(text) = str_field(resource, "text") {
+                // The field names and order of the Python SDK's model dump, which AgentScope
+                // puts in the text.
+                let dump = json!({
+                    "uri": resource.get("uri").cloned().unwrap_or(Value::Null),
+                    "mime_type": resource.get("mimeType").cloned().unwrap_or(Value::Null),
+                    "meta": resource.get("_meta").cloned().unwrap_or(Value::Null),
+                    "text": text,
+                });
+                let pretty = serde_json::to_string_pretty(&dump).unwrap_or_default();
+                Some(text_block(pretty, now))
+            } else {
+                let blob = str_field(resource, "blob")?;
+                Some(data_block(
+                    Source::Base64 {
+                        data: blob.to_string(),
+                        media_type: str_field(resource, "mimeType")
+                            .unwrap_or("application/octet-stream")
+                            .to_string(),
+                    },
+                    str_field(resource, "uri").map(str::to_string),
+                    now,
+                ))
+            }
+        }
+        "resource_link" => Some(data_block(
+            Source::Url {
+                url: str_field(item, "uri")?.to_string(),
+                media_type: str_field(item, "mimeType")
+                    .unwrap_or("application/octet-stream")
+                    .to_string(),
+            },
+            str_field(item, "name").map(str::to_string),
+            now,
+        )),
+        other => {
+            tracing::warn!("skipping MCP content of unknown type {other:?}");
+            None
+        }
+    }
+}
+
+/// JSON text as Python's `json.dumps(value, ensure_ascii=False)` writes it (`", "` and `": "`
+/// separators), so the fallback text is the same bytes AgentScope would produce.
+fn python_json(value: &Value) -> String {
+    struct PythonFormatter;
+    impl serde_json::ser::Formatter for PythonFormatter {
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first { Ok(()) } else { w.write_all(b", ") }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first { Ok(()) } else { w.write_all(b", ") }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+        ) -> std::io::Result<()> {
+            w.write_all(b": ")
+        }
+    }
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, PythonFormatter);
+    serde::Serialize::serialize(value, &mut ser).expect("a JSON value always serializes");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SS.ffffff`, the shape of Python's
+/// `datetime.isoformat()` that AgentScope stamps blocks with.
+pub fn timestamp() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format_timestamp(now.as_secs() as i64, now.subsec_micros())
+}
+
+fn format_timestamp(secs: i64, micros: u32) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_match_python_isoformat() {
+        assert_eq!(format_timestamp(0, 0), "1970-01-01T00:00:00.000000");
+        assert_eq!(
+            format_timestamp(1_798_680_225, 123_456),
+            "2026-12-31T00:03:45.123456"
+        );
+        assert_eq!(
+            format_timestamp(951_782_400, 1),
+            "2000-02-29T00:00:00.000001"
+        );
+    }
+
+    #[test]
+    fn maps_every_content_kind() {
+        let result = json!({
+            "content": [
+                {"type": "text", "text": "hello"},
+                {"type": "image", "data": "iVBO", "mimeType": "image/png"},
+                {"type": "audio", "data": "UklG", "mimeType": "audio/wav"},
+                {"type": "resource", "resource": {"uri": "test://t", "mimeType": "text/plain", "text": "hi"}},
+                {"type": "resource", "resource": {"uri": "test://b", "mimeType": "application/x", "blob": "AAE="}},
+                {"type": "resource_link", "uri": "test://l", "name": "linked", "mimeType": "text/plain"},
+                {"type": "hologram"}
+            ],
+            "structuredContent": {"sum": 3}
+        });
+        let chunk = from_call_result(&result);
+        assert_eq!(chunk.state, ToolState::Running);
+        assert!(chunk.is_last);
+        assert_eq!(chunk.content.len(), 6);
+        assert_eq!(chunk.metadata["structured_content"], json!({"sum": 3}));
+        let Block::Text(t) = &chunk.content[3] else {
+            panic!()
+        };
+        assert_eq!(
+            t.text,
+            "{\n  \"uri\": \"test://t\",\n  \"mime_type\": \"text/plain\",\n  \"meta\": null,\n  \"text\": \"hi\"\n}"
+        );
+        let Block::Data(b) = &chunk.content[4] else {
+            panic!()
+        };
+        assert_eq!(
+            b.source,
+            Source::Base64 {
+                data: "AAE=".into(),
+                media_type: "application/x".into()
+            }
+        );
+        let Block::Data(l) = &chunk.content[5] else {
+            panic!()
+        };
+        assert_eq!(l.name.as_deref(), Some("linked"));
+        assert!(matches!(&l.source, Source::Url { url, .. } if url == "test://l"));
+    }
+
+    #[test]
+    fn errors_and_structured_only_results() {
+        let chunk = from_call_result(
+            &json!({"content": [{"type": "text", "text": "bad"}], "isError": true}),
+        );
+        assert_eq!(chunk.state, ToolState::Error);
+        let chunk = from_call_result(&json!({"content": [], "structuredContent": {"a": [1]}}));
+        let Block::Text(t) = &chunk.content[0] else {
+            panic!()
+        };
+        assert_eq!(t.text, r#"{"a": [1]}"#);
+        let nested = json!({"k": {"x": [1, "é", null]}, "z": true});
+        assert_eq!(
+            python_json(&nested),
+            r#"{"k": {"x": [1, "é", null]}, "z": true}"#
+        );
+        let chunk = from_call_result(&json!({"content": [], "structuredContent": null}));
+        assert!(chunk.content.is_empty() && chunk.metadata.is_empty());
+    }
+}

@@ -1,0 +1,389 @@
+//! The command line, parsed by hand: AgentScope's launch line must work unchanged, including
+//! `--flag=value`, `--flag value` and values that begin with `-` (its tokens can).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The usage text, printed for `--help` and after a usage error.
+pub const USAGE: &str = "\
+usage:
+  mcpgw-gateway [serve] [--port P] [--host H] [--token-file PATH | --auth-token T | --no-auth]
+                [--instance-nonce N] [--config FILE] [--log-file PATH] [--log-format text|json]
+                [--log-level error|warn|info|debug|trace] [--daemon] [--allow-remote]
+                [--max-body-bytes N] [--call-timeout SECONDS] [--connect-timeout SECONDS]
+  mcpgw-gateway request METHOD PATH [--port P] [--host H] [--token-file PATH]
+                [--body-file FILE|-] [--data BODY] [--header 'Name: value']... [--max-time SECONDS]
+  mcpgw-gateway --version
+
+serve (the default) runs the gateway on 127.0.0.1:P (5600 unless given; 0 picks a free port).
+The token comes from --token-file (minted into a new 0600 file when missing), else the
+environment variable MCPGW_TOKEN, else --auth-token (visible to ps: for compatibility only).
+--daemon returns once the gateway listens and prints {\"port\",\"pid\",\"token_file\",\"instance_nonce\"}.
+
+request sends one HTTP request to a local gateway with the token read from --token-file (or
+MCPGW_TOKEN) and prints the response body followed by the line `mcpgw-http-status:NNN`.
+Exit status: 0 when a response arrived, 7 when the gateway cannot be reached, 28 on timeout.";
+
+/// What the process was asked to do.
+#[derive(Debug)]
+pub enum Command {
+    /// Run the gateway.
+    Serve(Box<ServeArgs>),
+    /// Send one request to a running gateway.
+    Request(RequestArgs),
+    /// Print the usage.
+    Help,
+    /// Print the version.
+    Version,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object a line.
+    Json,
+}
+
+/// Options of `serve`.
+#[derive(Debug, Clone)]
+pub struct ServeArgs {
+    /// TCP port; 0 picks a free one.
+    pub port: u16,
+    /// Address to bind.
+    pub host: String,
+    /// Where the token lives (minted when missing).
+    pub token_file: Option<PathBuf>,
+    /// A token given on the command line.
+    pub auth_token: Option<String>,
+    /// Reported by `/health` so a host can tell this launch from another.
+    pub instance_nonce: Option<String>,
+    /// An `mcpServers` file to preload into the default scope.
+    pub config: Option<PathBuf>,
+    /// Log destination; stderr when absent.
+    pub log_file: Option<PathBuf>,
+    /// Log line format.
+    pub log_format: LogFormat,
+    /// Least severe level logged.
+    pub log_level: tracing::Level,
+    /// Detach and return once listening.
+    pub daemon: bool,
+    /// Serve without a token.
+    pub no_auth: bool,
+    /// Permit a non-loopback bind address.
+    pub allow_remote: bool,
+    /// Largest request body accepted.
+    pub max_body_bytes: usize,
+    /// Deadline of a tool call when neither the MCP nor the call sets one.
+    pub call_timeout: Duration,
+    /// Deadline of connecting to an upstream (spawn, initialize, first tool list).
+    pub connect_timeout: Duration,
+}
+
+impl Default for ServeArgs {
+    fn default() -> Self {
+        ServeArgs {
+            port: 5600,
+            host: "127.0.0.1".into(),
+            token_file: None,
+            auth_token: None,
+            instance_nonce: None,
+            config: None,
+            log_file: None,
+            log_format: LogFormat::Text,
+            log_level: tracing::Level::INFO,
+            daemon: false,
+            no_auth: false,
+            allow_remote: false,
+            max_body_bytes: 64 << 20,
+            call_timeout: Duration::from_secs(600),
+            connect_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Options of `request`.
+#[derive(Debug, Clone, Default)]
+pub struct RequestArgs {
+    /// HTTP method.
+    pub method: String,
+    /// Path and query, e.g. `/mcps?agent_id=a`.
+    pub path: String,
+    /// Gateway port.
+    pub port: u16,
+    /// Gateway host.
+    pub host: String,
+    /// Token file to read the bearer token from.
+    pub token_file: Option<PathBuf>,
+    /// File holding the request body, `-` for stdin.
+    pub body_file: Option<String>,
+    /// The request body itself.
+    pub data: Option<String>,
+    /// Extra request headers (`Name: value`).
+    pub headers: Vec<String>,
+    /// Seconds the whole exchange may take.
+    pub max_time: Option<Duration>,
+}
+
+/// Turns argv (without the program name) into a [`Command`]; the error is a one-line reason.
+pub fn parse(args: &[String]) -> Result<Command, String> {
+    let mut args = args;
+    match args.first().map(String::as_str) {
+        Some("request") => return parse_request(&args[1..]).map(Command::Request),
+        Some("serve") => args = &args[1..],
+        Some("--help" | "-h" | "help") => return Ok(Command::Help),
+        Some("--version" | "-V") => return Ok(Command::Version),
+        _ => {}
+    }
+    parse_serve(args).map(|a| Command::Serve(Box::new(a)))
+}
+
+/// Walks `--flag`, `--flag value` and `--flag=value` forms. A flag named in `valued` always takes
+/// the next argument as its value, even one that begins with `-`.
+struct Flags<'a> {
+    args: &'a [String],
+    at: usize,
+}
+
+enum Arg<'a> {
+    Flag(&'a str, Option<String>),
+    Positional(&'a str),
+}
+
+impl<'a> Flags<'a> {
+    fn new(args: &'a [String]) -> Self {
+        Flags { args, at: 0 }
+    }
+
+    fn next(&mut self, valued: &[&str]) -> Result<Option<Arg<'a>>, String> {
+        let Some(arg) = self.args.get(self.at) else {
+            return Ok(None);
+        };
+        self.at += 1;
+        let Some(body) = arg.strip_prefix("--") else {
+            return Ok(Some(Arg::Positional(arg)));
+        };
+        if let Some((name, value)) = body.split_once('=') {
+            if !valued.contains(&name) {
+                return Err(format!("--{name} takes no value"));
+            }
+            return Ok(Some(Arg::Flag(name, Some(value.to_string()))));
+        }
+        if valued.contains(&body) {
+            let value = self
+                .args
+                .get(self.at)
+                .ok_or_else(|| format!("--{body} needs a value"))?;
+            self.at += 1;
+            return Ok(Some(Arg::Flag(body, Some(value.clone()))));
+        }
+        Ok(Some(Arg::Flag(body, None)))
+    }
+}
+
+fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| format!("--{flag}: {value:?} is not a valid number"))
+}
+
+fn seconds(flag: &str, value: &str) -> Result<Duration, String> {
+    let s: f64 = number(flag, value)?;
+    if !(s.is_finite() && s > 0.0 && s < 1e9) {
+        return Err(format!(
+            "--{flag}: {value:?} is not a positive number of seconds"
+        ));
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
+    const VALUED: &[&str] = &[
+        "port",
+        "host",
+        "token-file",
+        "auth-token",
+        "instance-nonce",
+        "config",
+        "log-file",
+        "log-format",
+        "log-level",
+        "max-body-bytes",
+        "call-timeout",
+        "connect-timeout",
+    ];
+    let mut out = ServeArgs::default();
+    let mut flags = Flags::new(args);
+    while let Some(arg) = flags.next(VALUED)? {
+        let (name, value) = match arg {
+            Arg::Positional(p) => return Err(format!("unexpected argument {p:?}")),
+            Arg::Flag(name, value) => (name, value.unwrap_or_default()),
+        };
+        match name {
+            "port" => out.port = number(name, &value)?,
+            "host" => out.host = value,
+            "token-file" => out.token_file = Some(PathBuf::from(value)),
+            "auth-token" => out.auth_token = Some(value),
+            "instance-nonce" => out.instance_nonce = Some(value),
+            "config" => out.config = Some(PathBuf::from(value)),
+            "log-file" => out.log_file = Some(PathBuf::from(value)),
+            "log-format" => {
+                out.log_format = match value.as_str() {
+                    "text" => LogFormat::Text,
+                    "json" => LogFormat::Json,
+                    other => return Err(format!("--log-format: {other:?} is not text or json")),
+                }
+            }
+            "log-level" => {
+                out.log_level = value
+                    .parse()
+                    .map_err(|_| format!("--log-level: {value:?} is not a level"))?
+            }
+            "max-body-bytes" => out.max_body_bytes = number(name, &value)?,
+            "call-timeout" => out.call_timeout = seconds(name, &value)?,
+            "connect-timeout" => out.connect_timeout = seconds(name, &value)?,
+            "daemon" => out.daemon = true,
+            "no-auth" => out.no_auth = true,
+            "allow-remote" => out.allow_remote = true,
+            other => return Err(format!("unknown option --{other}")),
+        }
+    }
+    Ok(out)
+}
+
+fn parse_request(args: &[String]) -> Result<RequestArgs, String> {
+    const VALUED: &[&str] = &[
+        "port",
+        "host",
+        "token-file",
+        "body-file",
+        "data",
+        "header",
+        "max-time",
+    ];
+    let mut out = RequestArgs {
+        port: 5600,
+        host: "127.0.0.1".into(),
+        ..RequestArgs::default()
+    };
+    let mut positional = Vec::new();
+    let mut flags = Flags::new(args);
+    while let Some(arg) = flags.next(VALUED)? {
+        let (name, value) = match arg {
+            Arg::Positional(p) => {
+                positional.push(p.to_string());
+                continue;
+            }
+            Arg::Flag(name, value) => (name, value.unwrap_or_default()),
+        };
+        match name {
+            "port" => out.port = number(name, &value)?,
+            "host" => out.host = value,
+            "token-file" => out.token_file = Some(PathBuf::from(value)),
+            "body-file" => out.body_file = Some(value),
+            "data" => out.data = Some(value),
+            "header" => out.headers.push(value),
+            "max-time" => out.max_time = Some(seconds(name, &value)?),
+            other => return Err(format!("unknown option --{other}")),
+        }
+    }
+    let [method, path] = <[String; 2]>::try_from(positional)
+        .map_err(|_| "request needs exactly METHOD and PATH".to_string())?;
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(format!("{method:?} is not an HTTP method (e.g. GET, POST)"));
+    }
+    if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(format!(
+            "{path:?} is not a request path (it starts with / and holds no spaces)"
+        ));
+    }
+    if out.body_file.is_some() && out.data.is_some() {
+        return Err("give --body-file or --data, not both".into());
+    }
+    out.method = method;
+    out.path = path;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &[&str]) -> Vec<String> {
+        s.iter().map(|a| a.to_string()).collect()
+    }
+
+    fn serve(s: &[&str]) -> ServeArgs {
+        match parse(&argv(s)).unwrap() {
+            Command::Serve(a) => *a,
+            other => panic!("not serve: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn agentscope_launch_line_parses_in_every_form() {
+        let a = serve(&[
+            "--port",
+            "5601",
+            "--auth-token",
+            "-tok",
+            "--instance-nonce",
+            "n",
+        ]);
+        assert_eq!(a.port, 5601);
+        assert_eq!(a.auth_token.as_deref(), Some("-tok"));
+        assert_eq!(a.instance_nonce.as_deref(), Some("n"));
+        let b = serve(&["serve", "--port=0", "--auth-token=-x=y", "--daemon"]);
+        assert_eq!(b.port, 0);
+        assert_eq!(b.auth_token.as_deref(), Some("-x=y"));
+        assert!(b.daemon);
+        let c = serve(&["--auth-token", "--port"]);
+        assert_eq!(c.auth_token.as_deref(), Some("--port"));
+    }
+
+    #[test]
+    fn usage_errors_name_the_flag() {
+        for (args, needle) in [
+            (&["--port"][..], "--port needs a value"),
+            (&["--port", "x"][..], "--port"),
+            (&["--port", "70000"][..], "--port"),
+            (&["--bogus"][..], "--bogus"),
+            (&["--daemon=1"][..], "--daemon takes no value"),
+            (&["stray"][..], "stray"),
+            (&["--log-format", "xml"][..], "--log-format"),
+            (&["--call-timeout", "-1"][..], "--call-timeout"),
+        ] {
+            let err = parse(&argv(args)).unwrap_err();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn request_parses() {
+        let Command::Request(r) = parse(&argv(&[
+            "request",
+            "POST",
+            "/mcps?agent_id=a",
+            "--port",
+            "9",
+            "--data",
+            "-{}",
+            "--header",
+            "Accept: x",
+        ]))
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (r.method.as_str(), r.path.as_str(), r.port),
+            ("POST", "/mcps?agent_id=a", 9)
+        );
+        assert_eq!(r.data.as_deref(), Some("-{}"));
+        assert_eq!(r.headers, ["Accept: x"]);
+        assert!(parse(&argv(&["request", "GET"])).is_err());
+        assert!(parse(&argv(&["request", "get", "/x"])).is_err());
+        assert!(parse(&argv(&["request", "GET", "x y"])).is_err());
+    }
+}

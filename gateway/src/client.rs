@@ -1,0 +1,260 @@
+//! `mcpgw-gateway request`: the in-sandbox HTTP client for images without curl.
+//!
+//! Plain blocking std I/O: one request, no runtime to start, so a call through it costs about
+//! as much as a process spawn. Its stdout framing is the curl recipe's: the body, then the line
+//! `mcpgw-http-status:NNN`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use crate::cli::RequestArgs;
+
+/// The trailer line that ends every answer on stdout.
+pub const STATUS_TRAILER: &str = "mcpgw-http-status:";
+
+/// curl's exit codes, so a host decodes both clients alike.
+const EXIT_CONNECT: u8 = 7;
+const EXIT_TIMEOUT: u8 = 28;
+const EXIT_OTHER: u8 = 1;
+
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+fn fail(code: u8, message: impl Into<String>) -> Failure {
+    Failure {
+        code,
+        message: message.into(),
+    }
+}
+
+/// Runs one request and returns the process exit status.
+pub fn run(args: RequestArgs) -> ExitCode {
+    match request(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("mcpgw-gateway request: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn io_failure(what: &str, e: std::io::Error) -> Failure {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            fail(EXIT_TIMEOUT, format!("timed out {what}"))
+        }
+        _ => fail(EXIT_OTHER, format!("{what}: {e}")),
+    }
+}
+
+fn request(args: &RequestArgs) -> Result<(), Failure> {
+    let started = Instant::now();
+    let remaining = || -> Result<Option<Duration>, Failure> {
+        match args.max_time {
+            None => Ok(None),
+            Some(max) => match max.checked_sub(started.elapsed()) {
+                Some(left) if !left.is_zero() => Ok(Some(left)),
+                _ => Err(fail(EXIT_TIMEOUT, format!("timed out after {max:?}"))),
+            },
+        }
+    };
+
+    let body = match (&args.data, &args.body_file) {
+        (Some(data), _) => Some(data.clone().into_bytes()),
+        (None, Some(file)) if file == "-" => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .map_err(|e| fail(EXIT_OTHER, format!("cannot read the body from stdin: {e}")))?;
+            Some(buf)
+        }
+        (None, Some(file)) => Some(
+            std::fs::read(file)
+                .map_err(|e| fail(EXIT_OTHER, format!("cannot read the body file {file}: {e}")))?,
+        ),
+        (None, None) => None,
+    };
+    let token = match &args.token_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                fail(
+                    EXIT_OTHER,
+                    format!("cannot read the token file {}: {e}", path.display()),
+                )
+            })?;
+            Some(text.trim().to_string())
+        }
+        None => std::env::var(crate::auth::TOKEN_ENV).ok(),
+    };
+
+    let addr = (args.host.as_str(), args.port)
+        .to_socket_addrs()
+        .map_err(|e| fail(EXIT_CONNECT, format!("cannot resolve {}: {e}", args.host)))?
+        .next()
+        .ok_or_else(|| fail(EXIT_CONNECT, format!("{} has no address", args.host)))?;
+    let connect = match remaining()? {
+        Some(limit) => TcpStream::connect_timeout(&addr, limit),
+        None => TcpStream::connect(addr),
+    };
+    let mut stream = connect.map_err(|e| match e.kind() {
+        std::io::ErrorKind::TimedOut => {
+            fail(EXIT_TIMEOUT, format!("timed out connecting to {addr}"))
+        }
+        _ => fail(
+            EXIT_CONNECT,
+            format!("cannot connect to the gateway at {addr}: {e} (is it running?)"),
+        ),
+    })?;
+    let _ = stream.set_nodelay(true);
+
+    let host_header = if addr.is_ipv6() {
+        format!("[{}]:{}", addr.ip(), addr.port())
+    } else {
+        format!("{}:{}", addr.ip(), addr.port())
+    };
+    let mut head = format!(
+        "{} {} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\nUser-Agent: mcpgw-gateway/{}\r\n",
+        args.method,
+        args.path,
+        env!("CARGO_PKG_VERSION")
+    );
+    if let Some(token) = &token {
+        head.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
+    for h in &args.headers {
+        if h.contains(['\r', '\n']) || !h.contains(':') {
+            return Err(fail(2, format!("--header {h:?} is not `Name: value`")));
+        }
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    if let Some(body) = &body {
+        if !args
+            .headers
+            .iter()
+            .any(|h| h.to_ascii_lowercase().starts_with("content-type:"))
+        {
+            head.push_str("Content-Type: application/json\r\n");
+        }
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    head.push_str("\r\n");
+
+    stream
+        .set_write_timeout(remaining()?)
+        .map_err(|e| io_failure("setting a timeout", e))?;
+    stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(body.as_deref().unwrap_or_default()))
+        .map_err(|e| io_failure("sending the request", e))?;
+
+    let mut reader = BufReader::with_capacity(64 * 1024, stream);
+    let mut read_line = |what: &str| -> Result<String, Failure> {
+        reader
+            .get_ref()
+            .set_read_timeout(remaining()?)
+            .map_err(|e| io_failure("setting a timeout", e))?;
+        let mut line = Vec::new();
+        (&mut reader)
+            .take(64 * 1024)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| io_failure(what, e))?;
+        if !line.ends_with(b"\n") {
+            return Err(fail(
+                EXIT_OTHER,
+                format!("the gateway closed the connection while sending {what}"),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&line).trim_end().to_string())
+    };
+
+    let status_line = read_line("the status line")?;
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| fail(EXIT_OTHER, format!("not an HTTP response: {status_line:?}")))?;
+    let mut length: Option<usize> = None;
+    let mut chunked = false;
+    loop {
+        let line = read_line("the headers")?;
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            let value = value.trim();
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.parse().ok();
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = value.to_ascii_lowercase().contains("chunked");
+            }
+        }
+    }
+    drop(read_line);
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let emit = |out: &mut std::io::StdoutLock, bytes: &[u8]| {
+        out.write_all(bytes)
+            .map_err(|e| fail(EXIT_OTHER, format!("cannot write to stdout: {e}")))
+    };
+    let copy = |reader: &mut BufReader<TcpStream>,
+                out: &mut std::io::StdoutLock,
+                mut left: Option<usize>|
+     -> Result<(), Failure> {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            if left == Some(0) {
+                return Ok(());
+            }
+            reader
+                .get_ref()
+                .set_read_timeout(remaining()?)
+                .map_err(|e| io_failure("setting a timeout", e))?;
+            let want = left.map_or(buf.len(), |l| l.min(buf.len()));
+            let n = reader
+                .read(&mut buf[..want])
+                .map_err(|e| io_failure("reading the body", e))?;
+            if n == 0 {
+                return match left {
+                    None => Ok(()),
+                    Some(_) => Err(fail(
+                        EXIT_OTHER,
+                        "the gateway closed the connection mid-body",
+                    )),
+                };
+            }
+            emit(out, &buf[..n])?;
+            left = left.map(|l| l - n);
+        }
+    };
+    if chunked {
+        loop {
+            let mut size_line = String::new();
+            reader
+                .read_line(&mut size_line)
+                .map_err(|e| io_failure("reading a chunk size", e))?;
+            let size = usize::from_str_radix(size_line.trim().split(';').next().unwrap_or(""), 16)
+                .map_err(|_| fail(EXIT_OTHER, format!("bad chunk size {size_line:?}")))?;
+            if size == 0 {
+                break;
+            }
+            copy(&mut reader, &mut out, Some(size))?;
+            // Streamed answers (NDJSON progress) reach the caller as they come.
+            let _ = out.flush();
+            let mut crlf = [0u8; 2];
+            reader
+                .read_exact(&mut crlf)
+                .map_err(|e| io_failure("reading a chunk end", e))?;
+        }
+    } else {
+        copy(&mut reader, &mut out, length)?;
+    }
+    emit(&mut out, format!("\n{STATUS_TRAILER}{status}\n").as_bytes())?;
+    out.flush()
+        .map_err(|e| fail(EXIT_OTHER, format!("cannot write to stdout: {e}")))
+}

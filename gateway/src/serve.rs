@@ -1,0 +1,298 @@
+//! `serve`: bind, optionally detach, run the REST surface, shut down cleanly.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::api::{self, AppState};
+use crate::auth;
+use crate::cli::{LogFormat, ServeArgs};
+use crate::config;
+use crate::registry::{Registry, Scope};
+use crate::upstream::Settings;
+
+/// How long shutdown may take to close every upstream.
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(5);
+
+/// Runs the gateway; returns when it has shut down (or, with `--daemon`, in the launching
+/// process once the detached gateway listens).
+pub fn run(args: ServeArgs) -> ExitCode {
+    match start(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("mcpgw-gateway: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bind_address(args: &ServeArgs) -> Result<SocketAddr, String> {
+    let ip: IpAddr = if args.host == "localhost" {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    } else {
+        args.host.parse().map_err(|_| {
+            format!(
+                "--host {:?} is not an IP address (use 127.0.0.1, ::1 or, with --allow-remote, another address)",
+                args.host
+            )
+        })?
+    };
+    if !ip.is_loopback() && !args.allow_remote {
+        return Err(format!(
+            "refusing to listen on {ip}: it is not a loopback address; pass --allow-remote to expose the gateway beyond this machine"
+        ));
+    }
+    Ok(SocketAddr::new(ip, args.port))
+}
+
+fn start(args: ServeArgs) -> Result<ExitCode, String> {
+    let addr = bind_address(&args)?;
+    let token = auth::resolve(&args)?;
+    let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the bound address: {e}"))?
+        .port();
+
+    let mut ready_pipe = if args.daemon {
+        match detach(&args)? {
+            Detached::Parent(code) => return Ok(code),
+            Detached::Child(pipe) => Some(pipe),
+        }
+    } else {
+        None
+    };
+
+    let result = init_logging(&args).and_then(|()| {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(4)))
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        let result = runtime.block_on(serve(args, token, listener, port, &mut ready_pipe));
+        // Upstream tasks may still hold process groups if a close timed out.
+        crate::upstream::stdio::kill_all_groups();
+        runtime.shutdown_timeout(Duration::from_millis(200));
+        result
+    });
+    if let Err(e) = &result {
+        tracing::error!("{e}");
+        // A detached gateway tells its launcher why it did not come up.
+        if let Some(pipe) = ready_pipe.take() {
+            let mut pipe = std::fs::File::from(pipe);
+            let _ = pipe.write_all(e.as_bytes());
+        }
+    }
+    result.map(|()| ExitCode::SUCCESS)
+}
+
+async fn serve(
+    args: ServeArgs,
+    token: Option<auth::Token>,
+    listener: TcpListener,
+    port: u16,
+    ready_pipe: &mut Option<OwnedFd>,
+) -> Result<(), String> {
+    let state = Arc::new(AppState {
+        registry: Registry::new(Settings {
+            call_timeout: args.call_timeout,
+            connect_timeout: args.connect_timeout,
+        }),
+        token,
+        instance_nonce: args.instance_nonce.clone(),
+    });
+    if let Some(path) = &args.config {
+        let specs = config::load(path)?;
+        let scope = Scope::default_scope();
+        let adds = specs.into_iter().map(|spec| {
+            let (state, scope) = (state.clone(), scope.clone());
+            async move {
+                let name = spec.name.clone();
+                if let Err(e) = state.registry.add(&scope, spec, Default::default()).await {
+                    tracing::error!(mcp = %name, "preloading from the config failed: {}", e.detail);
+                }
+            }
+        });
+        futures::future::join_all(adds).await;
+    }
+
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("cannot configure the listener: {e}"))?;
+    let listener = tokio::net::TcpListener::from_std(listener)
+        .map_err(|e| format!("cannot register the listener: {e}"))?;
+    let app = api::router(state.clone(), args.max_body_bytes);
+
+    let ready = json!({
+        "port": port,
+        "pid": std::process::id(),
+        "token_file": args.token_file.as_ref().map(|p| p.display().to_string()),
+        "instance_nonce": args.instance_nonce,
+    })
+    .to_string();
+    tracing::info!(port, "listening on {}:{port}", args.host);
+    match ready_pipe.take() {
+        Some(pipe) => {
+            let mut pipe = std::fs::File::from(pipe);
+            let _ = pipe.write_all(ready.as_bytes());
+        }
+        None => {
+            println!("{ready}");
+            let _ = std::io::stdout().flush();
+        }
+    }
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let server = tokio::spawn(async move {
+        let mut stop_rx = stop_rx;
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stop_rx.wait_for(|stop| *stop).await;
+            })
+            .await
+    });
+    wait_for_signal().await;
+    tracing::info!("shutting down: closing every upstream");
+    let _ = stop_tx.send(true);
+    // Closing the upstreams fails their in-flight calls at once, so the server drains quickly.
+    state.registry.shutdown(SHUTDOWN_LIMIT).await;
+    if tokio::time::timeout(Duration::from_secs(2), server)
+        .await
+        .is_err()
+    {
+        tracing::warn!("some requests were still open at shutdown");
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("installing a SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+fn init_logging(args: &ServeArgs) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::prelude::*;
+    let writer: Box<dyn Write + Send> = match &args.log_file {
+        Some(path) => Box::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(|e| format!("cannot open log file {}: {e}", path.display()))?,
+        ),
+        None => Box::new(std::io::stderr()),
+    };
+    let writer = std::sync::Mutex::new(writer);
+    let level = LevelFilter::from_level(args.log_level);
+    // rmcp narrates every session at info; its warnings matter, its chatter does not unless
+    // debugging.
+    let rmcp = if level >= LevelFilter::DEBUG {
+        level
+    } else {
+        level.min(LevelFilter::WARN)
+    };
+    let filter = Targets::new().with_default(level).with_target("rmcp", rmcp);
+    let ansi = args.log_file.is_none() && !args.daemon;
+    let registry = tracing_subscriber::registry().with(filter);
+    match args.log_format {
+        LogFormat::Json => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_target(false)
+                    .with_writer(writer),
+            )
+            .init(),
+        LogFormat::Text => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(ansi)
+                    .with_target(false)
+                    .with_writer(writer),
+            )
+            .init(),
+    }
+    Ok(())
+}
+
+enum Detached {
+    /// In the launching process: exit with this once the gateway reported.
+    Parent(ExitCode),
+    /// In the detached gateway: write the ready line here.
+    Child(OwnedFd),
+}
+
+/// Forks while the process is still single-threaded (no runtime yet). The child starts a new
+/// session with stdio on /dev/null, so the exec channel that launched it sees EOF and returns;
+/// the parent waits on a pipe for the child's ready line (or its death) and relays it.
+fn detach(args: &ServeArgs) -> Result<Detached, String> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two fds into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: both fds were just created and are owned here alone.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: no other thread exists yet, so the child inherits a consistent process.
+    match unsafe { libc::fork() } {
+        -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
+        0 => {
+            drop(read_end);
+            // SAFETY: plain syscalls on our own process.
+            unsafe {
+                libc::setsid();
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+                if null >= 0 {
+                    libc::dup2(null, 0);
+                    libc::dup2(null, 1);
+                    libc::dup2(null, 2);
+                    if null > 2 {
+                        libc::close(null);
+                    }
+                }
+            }
+            Ok(Detached::Child(write_end))
+        }
+        _child => {
+            drop(write_end);
+            let mut report = String::new();
+            let _ = std::fs::File::from(read_end).read_to_string(&mut report);
+            if report.starts_with('{') {
+                println!("{report}");
+                return Ok(Detached::Parent(ExitCode::SUCCESS));
+            }
+            let mut message = if report.trim().is_empty() {
+                "the gateway exited during start-up".to_string()
+            } else {
+                report.trim().to_string()
+            };
+            if let Some(log) = &args.log_file
+                && let Ok(text) = std::fs::read(log)
+            {
+                let tail = &text[text.len().saturating_sub(4000)..];
+                message.push_str(&format!(
+                    "\n--- last lines of {} ---\n{}",
+                    log.display(),
+                    String::from_utf8_lossy(tail)
+                ));
+            }
+            eprintln!("mcpgw-gateway: {message}");
+            Ok(Detached::Parent(ExitCode::FAILURE))
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! Stdio upstreams: the child process in its own process group, its stderr, and the JSON-RPC line
+//! transport over its stdin/stdout.
+
+use std::collections::VecDeque;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcpgw::wire::{EncodingErrorHandler, StdioConfig};
+use rmcp::model::{ErrorCode, ErrorData, JsonRpcError, JsonRpcMessage, NumberOrString};
+use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+
+/// Process groups of children not yet seen gone, so that an exit that skips the orderly close
+/// still ends them.
+static LIVE_GROUPS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// SIGKILLs every process group this gateway started that may still have members.
+pub fn kill_all_groups() {
+    for pgid in LIVE_GROUPS.lock().unwrap().drain(..) {
+        signal_group(pgid, libc::SIGKILL);
+    }
+}
+
+/// How much of a child's stderr is kept for error messages.
+const STDERR_TAIL_BYTES: usize = 4096;
+
+/// A running stdio MCP server: the leader of its own process group.
+pub struct ChildProcess {
+    /// The child's pid, which is also its process group id.
+    pub pid: u32,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    stderr: Arc<Mutex<StderrTail>>,
+    /// Set once the group was seen empty: its id may then be reused and must not be signalled.
+    gone: AtomicBool,
+}
+
+/// The last bytes a child wrote to stderr.
+#[derive(Default)]
+pub struct StderrTail(VecDeque<u8>);
+
+impl StderrTail {
+    fn push_line(&mut self, line: &[u8]) {
+        self.0.extend(line);
+        self.0.push_back(b'\n');
+        let excess = self.0.len().saturating_sub(STDERR_TAIL_BYTES);
+        self.0.drain(..excess);
+    }
+
+    fn text(&self) -> String {
+        let bytes: Vec<u8> = self.0.iter().copied().collect();
+        String::from_utf8_lossy(&bytes).trim().to_string()
+    }
+}
+
+/// Spawns the child in a new process group with piped stdio; its stderr goes to the log and a
+/// tail buffer, its exit is watched.
+pub fn spawn(name: &str, config: &StdioConfig) -> Result<(ChildProcess, StdioTransport), String> {
+    let mut cmd = Command::new(&config.command);
+    cmd.args(config.args.iter().flatten())
+        .envs(config.env.iter().flatten())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own group, so the whole tree it starts (npx -> node, sh -> server) can be signalled
+        // at once and nothing is orphaned.
+        .process_group(0);
+    if let Some(cwd) = config.cwd.as_deref().filter(|c| !c.is_empty()) {
+        cmd.current_dir(cwd);
+    }
+    let mut child = cmd.spawn().map_err(|e| match &config.cwd {
+        Some(cwd) if e.kind() == std::io::ErrorKind::NotFound => format!(
+            "cannot start {:?} in {cwd:?}: {e} (is the command on PATH and the directory there?)",
+            config.command
+        ),
+        _ => format!("cannot start {:?}: {e}", config.command),
+    })?;
+    let pid = child
+        .id()
+        .ok_or("the child exited before it could be watched")?;
+    LIVE_GROUPS.lock().unwrap().push(pid);
+    let stdin = child.stdin.take().expect("stdin is piped");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let stderr_pipe = child.stderr.take().expect("stderr is piped");
+
+    let stderr = Arc::new(Mutex::new(StderrTail::default()));
+    let tail = stderr.clone();
+    let log_name = name.to_string();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr_pipe).split(b'\n');
+        while let Ok(Some(line)) = lines.next_segment().await {
+            tracing::info!(mcp = %log_name, pid, "stderr: {}", String::from_utf8_lossy(&line));
+            tail.lock().unwrap().push_line(&line);
+        }
+    });
+
+    let (exit_tx, exit) = watch::channel(None);
+    let log_name = name.to_string();
+    tokio::spawn(async move {
+        let status = child.wait().await;
+        match &status {
+            Ok(s) => tracing::info!(mcp = %log_name, pid, "upstream exited: {}", describe_exit(s)),
+            Err(e) => tracing::warn!(mcp = %log_name, pid, "cannot wait for upstream: {e}"),
+        }
+        let _ = exit_tx.send(status.ok());
+    });
+
+    let transport = StdioTransport {
+        name: name.into(),
+        reader: BufReader::with_capacity(64 * 1024, stdout),
+        line: Vec::new(),
+        discarding: false,
+        max_line: MAX_MESSAGE_BYTES,
+        encoding: config.encoding_error_handler,
+        writer: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
+    };
+    Ok((
+        ChildProcess {
+            pid,
+            exit,
+            stderr,
+            gone: AtomicBool::new(false),
+        },
+        transport,
+    ))
+}
+
+/// "exit status 3" or "killed by signal 9".
+pub fn describe_exit(status: &ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => status.to_string(),
+    }
+}
+
+impl ChildProcess {
+    /// The exit status, once the child has exited and been reaped.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        *self.exit.borrow()
+    }
+
+    /// Waits up to `limit` for the child to exit.
+    pub async fn wait_exit(&self, limit: Duration) -> Option<ExitStatus> {
+        let mut rx = self.exit.clone();
+        let waited = tokio::time::timeout(limit, rx.wait_for(Option::is_some)).await;
+        waited.ok().and_then(|r| r.ok().and_then(|s| *s))
+    }
+
+    /// The tail of what the child wrote to stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.stderr.lock().unwrap().text()
+    }
+
+    /// "exit status 3; stderr: ..." for error messages, waiting briefly for the exit to be seen.
+    pub async fn death_report(&self) -> String {
+        let status = self.wait_exit(Duration::from_millis(500)).await;
+        let mut report = match status {
+            Some(s) => describe_exit(&s),
+            None => "closed its stdout".to_string(),
+        };
+        let tail = self.stderr_tail();
+        if !tail.is_empty() {
+            report.push_str("; stderr: ");
+            report.push_str(&tail);
+        }
+        report
+    }
+
+    /// Ends the child's whole process group: after stdin has been closed by the caller, a grace
+    /// period to exit by itself, then SIGTERM, then SIGKILL. Returns once no process of the group
+    /// is left (or the last step has waited its time).
+    pub async fn terminate(&self, grace: Duration) {
+        self.wait_exit(grace).await;
+        for (signal, wait) in [
+            (libc::SIGTERM, Duration::from_secs(2)),
+            (libc::SIGKILL, Duration::from_secs(2)),
+        ] {
+            if !self.group_alive() {
+                return;
+            }
+            signal_group(self.pid, signal);
+            let deadline = tokio::time::Instant::now() + wait;
+            while self.group_alive() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        if self.group_alive() {
+            tracing::warn!(
+                pgid = self.pid,
+                "processes of the upstream's group outlived SIGKILL"
+            );
+        }
+    }
+
+    /// Whether any process of the group exists. The leader counts until it is reaped, so this
+    /// also waits for the exit watcher.
+    fn group_alive(&self) -> bool {
+        if self.gone.load(Ordering::Relaxed) {
+            return false;
+        }
+        // SAFETY: kill(2) with signal 0 only checks for existence and permission.
+        let r = unsafe { libc::kill(-(self.pid as libc::pid_t), 0) };
+        let alive = r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        if !alive {
+            self.gone.store(true, Ordering::Relaxed);
+            LIVE_GROUPS.lock().unwrap().retain(|&g| g != self.pid);
+        }
+        alive
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        // The last line of defence: an upstream dropped without `terminate` leaves no process.
+        if self.group_alive() {
+            signal_group(self.pid, libc::SIGKILL);
+        }
+    }
+}
+
+fn signal_group(pgid: u32, signal: libc::c_int) {
+    // SAFETY: killpg(2) has no memory effects; the group id is the pid of our own child, which
+    // cannot be reused while the group has members.
+    unsafe {
+        libc::killpg(pgid as libc::pid_t, signal);
+    }
+}
+
+/// The largest JSON-RPC message accepted from a child: large tool results must fit.
+pub const MAX_MESSAGE_BYTES: usize = 512 << 20;
+
+/// JSON-RPC over a child's stdin/stdout, one message a line.
+///
+/// rmcp ships a similar transport; this one adds what a gateway needs: the spec's
+/// `encoding_error_handler`, garbage lines logged with the MCP's name instead of dropped silently,
+/// and a malformed reply turned into an error for its request instead of leaving it to hang.
+pub struct StdioTransport {
+    name: Arc<str>,
+    reader: BufReader<ChildStdout>,
+    line: Vec<u8>,
+    discarding: bool,
+    max_line: usize,
+    encoding: EncodingErrorHandler,
+    writer: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+}
+
+enum LineRead {
+    Line,
+    Oversized,
+    Eof,
+}
+
+impl StdioTransport {
+    /// Reads one line into `self.line` without growing past `max_line`. Cancel-safe: a partial
+    /// line stays in `self.line` for the next call.
+    async fn read_line(&mut self) -> std::io::Result<LineRead> {
+        loop {
+            let buf = self.reader.fill_buf().await?;
+            if buf.is_empty() {
+                return Ok(LineRead::Eof);
+            }
+            let newline = buf.iter().position(|&b| b == b'\n');
+            let take = newline.map_or(buf.len(), |i| i + 1);
+            let oversized = !self.discarding && self.line.len() + take > self.max_line;
+            if !self.discarding && !oversized {
+                self.line.extend_from_slice(&buf[..take]);
+            }
+            self.reader.consume(take);
+            if oversized {
+                self.line.clear();
+                self.discarding = newline.is_none();
+                return Ok(LineRead::Oversized);
+            }
+            if newline.is_some() {
+                if self.discarding {
+                    self.discarding = false;
+                    continue;
+                }
+                return Ok(LineRead::Line);
+            }
+        }
+    }
+
+    /// Parses one line; `None` when it is to be skipped.
+    fn parse(&self, raw: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        let decoded;
+        let text: &str = match std::str::from_utf8(raw) {
+            Ok(t) => t,
+            Err(_) => match self.encoding {
+                EncodingErrorHandler::Strict => {
+                    tracing::warn!(mcp = %self.name, "dropping a stdout line that is not UTF-8 (encoding_error_handler: strict)");
+                    return None;
+                }
+                EncodingErrorHandler::Replace => {
+                    decoded = String::from_utf8_lossy(raw).into_owned();
+                    &decoded
+                }
+                EncodingErrorHandler::Ignore => {
+                    decoded = String::from_utf8_lossy(raw).replace('\u{FFFD}', "");
+                    &decoded
+                }
+            },
+        };
+        match serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(text) {
+            Ok(msg) => Some(msg),
+            Err(e) => {
+                let value: Option<serde_json::Value> = serde_json::from_str(text).ok();
+                let id = value
+                    .as_ref()
+                    .and_then(|v| v.get("id"))
+                    .and_then(|id| serde_json::from_value::<NumberOrString>(id.clone()).ok());
+                let is_reply = value
+                    .as_ref()
+                    .is_some_and(|v| v.get("result").is_some() || v.get("error").is_some());
+                match (id, is_reply) {
+                    // A reply we cannot read: fail its request now rather than let it wait.
+                    (Some(id), true) => {
+                        tracing::warn!(mcp = %self.name, "malformed reply to request {id}: {e}");
+                        Some(JsonRpcMessage::Error(JsonRpcError::new(
+                            Some(id),
+                            ErrorData::new(
+                                ErrorCode::INTERNAL_ERROR,
+                                format!("the upstream sent a malformed reply: {e}"),
+                                None,
+                            ),
+                        )))
+                    }
+                    _ if value.as_ref().is_some_and(|v| v.get("method").is_some()) => {
+                        tracing::debug!(mcp = %self.name, "ignoring a message rmcp does not model: {e}");
+                        None
+                    }
+                    _ => {
+                        let shown: String = text.chars().take(200).collect();
+                        tracing::warn!(mcp = %self.name, "ignoring a stdout line that is not JSON-RPC: {shown:?}");
+                        None
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Transport<RoleClient> for StdioTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let writer = self.writer.clone();
+        async move {
+            let mut line = serde_json::to_vec(&item)?;
+            line.push(b'\n');
+            let mut guard = writer.lock().await;
+            let stdin = guard.as_mut().ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    "the upstream's stdin is closed",
+                )
+            })?;
+            stdin.write_all(&line).await?;
+            stdin.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            match self.read_line().await {
+                Ok(LineRead::Line) => {
+                    let line = std::mem::take(&mut self.line);
+                    let parsed = self.parse(&line);
+                    self.line = line;
+                    self.line.clear();
+                    if let Some(msg) = parsed {
+                        return Some(msg);
+                    }
+                }
+                Ok(LineRead::Oversized) => {
+                    tracing::error!(mcp = %self.name, "dropping a message larger than {} bytes", self.max_line);
+                }
+                Ok(LineRead::Eof) => return None,
+                Err(e) => {
+                    tracing::warn!(mcp = %self.name, "reading the upstream's stdout failed: {e}");
+                    return None;
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        // Dropping stdin is the polite way to ask a stdio server to exit.
+        self.writer.lock().await.take();
+        Ok(())
+    }
+}
