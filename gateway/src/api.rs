@@ -159,17 +159,49 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// Deserializes with the path of the offending field in the message.
-fn typed<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, ApiError> {
+/// Deserializes with the path of the offending field in the message; `at` is where `value`
+/// sits in the body (`""` for the whole body).
+fn typed<T: serde::de::DeserializeOwned>(
+    value: Value,
+    what: &str,
+    at: &str,
+) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        if path == "." {
-            ApiError::bad_request(format!("invalid {what}: {inner}"))
-        } else {
-            ApiError::bad_request(format!("invalid {what}: {path}: {inner}"))
-        }
+        let path = match (at, path.as_str()) {
+            ("", ".") => String::new(),
+            ("", p) => format!("{p}: "),
+            (at, ".") => format!("{at}: "),
+            (at, p) => format!("{at}.{p}: "),
+        };
+        ApiError::bad_request(format!("invalid {what}: {path}{inner}"))
     })
+}
+
+/// Checks `mcp_config` on its own first: inside the tagged spec serde loses the path to a bad
+/// field, here it names it (`mcp_config.args[0]: ...`).
+fn check_mcp_config(config: Option<&Value>) -> Result<(), ApiError> {
+    let Some(config) = config else {
+        return Err(ApiError::bad_request(
+            "invalid MCP spec: missing field `mcp_config`",
+        ));
+    };
+    let (what, at) = ("MCP spec", "mcp_config");
+    match config.get("type").and_then(Value::as_str) {
+        Some("stdio_mcp") => typed::<mcpgw::wire::StdioConfig>(config.clone(), what, at).map(drop),
+        Some("http_mcp") => typed::<mcpgw::wire::HttpConfig>(config.clone(), what, at).map(drop),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "invalid MCP spec: mcp_config.type must be \"stdio_mcp\" or \"http_mcp\", not {other:?}"
+        ))),
+        None if config.is_object() => Err(ApiError::bad_request(
+            "invalid MCP spec: mcp_config.type is required (\"stdio_mcp\" or \"http_mcp\")",
+        )),
+        None => Err(ApiError::bad_request(format!(
+            "invalid MCP spec: mcp_config must be an object, not {}",
+            kind(config)
+        ))),
+    }
 }
 
 async fn health(State(state): Shared) -> Response {
@@ -207,7 +239,7 @@ async fn add_mcp(
     let mut body = json_object(body, false)?;
     let runtime_headers = match body.remove("runtime_headers") {
         None | Some(Value::Null) => BTreeMap::new(),
-        Some(v) => typed::<BTreeMap<String, String>>(v, "runtime_headers")?,
+        Some(v) => typed::<BTreeMap<String, String>>(v, "runtime_headers", "")?,
     };
     if !body
         .get("name")
@@ -215,7 +247,8 @@ async fn add_mcp(
     {
         return Err(ApiError::bad_request("name required"));
     }
-    let spec: McpSpec = typed(Value::Object(body), "MCP spec")?;
+    check_mcp_config(body.get("mcp_config"))?;
+    let spec: McpSpec = typed(Value::Object(body), "MCP spec", "")?;
     spec.validate().map_err(ApiError::bad_request)?;
     if !runtime_headers.is_empty() {
         match &spec.mcp_config {
@@ -258,7 +291,7 @@ async fn set_runtime_headers(
     if !body.get("headers").is_some_and(Value::is_object) {
         return Err(ApiError::bad_request("headers must be a JSON object"));
     }
-    let RuntimeHeaders { headers } = typed(Value::Object(body), "runtime headers")?;
+    let RuntimeHeaders { headers } = typed(Value::Object(body), "runtime headers", "")?;
     let upstream = state.registry.get(&q.scope(), &name)?;
     upstream.set_runtime_headers(&headers)?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -293,7 +326,7 @@ async fn call_tool(
             kind(args)
         )));
     }
-    let CallToolBody { arguments } = typed(Value::Object(body), "call body")?;
+    let CallToolBody { arguments } = typed(Value::Object(body), "call body", "")?;
     let upstream = state.registry.get(&q.scope(), &name)?;
     let streaming = headers
         .get_all(header::ACCEPT)

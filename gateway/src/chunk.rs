@@ -221,7 +221,7 @@ mod tests {
         assert_eq!(format_timestamp(0, 0), "1970-01-01T00:00:00.000000");
         assert_eq!(
             format_timestamp(1_798_680_225, 123_456),
-            "2026-12-31T00:03:45.123456"
+            "2026-12-31T01:23:45.123456"
         );
         assert_eq!(
             format_timestamp(951_782_400, 1),
