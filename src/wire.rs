@@ -281,6 +281,21 @@ pub struct Health {
     pub instance_nonce: String,
 }
 
+/// The one line `mcpgw-gateway --daemon` prints on stdout once the gateway listens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaemonReady {
+    /// The port it listens on (the one picked when launched with `--port 0`).
+    pub port: u16,
+    /// The gateway's process id.
+    pub pid: u32,
+    /// The token file it reads, when launched with one.
+    #[serde(default)]
+    pub token_file: Option<String>,
+    /// The nonce it was launched with, if any.
+    #[serde(default)]
+    pub instance_nonce: Option<String>,
+}
+
 /// An MCP tool as its server describes it (the MCP `Tool` object, camelCase).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -411,6 +426,28 @@ pub enum Source {
         /// E.g. `text/plain`.
         media_type: String,
     },
+}
+
+impl Source {
+    /// The media type.
+    pub fn media_type(&self) -> &str {
+        match self {
+            Source::Base64 { media_type, .. } | Source::Url { media_type, .. } => media_type,
+        }
+    }
+
+    /// The decoded bytes of an inline source (`None` for a URL), or why the base64 is invalid.
+    pub fn decode(&self) -> Option<Result<Vec<u8>, String>> {
+        use base64::Engine as _;
+        match self {
+            Source::Base64 { data, .. } => Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(data.trim())
+                    .map_err(|e| format!("invalid base64 in a data block: {e}")),
+            ),
+            Source::Url { .. } => None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,356 @@
+//! Gateway requests as `sh -c` command text, for curl and for the gateway's built-in client.
+//!
+//! Both forms print the response body followed by the trailer `\nmcpgw-http-status:NNN\n` on
+//! stdout. Neither puts the token into any argv: curl reads the `Authorization` header from its
+//! stdin, written there by the shell's `read` and `printf` builtins from the 0600 token file, and
+//! the built-in client reads the token file itself. The command text carries only the file's path.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::quote::{quote, quoted_len};
+
+/// The last line of every request command's stdout starts with this.
+pub const STATUS_TRAILER: &str = "mcpgw-http-status:";
+
+/// Exit status of a request command whose token file could not be read (unused by curl and by
+/// the built-in client).
+pub const EXIT_TOKEN_UNREADABLE: i32 = 121;
+
+/// How requests reach the gateway inside the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// `curl`, when the sandbox has it.
+    Curl,
+    /// `mcpgw-gateway request`, the gateway binary's own client.
+    BuiltIn,
+}
+
+/// An HTTP method of the gateway's REST surface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// GET
+    Get,
+    /// POST
+    Post,
+    /// PUT
+    Put,
+    /// DELETE
+    Delete,
+}
+
+impl Method {
+    /// The method's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
+/// Where the gateway is, as seen from inside the sandbox.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    /// The loopback address the gateway listens on.
+    pub host: &'a str,
+    /// Its port.
+    pub port: u16,
+    /// The token file, read by every authenticated request.
+    pub token_file: &'a str,
+    /// The gateway binary, for the built-in client.
+    pub gateway_path: &'a str,
+}
+
+/// Where a request's JSON body comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum Body<'a> {
+    /// No body.
+    None,
+    /// In the command text itself.
+    Inline(&'a str),
+    /// A file already staged in the sandbox; the command removes it once the request is done.
+    Staged(&'a str),
+}
+
+/// One gateway request.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The method.
+    pub method: Method,
+    /// Path and query, already percent-encoded, e.g. `/mcps?agent_id=&session_id=`.
+    pub path_and_query: &'a str,
+    /// Whether to send the token (every endpoint but `/health`).
+    pub authenticated: bool,
+    /// The body.
+    pub body: Body<'a>,
+    /// How long the request may take, connect to last byte.
+    pub max_time: Duration,
+}
+
+/// Seconds as a decimal with at most millisecond precision (`30`, `1.5`), at least 1 ms.
+pub fn seconds(d: Duration) -> String {
+    let ms = d.as_millis().max(1);
+    if ms.is_multiple_of(1000) {
+        (ms / 1000).to_string()
+    } else {
+        let s = format!("{}.{:03}", ms / 1000, ms % 1000);
+        s.trim_end_matches('0').to_owned()
+    }
+}
+
+/// Percent-encodes `value` for a URL path segment or query value: every byte outside RFC 3986's
+/// unreserved set is escaped, so nothing can change the URL's structure.
+pub fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// The `sh -c` text of `request` through `transport`.
+pub fn request_command(
+    transport: Transport,
+    target: &Target<'_>,
+    request: &Request<'_>,
+) -> Result<String, Error> {
+    let mut cmd = String::with_capacity(
+        512 + match request.body {
+            Body::Inline(b) => quoted_len(b),
+            _ => 0,
+        },
+    );
+    let max_time = seconds(request.max_time);
+    match transport {
+        Transport::Curl => {
+            let url = format!(
+                "http://{}:{}{}",
+                url_host(target.host),
+                target.port,
+                request.path_and_query
+            );
+            if request.authenticated {
+                token_to_stdin(&mut cmd, target.token_file)?;
+                cmd.push_str(" | ");
+            }
+            // -q first: no ~/.curlrc may change the output; --noproxy: a proxy variable in the
+            // sandbox must not send loopback requests elsewhere; -g: no URL globbing.
+            let _ = write!(
+                cmd,
+                "curl -q -sS -g --noproxy '*' --max-time {max_time} -X {}",
+                request.method.as_str()
+            );
+            if request.authenticated {
+                cmd.push_str(" -H @-");
+            }
+            match request.body {
+                Body::None => {}
+                Body::Inline(body) => {
+                    let _ = write!(
+                        cmd,
+                        " -H 'Content-Type: application/json' --data-raw {}",
+                        quote(body)?
+                    );
+                }
+                Body::Staged(path) => {
+                    let _ = write!(
+                        cmd,
+                        " -H 'Content-Type: application/json' --data-binary @{}",
+                        quote(path)?
+                    );
+                }
+            }
+            let _ = write!(
+                cmd,
+                " -w '\\n{STATUS_TRAILER}%{{http_code}}\\n' {}",
+                quote(&url)?
+            );
+        }
+        Transport::BuiltIn => {
+            let _ = write!(
+                cmd,
+                "{} request {} {} --host {} --port {} --max-time {max_time}",
+                quote(target.gateway_path)?,
+                request.method.as_str(),
+                quote(request.path_and_query)?,
+                quote(target.host)?,
+                target.port,
+            );
+            if request.authenticated {
+                let _ = write!(cmd, " --token-file {}", quote(target.token_file)?);
+            }
+            match request.body {
+                Body::None => {}
+                Body::Inline(body) => {
+                    let _ = write!(cmd, " --data {}", quote(body)?);
+                }
+                Body::Staged(path) => {
+                    let _ = write!(cmd, " --body-file {}", quote(path)?);
+                }
+            }
+        }
+    }
+    if let Body::Staged(path) = request.body {
+        let _ = write!(cmd, "; s=$?; rm -f {}; exit $s", quote(path)?);
+    }
+    Ok(cmd)
+}
+
+/// Writes the `Authorization` header line to stdout using only shell builtins (`read`,
+/// `printf`), so the token appears in no process's argv; exits with [`EXIT_TOKEN_UNREADABLE`]
+/// when the file cannot be read.
+fn token_to_stdin(cmd: &mut String, token_file: &str) -> Result<(), Error> {
+    let complaint = format!("mcpgw: cannot read the gateway token file {token_file}");
+    // `read` fails on a last line without a newline but still fills the variable.
+    let _ = write!(
+        cmd,
+        "t=; {{ IFS= read -r t || [ -n \"$t\" ]; }} 2>/dev/null < {file} || \
+         {{ printf '%s\\n' {complaint} >&2; exit {EXIT_TOKEN_UNREADABLE}; }}; \
+         printf 'Authorization: Bearer %s\\n' \"$t\"",
+        file = quote(token_file)?,
+        complaint = quote(&complaint)?,
+    );
+    Ok(())
+}
+
+/// `host` as it goes into a URL: an IPv6 literal gets brackets.
+fn url_host(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    }
+}
+
+/// The command that tells whether the sandbox has curl: prints `curl` or `none`.
+pub fn probe_command() -> &'static str {
+    "if command -v curl >/dev/null 2>&1; then echo curl; else echo none; fi"
+}
+
+/// Reads the answer of [`probe_command`].
+pub fn parse_probe(stdout: &[u8]) -> Option<Transport> {
+    match String::from_utf8_lossy(stdout).trim() {
+        "curl" => Some(Transport::Curl),
+        "none" => Some(Transport::BuiltIn),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target() -> Target<'static> {
+        Target {
+            host: "127.0.0.1",
+            port: 5600,
+            token_file: "/tmp/mcpgw-x/token",
+            gateway_path: "/opt/mcpgw gateway",
+        }
+    }
+
+    #[test]
+    fn seconds_are_short_decimals() {
+        assert_eq!(seconds(Duration::from_secs(30)), "30");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5");
+        assert_eq!(seconds(Duration::from_millis(1234)), "1.234");
+        assert_eq!(seconds(Duration::ZERO), "0.001");
+    }
+
+    #[test]
+    fn percent_encoding_leaves_only_unreserved_bytes() {
+        assert_eq!(percent_encode("a-b_c.d~e"), "a-b_c.d~e");
+        assert_eq!(
+            percent_encode("a b&c=d/é?#%"),
+            "a%20b%26c%3Dd%2F%C3%A9%3F%23%25"
+        );
+    }
+
+    #[test]
+    fn curl_command_reads_the_token_from_the_file() {
+        let cmd = request_command(
+            Transport::Curl,
+            &target(),
+            &Request {
+                method: Method::Post,
+                path_and_query: "/mcps?agent_id=a&session_id=",
+                authenticated: true,
+                body: Body::Inline(r#"{"name":"it's"}"#),
+                max_time: Duration::from_secs(30),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            cmd,
+            "t=; { IFS= read -r t || [ -n \"$t\" ]; } 2>/dev/null < '/tmp/mcpgw-x/token' || \
+             { printf '%s\\n' 'mcpgw: cannot read the gateway token file /tmp/mcpgw-x/token' >&2; exit 121; }; \
+             printf 'Authorization: Bearer %s\\n' \"$t\" | \
+             curl -q -sS -g --noproxy '*' --max-time 30 -X POST -H @- \
+             -H 'Content-Type: application/json' --data-raw '{\"name\":\"it'\\''s\"}' \
+             -w '\\nmcpgw-http-status:%{http_code}\\n' 'http://127.0.0.1:5600/mcps?agent_id=a&session_id='"
+        );
+    }
+
+    #[test]
+    fn health_sends_no_token() {
+        for transport in [Transport::Curl, Transport::BuiltIn] {
+            let cmd = request_command(
+                transport,
+                &target(),
+                &Request {
+                    method: Method::Get,
+                    path_and_query: "/health",
+                    authenticated: false,
+                    body: Body::None,
+                    max_time: Duration::from_millis(2500),
+                },
+            )
+            .unwrap();
+            assert!(!cmd.contains("token"), "{cmd}");
+            assert!(cmd.contains("--max-time 2.5"), "{cmd}");
+        }
+    }
+
+    #[test]
+    fn builtin_command_with_a_staged_body_removes_it() {
+        let cmd = request_command(
+            Transport::BuiltIn,
+            &target(),
+            &Request {
+                method: Method::Put,
+                path_and_query: "/mcps/x/runtime-headers?agent_id=&session_id=",
+                authenticated: true,
+                body: Body::Staged("/tmp/mcpgw-body-1"),
+                max_time: Duration::from_secs(5),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            cmd,
+            "'/opt/mcpgw gateway' request PUT '/mcps/x/runtime-headers?agent_id=&session_id=' \
+             --host '127.0.0.1' --port 5600 --max-time 5 --token-file '/tmp/mcpgw-x/token' \
+             --body-file '/tmp/mcpgw-body-1'; s=$?; rm -f '/tmp/mcpgw-body-1'; exit $s"
+        );
+    }
+
+    #[test]
+    fn ipv6_hosts_get_brackets() {
+        assert_eq!(url_host("::1"), "[::1]");
+        assert_eq!(url_host("127.0.0.1"), "127.0.0.1");
+    }
+
+    #[test]
+    fn probe_answers() {
+        assert_eq!(parse_probe(b"curl\n"), Some(Transport::Curl));
+        assert_eq!(parse_probe(b"none\n"), Some(Transport::BuiltIn));
+        assert_eq!(parse_probe(b"sh: oops"), None);
+    }
+}

@@ -1,0 +1,229 @@
+//! The blocking driver: runs an [`Operation`]'s commands through an [`Exec`] until it finishes.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::client::{
+    BinaryStatus, CallOptions, Client, ExecOutput, GatewayInfo, HealthInfo, Operation, Output,
+};
+use crate::error::{Error, ErrorKind};
+use crate::wire::{McpSpec, Tool, ToolChunk};
+
+/// Runs one `sh -c` command inside the sandbox: `docker exec`, `kubectl exec`, `nsenter`, an
+/// SDK's `commands.run`, ...
+pub trait Exec {
+    /// Runs `command` with `sh -c` and returns its exit status and output, or why the backend
+    /// could not run it. `timeout` is how long the command may take.
+    fn exec(&self, command: &str, timeout: Duration) -> Result<ExecOutput, String>;
+}
+
+impl<F> Exec for F
+where
+    F: Fn(&str, Duration) -> Result<ExecOutput, String>,
+{
+    fn exec(&self, command: &str, timeout: Duration) -> Result<ExecOutput, String> {
+        self(command, timeout)
+    }
+}
+
+/// Drives `op` to its end through `exec`: the blocking form of every operation.
+pub fn run(mut op: Operation, exec: &(impl Exec + ?Sized)) -> Result<Output, Error> {
+    while let Some(cmd) = op.command() {
+        let result = exec.exec(&cmd.text, cmd.timeout);
+        op.complete(result)?;
+    }
+    op.finish()
+}
+
+/// Reads a file on the host, e.g. the gateway binary to upload.
+pub fn read_host_file(path: &Path) -> Result<Arc<[u8]>, Error> {
+    std::fs::read(path).map(Arc::from).map_err(|e| {
+        Error::new(
+            ErrorKind::HostIo,
+            format!("cannot read {} on the host: {e}", path.display()),
+        )
+    })
+}
+
+fn unexpected(output: Output) -> Error {
+    Error::protocol(format!("unexpected result {output:?}"))
+}
+
+/// Blocking forms of the operations, each a [`run`] over the matching `prepare_*`.
+impl Client {
+    /// Launches a gateway; see [`Client::prepare_start_gateway`].
+    pub fn start_gateway(
+        &self,
+        exec: &impl Exec,
+        opts: &CallOptions,
+    ) -> Result<GatewayInfo, Error> {
+        match run(self.prepare_start_gateway(opts), exec)? {
+            Output::Started(i) => Ok(i),
+            o => Err(unexpected(o)),
+        }
+    }
+
+    /// Stops the gateway this client launched; see [`Client::prepare_stop_gateway`].
+    pub fn stop_gateway(&self, exec: &impl Exec, opts: &CallOptions) -> Result<(), Error> {
+        run(self.prepare_stop_gateway(opts), exec).map(drop)
+    }
+
+    /// Installs the gateway binary read from `host_path`; see
+    /// [`Client::prepare_ensure_gateway_binary`].
+    pub fn ensure_gateway_binary(
+        &self,
+        exec: &impl Exec,
+        opts: &CallOptions,
+        host_path: &Path,
+    ) -> Result<BinaryStatus, Error> {
+        let binary = read_host_file(host_path)?;
+        match run(self.prepare_ensure_gateway_binary(opts, binary), exec)? {
+            Output::Binary(b) => Ok(b),
+            o => Err(unexpected(o)),
+        }
+    }
+
+    /// `GET /health`.
+    pub fn health(&self, exec: &impl Exec, opts: &CallOptions) -> Result<HealthInfo, Error> {
+        match run(self.prepare_health(opts), exec)? {
+            Output::Health(h) => Ok(h),
+            o => Err(unexpected(o)),
+        }
+    }
+
+    /// `GET /mcps`.
+    pub fn list_mcps(&self, exec: &impl Exec, opts: &CallOptions) -> Result<Vec<McpSpec>, Error> {
+        match run(self.prepare_list_mcps(opts), exec)? {
+            Output::Mcps(m) => Ok(m),
+            o => Err(unexpected(o)),
+        }
+    }
+
+    /// `POST /mcps`.
+    pub fn add_mcp(
+        &self,
+        exec: &impl Exec,
+        opts: &CallOptions,
+        spec_json: &str,
+    ) -> Result<(), Error> {
+        run(self.prepare_add_mcp(opts, spec_json), exec).map(drop)
+    }
+
+    /// `DELETE /mcps/{name}`.
+    pub fn remove_mcp(
+        &self,
+        exec: &impl Exec,
+        opts: &CallOptions,
+        name: &str,
+    ) -> Result<(), Error> {
+        run(self.prepare_remove_mcp(opts, name), exec).map(drop)
+    }
+
+    /// `GET /mcps/{mcp}/tools`.
+    pub fn list_tools(
+        &self,
+        exec: &impl Exec,
+        opts: &CallOptions,
+        mcp: &str,
+    ) -> Result<Vec<Tool>, Error> {
+        match run(self.prepare_list_tools(opts, mcp), exec)? {
+            Output::Tools(t) => Ok(t),
+            o => Err(unexpected(o)),
+        }
+    }
+
+    /// `POST /mcps/{mcp}/tools/{tool}`.
+    pub fn call_tool(
+        &self,
+        exec: &impl Exec,
+        opts: &CallOptions,
+        mcp: &str,
+        tool: &str,
+        arguments_json: &str,
+    ) -> Result<ToolChunk, Error> {
+        match run(
+            self.prepare_call_tool(opts, mcp, tool, arguments_json),
+            exec,
+        )? {
+            Output::Chunk(c) => Ok(c),
+            o => Err(unexpected(o)),
+        }
+    }
+
+    /// `PUT /mcps/{mcp}/runtime-headers`.
+    pub fn set_runtime_headers(
+        &self,
+        exec: &impl Exec,
+        opts: &CallOptions,
+        mcp: &str,
+        headers_json: &str,
+    ) -> Result<(), Error> {
+        run(
+            self.prepare_set_runtime_headers(opts, mcp, headers_json),
+            exec,
+        )
+        .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Config;
+    use crate::command::Transport;
+
+    /// A local `sh -c`, the simplest real sandbox.
+    fn local_sh(command: &str, _timeout: Duration) -> Result<ExecOutput, String> {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .output()
+            .map_err(|e| e.to_string())?;
+        Ok(ExecOutput {
+            exit_code: out.status.code().unwrap_or(-1),
+            stdout: out.stdout,
+            stderr: out.stderr,
+        })
+    }
+
+    #[test]
+    fn nothing_listening_is_gateway_not_running_through_real_curl() {
+        // Port 1 on loopback: nothing listens there on a test machine.
+        let dir = std::env::temp_dir().join(format!("mcpgw-exec-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let token = dir.join("token");
+        std::fs::write(&token, "abc\n").unwrap();
+        let client = Client::new(Config {
+            port: 1,
+            token_file: Some(token.to_string_lossy().into_owned()),
+            transport: Some(Transport::Curl),
+            ..Config::default()
+        })
+        .unwrap();
+        let e = client
+            .list_mcps(&local_sh, &CallOptions::default())
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::GatewayNotRunning, "{e}");
+        // A token file that cannot be read is reported as such, not as a refused token.
+        let missing = Client::new(Config {
+            port: 1,
+            token_file: Some(dir.join("nope").to_string_lossy().into_owned()),
+            transport: Some(Transport::Curl),
+            ..Config::default()
+        })
+        .unwrap();
+        let e = missing
+            .list_mcps(&local_sh, &CallOptions::default())
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unauthorized, "{e}");
+        assert!(e.message().contains("nope"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn unreadable_host_file_is_host_io() {
+        let e = read_host_file(Path::new("/nonexistent/mcpgw-gateway")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::HostIo);
+    }
+}

@@ -1,0 +1,327 @@
+//! Decoding what a request command printed: the exit status, the output framing, the HTTP status
+//! and the gateway's `{"detail"}` errors.
+
+use serde::de::DeserializeOwned;
+
+use crate::command::{EXIT_TOKEN_UNREADABLE, STATUS_TRAILER, Transport};
+use crate::error::{Error, ErrorKind, head, tail};
+
+/// Longest piece of stderr or body quoted in an error message.
+const QUOTE_MAX: usize = 2000;
+
+/// A gateway response, recovered from a request command's stdout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpResponse {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body bytes, exactly as sent.
+    pub body: Vec<u8>,
+}
+
+/// What a request was, for messages.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestInfo<'a> {
+    /// `GET /mcps`, without the query.
+    pub what: &'a str,
+    /// How it was sent.
+    pub transport: Transport,
+    /// The gateway's port.
+    pub port: u16,
+    /// The token file it read.
+    pub token_file: &'a str,
+    /// The gateway binary (the built-in client).
+    pub gateway_path: &'a str,
+    /// Its time limit in seconds, as sent.
+    pub max_time: &'a str,
+}
+
+/// Splits stdout into the body and the status of the trailer `\nmcpgw-http-status:NNN\n`.
+/// `None` when the trailer is missing or malformed.
+pub fn split_framing(stdout: &[u8]) -> Option<(u16, &[u8])> {
+    let marker = format!("\n{STATUS_TRAILER}");
+    let marker = marker.as_bytes();
+    let at = stdout.windows(marker.len()).rposition(|w| w == marker)?;
+    let rest = &stdout[at + marker.len()..];
+    let rest = rest.strip_suffix(b"\n").unwrap_or(rest);
+    let rest = rest.strip_suffix(b"\r").unwrap_or(rest);
+    if rest.len() != 3 || !rest.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let status = std::str::from_utf8(rest).ok()?.parse().ok()?;
+    Some((status, &stdout[..at]))
+}
+
+/// Turns one finished request command into the gateway's response, or the error its exit status
+/// and output mean. A non-2xx response is returned as is; see [`check_status`].
+pub fn decode_output(
+    info: &RequestInfo<'_>,
+    exit_code: i32,
+    mut stdout: Vec<u8>,
+    stderr: &[u8],
+) -> Result<HttpResponse, Error> {
+    let err_text = String::from_utf8_lossy(stderr);
+    let err_tail = tail(&err_text, QUOTE_MAX);
+    let with_stderr = |msg: String| {
+        if err_tail.is_empty() {
+            msg
+        } else {
+            format!("{msg}: {err_tail}")
+        }
+    };
+    let client = match info.transport {
+        Transport::Curl => "curl".to_owned(),
+        Transport::BuiltIn => format!("{} request", info.gateway_path),
+    };
+    match exit_code {
+        0 => {}
+        7 => {
+            return Err(Error::new(
+                ErrorKind::GatewayNotRunning,
+                with_stderr(format!(
+                    "{}: no gateway listens on port {} in the sandbox (connection refused); \
+                     start it with start_gateway or check the port",
+                    info.what, info.port
+                )),
+            ));
+        }
+        28 => {
+            return Err(Error::new(
+                ErrorKind::Deadline,
+                with_stderr(format!(
+                    "{}: the gateway did not answer within {} s; raise the call's timeout",
+                    info.what, info.max_time
+                )),
+            ));
+        }
+        52 | 56 if info.transport == Transport::Curl => {
+            return Err(Error::new(
+                ErrorKind::GatewayNotRunning,
+                with_stderr(format!(
+                    "{}: the gateway on port {} closed the connection without an answer \
+                     (curl exit {exit_code}); it may have exited, see its log",
+                    info.what, info.port
+                )),
+            ));
+        }
+        EXIT_TOKEN_UNREADABLE => {
+            return Err(Error::new(
+                ErrorKind::Unauthorized,
+                with_stderr(format!(
+                    "{}: the token file {} cannot be read in the sandbox; \
+                     was the gateway started with --token-file {}?",
+                    info.what, info.token_file, info.token_file
+                )),
+            ));
+        }
+        126 | 127 => {
+            let hint = match info.transport {
+                Transport::Curl => "install curl in the sandbox or use the built-in client",
+                Transport::BuiltIn => {
+                    "set the gateway path, or install the binary with ensure_gateway_binary"
+                }
+            };
+            return Err(Error::new(
+                ErrorKind::CommandFailed,
+                with_stderr(format!(
+                    "{}: {client} cannot be run in the sandbox (exit {exit_code}); {hint}",
+                    info.what
+                )),
+            ));
+        }
+        code => {
+            return Err(Error::new(
+                ErrorKind::CommandFailed,
+                with_stderr(format!(
+                    "{}: {client} failed in the sandbox with exit status {code}",
+                    info.what
+                )),
+            ));
+        }
+    }
+    let Some((status, body)) = split_framing(&stdout) else {
+        let out = String::from_utf8_lossy(&stdout);
+        return Err(Error::protocol(with_stderr(format!(
+            "{}: the output of {client} lacks the trailing `{STATUS_TRAILER}NNN` line; \
+             got {:?}",
+            info.what,
+            tail(&out, 200)
+        ))));
+    };
+    if status == 0 {
+        return Err(Error::new(
+            ErrorKind::GatewayNotRunning,
+            with_stderr(format!(
+                "{}: no HTTP answer from port {} in the sandbox",
+                info.what, info.port
+            )),
+        ));
+    }
+    let len = body.len();
+    stdout.truncate(len);
+    Ok(HttpResponse {
+        status,
+        body: stdout,
+    })
+}
+
+/// The `detail` of a gateway error body, or the body's text when it is not `{"detail": ...}`.
+pub fn detail_of(body: &[u8]) -> Option<String> {
+    if let Ok(serde_json::Value::Object(map)) = serde_json::from_slice(body)
+        && let Some(detail) = map.get("detail")
+    {
+        return Some(match detail {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = head(&text, QUOTE_MAX);
+    (!text.is_empty()).then_some(text)
+}
+
+/// Passes a 2xx response through; turns any other status into the error of its kind, carrying
+/// the status and the gateway's detail.
+pub fn check_status(info: &RequestInfo<'_>, response: HttpResponse) -> Result<HttpResponse, Error> {
+    let status = response.status;
+    if (200..300).contains(&status) {
+        return Ok(response);
+    }
+    let detail = detail_of(&response.body);
+    let said = detail.as_deref().unwrap_or("(no detail)");
+    let what = info.what;
+    let (kind, message) = match status {
+        401 | 403 => (
+            ErrorKind::Unauthorized,
+            format!(
+                "{what}: the gateway refused the token in {} (HTTP {status}: {said}); \
+                 the file must belong to the gateway listening on port {}",
+                info.token_file, info.port
+            ),
+        ),
+        404 => (ErrorKind::NotFound, format!("{what}: not found: {said}")),
+        409 => (
+            ErrorKind::Conflict,
+            format!("{what}: conflict: {said}; remove the existing MCP first or pick another name"),
+        ),
+        413 => (
+            ErrorKind::InvalidArgument,
+            format!("{what}: the request body exceeds the gateway's limit: {said}"),
+        ),
+        400..=499 => (
+            ErrorKind::InvalidArgument,
+            format!("{what}: the gateway refused the request (HTTP {status}): {said}"),
+        ),
+        504 => (ErrorKind::Deadline, format!("{what}: deadline: {said}")),
+        500..=503 => (
+            ErrorKind::UpstreamError,
+            format!("{what}: upstream MCP failed (HTTP {status}): {said}"),
+        ),
+        _ => (
+            ErrorKind::ProtocolError,
+            format!("{what}: unexpected HTTP status {status}: {said}"),
+        ),
+    };
+    Err(Error::new(kind, message).with_http(status, detail))
+}
+
+/// Parses a JSON body into `T`.
+pub fn json_body<T: DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(body).map_err(|e| {
+        Error::protocol(format!(
+            "{what}: the gateway's answer is not the expected JSON ({e}): {}",
+            head(&String::from_utf8_lossy(body), 200)
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> RequestInfo<'static> {
+        RequestInfo {
+            what: "GET /mcps",
+            transport: Transport::Curl,
+            port: 5600,
+            token_file: "/t/token",
+            gateway_path: "mcpgw-gateway",
+            max_time: "30",
+        }
+    }
+
+    #[test]
+    fn framing_splits_body_and_status() {
+        assert_eq!(
+            split_framing(b"[1]\nmcpgw-http-status:200\n"),
+            Some((200, &b"[1]"[..]))
+        );
+        assert_eq!(
+            split_framing(b"\nmcpgw-http-status:204\n"),
+            Some((204, &b""[..]))
+        );
+        // A body that itself contains the marker: the last one wins.
+        assert_eq!(
+            split_framing(b"a\nmcpgw-http-status:999\nb\nmcpgw-http-status:404"),
+            Some((404, &b"a\nmcpgw-http-status:999\nb"[..]))
+        );
+        assert_eq!(split_framing(b"body"), None);
+        assert_eq!(split_framing(b"\nmcpgw-http-status:20\n"), None);
+        assert_eq!(split_framing(b"\nmcpgw-http-status:200\nx"), None);
+    }
+
+    #[test]
+    fn exit_statuses_map_to_kinds() {
+        let kind = |code, out: &[u8]| {
+            decode_output(&info(), code, out.to_vec(), b"curl: (7) Failed to connect")
+                .unwrap_err()
+                .kind()
+        };
+        assert_eq!(kind(7, b""), ErrorKind::GatewayNotRunning);
+        assert_eq!(kind(28, b""), ErrorKind::Deadline);
+        assert_eq!(kind(121, b""), ErrorKind::Unauthorized);
+        assert_eq!(kind(127, b""), ErrorKind::CommandFailed);
+        assert_eq!(kind(3, b""), ErrorKind::CommandFailed);
+        assert_eq!(kind(0, b"garbage"), ErrorKind::ProtocolError);
+        assert_eq!(
+            kind(0, b"\nmcpgw-http-status:000\n"),
+            ErrorKind::GatewayNotRunning
+        );
+        let ok = decode_output(&info(), 0, b"[]\nmcpgw-http-status:200\n".to_vec(), b"").unwrap();
+        assert_eq!(ok.status, 200);
+        assert_eq!(ok.body, b"[]");
+    }
+
+    #[test]
+    fn statuses_map_to_kinds_with_detail() {
+        let err = |status, body: &str| {
+            check_status(
+                &info(),
+                HttpResponse {
+                    status,
+                    body: body.as_bytes().to_vec(),
+                },
+            )
+            .unwrap_err()
+        };
+        let e = err(401, "invalid gateway token");
+        assert_eq!(e.kind(), ErrorKind::Unauthorized);
+        assert_eq!(e.detail(), Some("invalid gateway token"));
+        assert!(e.message().contains("/t/token"), "{e}");
+        let e = err(404, r#"{"detail":"unknown MCP 'x'"}"#);
+        assert_eq!(
+            (e.kind(), e.http_status(), e.detail()),
+            (ErrorKind::NotFound, Some(404), Some("unknown MCP 'x'"))
+        );
+        assert_eq!(err(409, "{}").kind(), ErrorKind::Conflict);
+        assert_eq!(err(400, "{}").kind(), ErrorKind::InvalidArgument);
+        assert_eq!(err(413, "{}").kind(), ErrorKind::InvalidArgument);
+        assert_eq!(err(500, "{}").kind(), ErrorKind::UpstreamError);
+        assert_eq!(err(502, "{}").kind(), ErrorKind::UpstreamError);
+        assert_eq!(err(504, "{}").kind(), ErrorKind::Deadline);
+        assert_eq!(err(302, "").kind(), ErrorKind::ProtocolError);
+        assert_eq!(
+            err(400, r#"{"detail":[{"loc":1}]}"#).detail(),
+            Some(r#"[{"loc":1}]"#)
+        );
+    }
+}
