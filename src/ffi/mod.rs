@@ -1,0 +1,321 @@
+//! The C ABI: a thin unsafe boundary over the crate. One module per C type.
+//!
+//! Conventions, the same for every function:
+//! - Every fallible function returns `mcpgw_result`. Out-parameters are written only when it
+//!   returns `MCPGW_RESULT_OK`; the one exception is `error_out`, which is written only on
+//!   failure (when it is not NULL) with an error object the caller frees.
+//! - Handles are created through an out-parameter and released by their `_free`, which accepts
+//!   NULL. Strings the library returns as `char *` are freed with `mcpgw_string_free`;
+//!   `const char *` results are borrowed, for as long as the documentation of each says.
+//! - Strings passed in are NUL-terminated UTF-8; other bytes give `MCPGW_RESULT_INVALID_ARGUMENT`.
+//! - No panic crosses the boundary: it becomes `MCPGW_RESULT_PANIC`.
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)] // Each function's doc states its contract in C terms.
+
+pub mod chunk;
+pub mod client;
+pub mod error;
+pub mod op;
+
+use std::ffi::{CStr, CString, c_char};
+
+use crate::error::ErrorKind;
+
+/// The ABI version of this header and library: programs built against one ABI version run with
+/// any library of the same. For 0.x releases it is the minor version, from 1.0 the major one.
+pub const MCPGW_ABI_VERSION: u32 = 1;
+/// The major version of the library this header belongs to.
+pub const MCPGW_VERSION_MAJOR: u32 = 0;
+/// The minor version of the library this header belongs to.
+pub const MCPGW_VERSION_MINOR: u32 = 1;
+/// The patch version of the library this header belongs to.
+pub const MCPGW_VERSION_PATCH: u32 = 0;
+
+/// The outcome of every fallible function. The values are distinctive (7000 and up) so that a
+/// code is not mistaken for an errno or an exit status.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum mcpgw_result {
+    /// Success.
+    Ok = 7000,
+    /// A required pointer argument was NULL.
+    NullParameter = 7001,
+    /// The library panicked; the call had no effect that can be relied on. A bug: please report.
+    Panic = 7002,
+    /// A value given to the library is unusable, or the gateway refused the request as invalid
+    /// (HTTP 400, 413, 422).
+    InvalidArgument = 7003,
+    /// A sans-IO operation was driven out of order, or a client without an exec callback was
+    /// asked for a blocking call.
+    InvalidState = 7004,
+    /// A file on the host could not be read.
+    HostIo = 7005,
+    /// The exec callback could not run a command in the sandbox.
+    ExecFailed = 7100,
+    /// A command ran in the sandbox but failed outside the HTTP exchange (missing program, full
+    /// disk, failed upload check).
+    CommandFailed = 7101,
+    /// No gateway answers on the port, or a different one than this client launched.
+    GatewayNotRunning = 7102,
+    /// The gateway could not be launched; the message carries its reason and log tail.
+    StartFailed = 7103,
+    /// The gateway refused the token (HTTP 401), or the token file could not be read.
+    Unauthorized = 7104,
+    /// Unknown MCP or tool in this scope (HTTP 404).
+    NotFound = 7105,
+    /// An MCP of that name already exists in this scope (HTTP 409).
+    Conflict = 7106,
+    /// The upstream MCP server failed to connect or to answer (HTTP 500, 502, 503).
+    UpstreamError = 7107,
+    /// A deadline passed: the tool call's (HTTP 504) or the request's own.
+    Deadline = 7108,
+    /// What came back is not what the gateway protocol promises.
+    ProtocolError = 7109,
+}
+
+impl From<ErrorKind> for mcpgw_result {
+    fn from(kind: ErrorKind) -> mcpgw_result {
+        match kind {
+            ErrorKind::InvalidArgument => mcpgw_result::InvalidArgument,
+            ErrorKind::ExecFailed => mcpgw_result::ExecFailed,
+            ErrorKind::CommandFailed => mcpgw_result::CommandFailed,
+            ErrorKind::GatewayNotRunning => mcpgw_result::GatewayNotRunning,
+            ErrorKind::StartFailed => mcpgw_result::StartFailed,
+            ErrorKind::Unauthorized => mcpgw_result::Unauthorized,
+            ErrorKind::NotFound => mcpgw_result::NotFound,
+            ErrorKind::Conflict => mcpgw_result::Conflict,
+            ErrorKind::UpstreamError => mcpgw_result::UpstreamError,
+            ErrorKind::Deadline => mcpgw_result::Deadline,
+            ErrorKind::ProtocolError => mcpgw_result::ProtocolError,
+            ErrorKind::HostIo => mcpgw_result::HostIo,
+            ErrorKind::InvalidState => mcpgw_result::InvalidState,
+        }
+    }
+}
+
+impl mcpgw_result {
+    const ALL: [mcpgw_result; 16] = [
+        mcpgw_result::Ok,
+        mcpgw_result::NullParameter,
+        mcpgw_result::Panic,
+        mcpgw_result::InvalidArgument,
+        mcpgw_result::InvalidState,
+        mcpgw_result::HostIo,
+        mcpgw_result::ExecFailed,
+        mcpgw_result::CommandFailed,
+        mcpgw_result::GatewayNotRunning,
+        mcpgw_result::StartFailed,
+        mcpgw_result::Unauthorized,
+        mcpgw_result::NotFound,
+        mcpgw_result::Conflict,
+        mcpgw_result::UpstreamError,
+        mcpgw_result::Deadline,
+        mcpgw_result::ProtocolError,
+    ];
+
+    /// The static message of a code (NUL-terminated).
+    fn message(self) -> &'static str {
+        match self {
+            mcpgw_result::Ok => "ok\0",
+            mcpgw_result::NullParameter => "a required pointer argument was NULL\0",
+            mcpgw_result::Panic => "the library panicked (a bug: please report it)\0",
+            mcpgw_result::InvalidArgument => "invalid argument\0",
+            mcpgw_result::InvalidState => "the operation was driven out of order\0",
+            mcpgw_result::HostIo => "a file on the host could not be read\0",
+            mcpgw_result::ExecFailed => "the exec callback could not run the command\0",
+            mcpgw_result::CommandFailed => "a command failed in the sandbox\0",
+            mcpgw_result::GatewayNotRunning => "the gateway is not running\0",
+            mcpgw_result::StartFailed => "the gateway could not be started\0",
+            mcpgw_result::Unauthorized => "the gateway refused the token\0",
+            mcpgw_result::NotFound => "no such MCP or tool\0",
+            mcpgw_result::Conflict => "an MCP of that name already exists\0",
+            mcpgw_result::UpstreamError => "the upstream MCP server failed\0",
+            mcpgw_result::Deadline => "a deadline passed\0",
+            mcpgw_result::ProtocolError => "unexpected answer from the gateway\0",
+        }
+    }
+}
+
+/// Runs `$body` and turns a panic into `$on_panic`: no unwinding crosses into C.
+macro_rules! ffi_boundary {
+    ($on_panic:expr, $body:block) => {
+        match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| $body)) {
+            Ok(value) => value,
+            Err(_) => $on_panic,
+        }
+    };
+}
+pub(crate) use ffi_boundary;
+
+/// Borrows `*ptr`, or returns `MCPGW_RESULT_NULL_PARAMETER` from the enclosing function: the one
+/// NULL check of the ABI.
+macro_rules! try_ref {
+    ($ptr:expr) => {
+        match unsafe { $crate::ffi::non_null($ptr) } {
+            Some(r) => r,
+            None => return $crate::ffi::mcpgw_result::NullParameter,
+        }
+    };
+}
+pub(crate) use try_ref;
+
+/// Like `try_ref!` for a mutable pointer.
+macro_rules! try_mut {
+    ($ptr:expr) => {
+        match unsafe { $ptr.as_mut() } {
+            Some(r) => r,
+            None => return $crate::ffi::mcpgw_result::NullParameter,
+        }
+    };
+}
+pub(crate) use try_mut;
+
+/// Borrows a NUL-terminated string; `None` for NULL.
+///
+/// # Safety
+/// `ptr` is NULL or points to a NUL-terminated string that outlives the borrow.
+pub(crate) unsafe fn c_str<'a>(ptr: *const c_char) -> Option<&'a CStr> {
+    if ptr.is_null() {
+        None
+    } else {
+        // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+        Some(unsafe { CStr::from_ptr(ptr) })
+    }
+}
+
+/// Borrows `*ptr`; `None` for NULL.
+///
+/// # Safety
+/// `ptr` is NULL or points to a live `T` that outlives the borrow.
+pub(crate) unsafe fn non_null<'a, T>(ptr: *const T) -> Option<&'a T> {
+    // SAFETY: the caller's contract.
+    unsafe { ptr.as_ref() }
+}
+
+/// A Rust string as a C string; a NUL byte (possible in text quoted from a sandbox's output)
+/// becomes U+FFFD so that nothing is cut off.
+pub(crate) fn cstring_lossy(s: &str) -> CString {
+    CString::new(s).unwrap_or_else(|_| {
+        CString::new(s.replace('\0', "\u{fffd}")).expect("NUL bytes were replaced")
+    })
+}
+
+/// Hands a string to C; freed with `mcpgw_string_free`.
+pub(crate) fn give_string(s: &str) -> *mut c_char {
+    cstring_lossy(s).into_raw()
+}
+
+/// The static text of a result code, e.g. "the gateway is not running"; "unknown result code"
+/// for a value that is not one. Never NULL; valid for the life of the program.
+#[unsafe(no_mangle)]
+pub extern "C" fn mcpgw_result_message(result: u32) -> *const c_char {
+    let msg = mcpgw_result::ALL
+        .iter()
+        .find(|r| **r as u32 == result)
+        .map_or("unknown result code\0", |r| r.message());
+    msg.as_ptr().cast()
+}
+
+/// The library's version, e.g. "0.1.0". Never NULL; valid for the life of the program.
+#[unsafe(no_mangle)]
+pub extern "C" fn mcpgw_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The library's ABI version; a program compares it with the `MCPGW_ABI_VERSION` it was built
+/// against.
+#[unsafe(no_mangle)]
+pub extern "C" fn mcpgw_abi_version() -> u32 {
+    MCPGW_ABI_VERSION
+}
+
+/// Frees a string the library returned as `char *`. NULL is ignored.
+///
+/// Takes ownership of `s`: it must come from this library and not be used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_string_free(s: *mut c_char) {
+    ffi_boundary!((), {
+        if !s.is_null() {
+            // SAFETY: `s` came from CString::into_raw in this library, per the contract.
+            drop(unsafe { CString::from_raw(s) });
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_follow_cargo_toml() {
+        let part = |s: &str| s.parse::<u32>().unwrap();
+        assert_eq!(MCPGW_VERSION_MAJOR, part(env!("CARGO_PKG_VERSION_MAJOR")));
+        assert_eq!(MCPGW_VERSION_MINOR, part(env!("CARGO_PKG_VERSION_MINOR")));
+        assert_eq!(MCPGW_VERSION_PATCH, part(env!("CARGO_PKG_VERSION_PATCH")));
+        let abi = if MCPGW_VERSION_MAJOR == 0 {
+            MCPGW_VERSION_MINOR
+        } else {
+            MCPGW_VERSION_MAJOR
+        };
+        assert_eq!(MCPGW_ABI_VERSION, abi);
+        let v = unsafe { CStr::from_ptr(mcpgw_version()) };
+        assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    }
+
+    #[test]
+    fn checked_in_header_is_current() {
+        let generated = std::fs::read_to_string(concat!(env!("OUT_DIR"), "/mcpgw.h")).unwrap();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/include/mcpgw.h");
+        let checked_in = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            generated == checked_in,
+            "{path} is stale: regenerate it with `MCPGW_UPDATE_HEADER=1 cargo build -p mcpgw`"
+        );
+        for (name, value) in [
+            ("MCPGW_ABI_VERSION", MCPGW_ABI_VERSION),
+            ("MCPGW_VERSION_MAJOR", MCPGW_VERSION_MAJOR),
+            ("MCPGW_VERSION_MINOR", MCPGW_VERSION_MINOR),
+            ("MCPGW_VERSION_PATCH", MCPGW_VERSION_PATCH),
+        ] {
+            assert!(
+                checked_in.contains(&format!("#define {name} {value}\n")),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_code_has_its_own_message() {
+        let mut seen = std::collections::HashSet::new();
+        for r in mcpgw_result::ALL {
+            let m = unsafe { CStr::from_ptr(mcpgw_result_message(r as u32)) };
+            assert!(seen.insert(m.to_owned()), "{r:?}");
+        }
+        let unknown = unsafe { CStr::from_ptr(mcpgw_result_message(1)) };
+        assert_eq!(unknown.to_str().unwrap(), "unknown result code");
+    }
+
+    #[test]
+    fn every_error_kind_has_its_own_code() {
+        use ErrorKind::*;
+        let kinds = [
+            InvalidArgument,
+            ExecFailed,
+            CommandFailed,
+            GatewayNotRunning,
+            StartFailed,
+            Unauthorized,
+            NotFound,
+            Conflict,
+            UpstreamError,
+            Deadline,
+            ProtocolError,
+            HostIo,
+            InvalidState,
+        ];
+        let codes: std::collections::HashSet<_> =
+            kinds.iter().map(|k| mcpgw_result::from(*k)).collect();
+        assert_eq!(codes.len(), kinds.len());
+        assert!(!codes.contains(&mcpgw_result::Ok));
+    }
+}
