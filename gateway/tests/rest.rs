@@ -443,7 +443,7 @@ async fn scopes_are_isolated() {
         .await
         .expect(404);
     let r = gw
-        .delete(&format!("/mcps/same?agent_id=a&session_id=nope"))
+        .delete("/mcps/same?agent_id=a&session_id=nope")
         .await
         .expect(404);
     assert_eq!(r.detail(), "'same' not found for agent='a' session='nope'");

@@ -9,7 +9,7 @@ pub mod http;
 pub mod stdio;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -200,8 +200,8 @@ pub struct Upstream {
     tools: Arc<ToolCache>,
     health: Mutex<Health>,
     closed: AtomicBool,
-    calls: AtomicU64,
-    errors: AtomicU64,
+    /// Calls, errors and latency, for `/metrics`.
+    pub metrics: crate::metrics::UpstreamMetrics,
 }
 
 impl Upstream {
@@ -225,8 +225,7 @@ impl Upstream {
                 ..Health::default()
             }),
             closed: AtomicBool::new(false),
-            calls: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
+            metrics: Default::default(),
         });
         let session = upstream.open_session().await?;
         let tools =
@@ -487,11 +486,13 @@ impl Upstream {
         deadline: Option<Duration>,
         progress: Option<ProgressSender>,
     ) -> Result<Value, ApiError> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        self.metrics.calls.fetch_add(1, Ordering::Relaxed);
         let result = self.call_inner(tool, arguments, deadline, progress).await;
         if result.is_err() {
-            self.errors.fetch_add(1, Ordering::Relaxed);
+            self.metrics.errors.fetch_add(1, Ordering::Relaxed);
         }
+        self.metrics.latency.observe(started.elapsed());
         result
     }
 
@@ -609,10 +610,20 @@ impl Upstream {
             "pid": health.pid,
             "restarts": health.restarts,
             "last_error": health.last_error,
-            "calls": self.calls.load(Ordering::Relaxed),
-            "errors": self.errors.load(Ordering::Relaxed),
+            "calls": self.metrics.calls.load(Ordering::Relaxed),
+            "errors": self.metrics.errors.load(Ordering::Relaxed),
         });
         v
+    }
+
+    /// How many times the upstream was started again after dying.
+    pub fn restarts(&self) -> u64 {
+        self.health.lock().unwrap().restarts
+    }
+
+    /// Whether calls can be served now without (re)connecting first.
+    pub fn is_up(&self) -> bool {
+        !self.spec.is_stateful || self.live_session().is_some()
     }
 
     /// Closes the upstream for good: no new calls, the session and its processes ended.
