@@ -382,3 +382,23 @@ async fn metrics_and_openapi_describe_the_gateway() {
         assert!(doc["paths"][path].is_object(), "{path} undocumented");
     }
 }
+
+#[tokio::test]
+async fn an_http_upstream_that_never_answers_is_bounded_by_its_timeout() {
+    // Accepts connections (the kernel completes them) but never answers a byte.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let gw = start_gateway(&[]);
+    let started = Instant::now();
+    let r = gw
+        .add(json!({"name": "mute", "mcp_config": {"type": "http_mcp", "url": format!("http://127.0.0.1:{port}/mcp"), "timeout": 0.5}}), "")
+        .await
+        .expect(500);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(r.detail().contains("500ms"), "{}", r.detail());
+    drop(silent);
+}

@@ -6,6 +6,7 @@
 //! upstream, so a slow or crashing upstream never stalls another.
 
 pub mod http;
+pub mod sse;
 pub mod stdio;
 
 use std::collections::{HashMap, VecDeque};
@@ -228,8 +229,7 @@ impl Upstream {
             metrics: Default::default(),
         });
         let session = upstream.open_session().await?;
-        let tools =
-            tokio::time::timeout(settings.connect_timeout, fetch_tools(&session.peer)).await;
+        let tools = tokio::time::timeout(upstream.setup_limit(), fetch_tools(&session.peer)).await;
         let tools = match tools {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
@@ -240,7 +240,7 @@ impl Upstream {
                 session.close().await;
                 return Err(format!(
                     "listing tools took longer than {:?}",
-                    settings.connect_timeout
+                    upstream.setup_limit()
                 ));
             }
         };
@@ -261,6 +261,21 @@ impl Upstream {
         *self.session.lock().unwrap() = Some(session);
     }
 
+    /// How long connecting, initializing or listing tools may take: the gateway's connect
+    /// timeout, shortened by an HTTP MCP's own `timeout` (AgentScope's HTTP timeout, 30 s by
+    /// default). Tool calls have their own deadline.
+    fn setup_limit(&self) -> Duration {
+        match &self.spec.mcp_config {
+            McpConfig::Http(http) => http
+                .timeout
+                .map(Duration::from_secs_f64)
+                .map_or(self.settings.connect_timeout, |t| {
+                    t.min(self.settings.connect_timeout)
+                }),
+            McpConfig::Stdio(_) => self.settings.connect_timeout,
+        }
+    }
+
     /// Starts a new session: spawn or connect, then the MCP handshake, bounded by the connect
     /// timeout.
     async fn open_session(&self) -> Result<Arc<Session>, String> {
@@ -270,7 +285,7 @@ impl Upstream {
             routes: routes.clone(),
             tools: self.tools.clone(),
         };
-        let limit = self.settings.connect_timeout;
+        let limit = self.setup_limit();
         let (service, child) = match &self.spec.mcp_config {
             McpConfig::Stdio(config) => {
                 let (child, transport) = stdio::spawn(&self.name, config)?;
@@ -294,10 +309,21 @@ impl Upstream {
                 }
             }
             McpConfig::Http(config) if config.is_legacy_sse() => {
-                return Err(format!(
-                    "{:?} is a legacy SSE endpoint, which this gateway does not speak yet",
-                    config.url
-                ));
+                let opened = tokio::time::timeout(limit, async {
+                    let transport = sse::connect(&self.name, config).await?;
+                    handler.serve(transport).await.map_err(|e| e.to_string())
+                })
+                .await;
+                match opened {
+                    Ok(Ok(service)) => (service, None),
+                    Ok(Err(e)) => return Err(format!("{}: {e}", config.url)),
+                    Err(_) => {
+                        return Err(format!(
+                            "{}: no answer to initialize within {limit:?}",
+                            config.url
+                        ));
+                    }
+                }
             }
             McpConfig::Http(config) => {
                 let transport = http::transport(config, self.runtime_headers.clone())?;
@@ -461,15 +487,21 @@ impl Upstream {
     }
 
     async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, ApiError> {
-        let name = &self.name;
+        let (name, limit) = (&self.name, self.setup_limit());
         let tools = self
             .with_session(|s| async move {
-                fetch_tools(&s.peer).await.map_err(|e| {
-                    ApiError::bad_gateway(format!(
-                        "listing the tools of {} failed: {e}",
+                match tokio::time::timeout(limit, fetch_tools(&s.peer)).await {
+                    Ok(listed) => listed.map_err(|e| {
+                        ApiError::bad_gateway(format!(
+                            "listing the tools of {} failed: {e}",
+                            py_repr(name)
+                        ))
+                    }),
+                    Err(_) => Err(ApiError::timeout(format!(
+                        "listing the tools of {} took longer than {limit:?}",
                         py_repr(name)
-                    ))
-                })
+                    ))),
+                }
             })
             .await?;
         self.tools.set(tools);
