@@ -39,6 +39,8 @@ type Shared = State<Arc<AppState>>;
 pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
     Router::new()
         .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi))
         .route("/mcps", get(list_mcps).post(add_mcp))
         .route("/mcps/{name}", axum::routing::delete(remove_mcp))
         .route("/mcps/{name}/runtime-headers", put(set_runtime_headers))
@@ -222,6 +224,24 @@ async fn health(State(state): Shared) -> Response {
     }
 }
 
+async fn metrics(State(state): Shared) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        crate::metrics::render(&state.registry),
+    )
+        .into_response()
+}
+
+/// The OpenAPI 3.1 description of this surface.
+const OPENAPI: &str = include_str!("openapi.json");
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}
+
 async fn list_mcps(State(state): Shared, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
     let q = query(raw)?;
     Ok(json_response(
@@ -241,9 +261,10 @@ async fn add_mcp(
         None | Some(Value::Null) => BTreeMap::new(),
         Some(v) => typed::<BTreeMap<String, String>>(v, "runtime_headers", "")?,
     };
-    if !body
+    if body
         .get("name")
-        .is_some_and(|n| n.as_str().is_some_and(|s| !s.is_empty()))
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
     {
         return Err(ApiError::bad_request("name required"));
     }

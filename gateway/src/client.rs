@@ -194,7 +194,6 @@ fn request(args: &RequestArgs) -> Result<(), Failure> {
             }
         }
     }
-    drop(read_line);
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -11,6 +11,7 @@ mod cli;
 mod client;
 mod config;
 mod error;
+mod metrics;
 mod registry;
 mod serve;
 mod upstream;

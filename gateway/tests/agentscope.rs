@@ -15,7 +15,14 @@ fn agentscope_host_client_drives_the_gateway() {
     let token = "-Kx9_token-with-dash";
     let nonce = mcpgw::random::mint_nonce();
     let mut gateway = Command::new(gateway_bin())
-        .args(["--port", &port.to_string(), "--auth-token", token, "--instance-nonce", &nonce])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--auth-token",
+            token,
+            "--instance-nonce",
+            &nonce,
+        ])
         .env_remove("MCPGW_TOKEN")
         .stdout(Stdio::null())
         .spawn()

@@ -443,7 +443,7 @@ async fn scopes_are_isolated() {
         .await
         .expect(404);
     let r = gw
-        .delete(&format!("/mcps/same?agent_id=a&session_id=nope"))
+        .delete("/mcps/same?agent_id=a&session_id=nope")
         .await
         .expect(404);
     assert_eq!(r.detail(), "'same' not found for agent='a' session='nope'");
@@ -830,4 +830,65 @@ fn processes_in_group(pgid: u32) -> Vec<u32> {
         }
     }
     out
+}
+
+#[tokio::test]
+async fn legacy_sse_upstream_server_everything() {
+    let port = free_port();
+    let _server = Server {
+        child: std::process::Command::new("node")
+            .arg(everything_js())
+            .arg("sse")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+        url: String::new(),
+    };
+    wait_port(port);
+    let gw = start_gateway(&[]);
+    gw.add(
+        http_spec("legacy", &format!("http://127.0.0.1:{port}/sse")),
+        "",
+    )
+    .await
+    .expect(200);
+    let tools = gw.get("/mcps/legacy/tools").await.expect(200).json();
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "echo"),
+        "{tools}"
+    );
+    let chunk = gw
+        .call("legacy", "echo", json!({"message": "through sse"}))
+        .await
+        .expect(200)
+        .json()["chunk"]
+        .clone();
+    assert_eq!(text_of(&chunk), "Echo: through sse");
+    // Progress flows over the event stream too.
+    let r = gw
+        .send_with(
+            "POST",
+            "/mcps/legacy/tools/trigger-long-running-operation",
+            Some(serde_json::to_vec(&json!({"arguments": {"duration": 0.3, "steps": 3}})).unwrap()),
+            Some(&format!("Bearer {}", gw.token)),
+            &[("accept", "application/x-ndjson")],
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.text().lines().count(), 4, "{}", r.text());
+    // Runtime headers are for streamable HTTP only, as in AgentScope.
+    gw.send(
+        "PUT",
+        "/mcps/legacy/runtime-headers",
+        Some(br#"{"headers":{"A":"b"}}"#.to_vec()),
+    )
+    .await
+    .expect(400);
+    gw.delete("/mcps/legacy").await.expect(200);
 }

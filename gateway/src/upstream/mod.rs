@@ -6,10 +6,11 @@
 //! upstream, so a slow or crashing upstream never stalls another.
 
 pub mod http;
+pub mod sse;
 pub mod stdio;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -200,8 +201,8 @@ pub struct Upstream {
     tools: Arc<ToolCache>,
     health: Mutex<Health>,
     closed: AtomicBool,
-    calls: AtomicU64,
-    errors: AtomicU64,
+    /// Calls, errors and latency, for `/metrics`.
+    pub metrics: crate::metrics::UpstreamMetrics,
 }
 
 impl Upstream {
@@ -225,12 +226,10 @@ impl Upstream {
                 ..Health::default()
             }),
             closed: AtomicBool::new(false),
-            calls: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
+            metrics: Default::default(),
         });
         let session = upstream.open_session().await?;
-        let tools =
-            tokio::time::timeout(settings.connect_timeout, fetch_tools(&session.peer)).await;
+        let tools = tokio::time::timeout(upstream.setup_limit(), fetch_tools(&session.peer)).await;
         let tools = match tools {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
@@ -241,7 +240,7 @@ impl Upstream {
                 session.close().await;
                 return Err(format!(
                     "listing tools took longer than {:?}",
-                    settings.connect_timeout
+                    upstream.setup_limit()
                 ));
             }
         };
@@ -262,6 +261,21 @@ impl Upstream {
         *self.session.lock().unwrap() = Some(session);
     }
 
+    /// How long connecting, initializing or listing tools may take: the gateway's connect
+    /// timeout, shortened by an HTTP MCP's own `timeout` (AgentScope's HTTP timeout, 30 s by
+    /// default). Tool calls have their own deadline.
+    fn setup_limit(&self) -> Duration {
+        match &self.spec.mcp_config {
+            McpConfig::Http(http) => http
+                .timeout
+                .map(Duration::from_secs_f64)
+                .map_or(self.settings.connect_timeout, |t| {
+                    t.min(self.settings.connect_timeout)
+                }),
+            McpConfig::Stdio(_) => self.settings.connect_timeout,
+        }
+    }
+
     /// Starts a new session: spawn or connect, then the MCP handshake, bounded by the connect
     /// timeout.
     async fn open_session(&self) -> Result<Arc<Session>, String> {
@@ -271,7 +285,7 @@ impl Upstream {
             routes: routes.clone(),
             tools: self.tools.clone(),
         };
-        let limit = self.settings.connect_timeout;
+        let limit = self.setup_limit();
         let (service, child) = match &self.spec.mcp_config {
             McpConfig::Stdio(config) => {
                 let (child, transport) = stdio::spawn(&self.name, config)?;
@@ -295,10 +309,21 @@ impl Upstream {
                 }
             }
             McpConfig::Http(config) if config.is_legacy_sse() => {
-                return Err(format!(
-                    "{:?} is a legacy SSE endpoint, which this gateway does not speak yet",
-                    config.url
-                ));
+                let opened = tokio::time::timeout(limit, async {
+                    let transport = sse::connect(&self.name, config).await?;
+                    handler.serve(transport).await.map_err(|e| e.to_string())
+                })
+                .await;
+                match opened {
+                    Ok(Ok(service)) => (service, None),
+                    Ok(Err(e)) => return Err(format!("{}: {e}", config.url)),
+                    Err(_) => {
+                        return Err(format!(
+                            "{}: no answer to initialize within {limit:?}",
+                            config.url
+                        ));
+                    }
+                }
             }
             McpConfig::Http(config) => {
                 let transport = http::transport(config, self.runtime_headers.clone())?;
@@ -462,15 +487,21 @@ impl Upstream {
     }
 
     async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, ApiError> {
-        let name = &self.name;
+        let (name, limit) = (&self.name, self.setup_limit());
         let tools = self
             .with_session(|s| async move {
-                fetch_tools(&s.peer).await.map_err(|e| {
-                    ApiError::bad_gateway(format!(
-                        "listing the tools of {} failed: {e}",
+                match tokio::time::timeout(limit, fetch_tools(&s.peer)).await {
+                    Ok(listed) => listed.map_err(|e| {
+                        ApiError::bad_gateway(format!(
+                            "listing the tools of {} failed: {e}",
+                            py_repr(name)
+                        ))
+                    }),
+                    Err(_) => Err(ApiError::timeout(format!(
+                        "listing the tools of {} took longer than {limit:?}",
                         py_repr(name)
-                    ))
-                })
+                    ))),
+                }
             })
             .await?;
         self.tools.set(tools);
@@ -487,11 +518,13 @@ impl Upstream {
         deadline: Option<Duration>,
         progress: Option<ProgressSender>,
     ) -> Result<Value, ApiError> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        self.metrics.calls.fetch_add(1, Ordering::Relaxed);
         let result = self.call_inner(tool, arguments, deadline, progress).await;
         if result.is_err() {
-            self.errors.fetch_add(1, Ordering::Relaxed);
+            self.metrics.errors.fetch_add(1, Ordering::Relaxed);
         }
+        self.metrics.latency.observe(started.elapsed());
         result
     }
 
@@ -609,10 +642,20 @@ impl Upstream {
             "pid": health.pid,
             "restarts": health.restarts,
             "last_error": health.last_error,
-            "calls": self.calls.load(Ordering::Relaxed),
-            "errors": self.errors.load(Ordering::Relaxed),
+            "calls": self.metrics.calls.load(Ordering::Relaxed),
+            "errors": self.metrics.errors.load(Ordering::Relaxed),
         });
         v
+    }
+
+    /// How many times the upstream was started again after dying.
+    pub fn restarts(&self) -> u64 {
+        self.health.lock().unwrap().restarts
+    }
+
+    /// Whether calls can be served now without (re)connecting first.
+    pub fn is_up(&self) -> bool {
+        !self.spec.is_stateful || self.live_session().is_some()
     }
 
     /// Closes the upstream for good: no new calls, the session and its processes ended.
