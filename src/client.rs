@@ -296,10 +296,6 @@ struct StartState {
     nonce: String,
     state_dir: String,
     token_file: String,
-    probing: bool,
-    launched: Option<DaemonReady>,
-    health: Option<RequestFlow>,
-    timeout: Duration,
 }
 
 #[derive(Debug)]
@@ -680,12 +676,7 @@ impl Client {
                 .token_file
                 .clone()
                 .unwrap_or_else(|| format!("{state_dir}/token"));
-            let probing = s.transport.is_none();
             let mut text = String::new();
-            if probing {
-                text.push_str(command::probe_command());
-                text.push_str("; ");
-            }
             text.push_str(&format!(
                 "umask 077; mkdir -p {dir} && exec {gw} --daemon --host {host} --port {port} \
                  --token-file {token} --instance-nonce {nonce} --log-file {log}",
@@ -705,10 +696,6 @@ impl Client {
                 nonce,
                 state_dir,
                 token_file,
-                probing,
-                launched: None,
-                health: None,
-                timeout,
             };
             Ok((State::Start(Box::new(st)), cmd))
         })();
@@ -1115,39 +1102,8 @@ fn check_nonce(expected: Option<&str>, health: &HealthInfo) -> Result<(), Error>
 }
 
 fn advance_start(shared: &Shared, st: &mut StartState, out: ExecOutput) -> Result<Step, Error> {
-    if let Some(flow) = st.health.as_mut() {
-        return match flow.feed(shared, out)? {
-            Flow::Exec(c) => Ok(Step::Exec(c)),
-            Flow::Response(resp) => {
-                let health = parse_health(&flow.what, &resp.body)?;
-                check_nonce(Some(&st.nonce), &health)
-                    .map_err(|e| Error::new(ErrorKind::StartFailed, e.message().to_owned()))?;
-                let ready = st.launched.clone().unwrap_or(DaemonReady {
-                    port: flow.port,
-                    pid: 0,
-                    token_file: None,
-                    instance_nonce: None,
-                });
-                Ok(Step::Done(Output::Started(GatewayInfo {
-                    port: ready.port,
-                    pid: ready.pid,
-                    token_file: st.token_file.clone(),
-                    instance_nonce: st.nonce.clone(),
-                    state_dir: st.state_dir.clone(),
-                })))
-            }
-        };
-    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let mut lines = stdout.lines();
-    if st.probing
-        && let Some(t) = lines
-            .next()
-            .and_then(|l| command::parse_probe(l.as_bytes()))
-    {
-        shared.session().transport.get_or_insert(t);
-    }
     let c = &shared.config;
     if out.exit_code != 0 {
         let hint = match out.exit_code {
@@ -1167,7 +1123,10 @@ fn advance_start(shared: &Shared, st: &mut StartState, out: ExecOutput) -> Resul
             ),
         ));
     }
-    let ready: DaemonReady = lines
+    // `--daemon` prints this line only after the detached gateway answered its own /health
+    // with the nonce, so the launch is confirmed in this one command.
+    let ready: DaemonReady = stdout
+        .lines()
         .rev()
         .find(|l| l.trim_start().starts_with('{'))
         .and_then(|l| serde_json::from_str(l).ok())
@@ -1182,49 +1141,37 @@ fn advance_start(shared: &Shared, st: &mut StartState, out: ExecOutput) -> Resul
                 ),
             )
         })?;
-    if let Some(n) = &ready.instance_nonce
-        && n != &st.nonce
-    {
+    if ready.instance_nonce.as_deref() != Some(st.nonce.as_str()) {
         return Err(Error::new(
             ErrorKind::StartFailed,
-            format!("the launched gateway reports nonce {n:?}, not the one it was given"),
+            format!(
+                "the launched gateway reports nonce {:?}, not the one it was given",
+                ready.instance_nonce
+            ),
         ));
     }
     let token_file = ready
         .token_file
         .clone()
         .unwrap_or_else(|| st.token_file.clone());
-    st.token_file = token_file.clone();
     {
-        // Recorded before the health check so stop_gateway can clean up whatever happens next.
         let mut s = shared.session();
         s.port = Some(ready.port);
         s.pid = Some(ready.pid);
-        s.token_file = Some(token_file);
+        s.token_file = Some(token_file.clone());
         s.state_dir = Some(st.state_dir.clone());
         s.instance_nonce = Some(st.nonce.clone());
+        // The binary just ran here, so its built-in client is there too, and it starts faster
+        // than curl: in auto mode it is the transport from now on.
+        s.transport.get_or_insert(Transport::BuiltIn);
     }
-    st.launched = Some(ready.clone());
-    let s = shared.session().clone();
-    let mut flow = RequestFlow {
-        what: "GET /health".into(),
-        method: Method::Get,
-        path_and_query: "/health".into(),
-        authenticated: false,
-        body: None,
-        max_time: st.timeout,
-        host: c.host.clone(),
+    Ok(Step::Done(Output::Started(GatewayInfo {
         port: ready.port,
-        token_file: String::new(),
-        gateway_path: c.gateway_path.clone(),
-        staging_dir: st.state_dir.clone(),
-        max_command: c.max_command_bytes,
-        transport: s.transport,
-        phase: FlowPhase::Probe,
-    };
-    let cmd = flow.begin()?;
-    st.health = Some(flow);
-    Ok(Step::Exec(cmd))
+        pid: ready.pid,
+        token_file,
+        instance_nonce: st.nonce.clone(),
+        state_dir: st.state_dir.clone(),
+    })))
 }
 
 fn advance_ensure(st: &mut EnsureState, out: ExecOutput) -> Result<Step, Error> {
@@ -1474,7 +1421,10 @@ mod tests {
         let opts = CallOptions::default();
         let mut op = client.prepare_start_gateway(&opts);
         let launch = op.command().unwrap().text.clone();
-        assert!(launch.starts_with(command::probe_command()));
+        assert!(
+            launch.starts_with("umask 077; mkdir -p '/tmp/mcpgw-"),
+            "{launch}"
+        );
         assert!(launch.contains("--daemon --host '127.0.0.1' --port 0 --token-file '/tmp/mcpgw-"));
         let nonce = launch
             .split("--instance-nonce '")
@@ -1484,19 +1434,22 @@ mod tests {
             .next()
             .unwrap()
             .to_owned();
+        // A readiness line with another nonce is refused.
+        let mut other = client.prepare_start_gateway(&opts);
+        other
+            .complete(ok(
+                "{\"port\":1,\"pid\":2,\"token_file\":\"/t\",\"instance_nonce\":\"x\"}\n",
+            ))
+            .unwrap();
+        assert_eq!(other.finish().unwrap_err().kind(), ErrorKind::StartFailed);
         let ready = format!(
-            "curl\n{{\"port\":41000,\"pid\":77,\"token_file\":\"/tmp/x/token\",\"instance_nonce\":\"{nonce}\"}}\n"
+            "{{\"port\":41000,\"pid\":77,\"token_file\":\"/tmp/x/token\",\"instance_nonce\":\"{nonce}\"}}\n"
         );
+        // One command launches and confirms.
         op.complete(ok(&ready)).unwrap();
-        let health = op.command().unwrap().text.clone();
-        assert!(
-            health.contains("'http://127.0.0.1:41000/health'"),
-            "{health}"
-        );
-        op.complete(ok(&format!(
-            "{{\"status\":\"ok\",\"instance_nonce\":\"{nonce}\"}}\nmcpgw-http-status:200\n"
-        )))
-        .unwrap();
+        assert!(op.is_finished());
+        // The launched binary's built-in client becomes the transport.
+        assert_eq!(client.transport(), Some(Transport::BuiltIn));
         let Output::Started(info) = op.finish().unwrap() else {
             panic!("not started")
         };

@@ -159,6 +159,7 @@ fn every_operation_through_a_sandbox_with_curl() {
     let exec = sb.exec();
     let client = Client::new(Config {
         gateway_path: gateway.to_str().unwrap().into(),
+        transport: Some(Transport::Curl),
         ..Config::default()
     })
     .unwrap();
@@ -169,6 +170,15 @@ fn every_operation_through_a_sandbox_with_curl() {
     let info = client.start_gateway(&exec, &opts()).unwrap();
     eprintln!("start_gateway took {:?}", t0.elapsed());
     assert_eq!(client.transport(), Some(Transport::Curl));
+    // A client attached to a running gateway detects curl once, in auto mode.
+    let attached = Client::new(Config {
+        port: info.port,
+        token_file: Some(info.token_file.clone()),
+        ..Config::default()
+    })
+    .unwrap();
+    attached.list_mcps(&exec, &opts()).unwrap();
+    assert_eq!(attached.transport(), Some(Transport::Curl));
     assert_unreachable_from_host(info.port, &info.instance_nonce);
     let health = client.health(&exec, &opts()).unwrap();
     assert_eq!(
@@ -324,7 +334,18 @@ fn every_operation_in_a_minimal_root_with_only_busybox() {
     );
 
     let info = client.start_gateway(&exec, &opts()).unwrap();
-    assert_eq!(client.transport(), Some(Transport::BuiltIn), "no curl here");
+    // The launching client uses the binary it launched as its client.
+    assert_eq!(client.transport(), Some(Transport::BuiltIn));
+    // An attached client in auto mode finds no curl here and falls back to the built-in client.
+    let attached = Client::new(Config {
+        gateway_path: "/usr/local/bin/mcpgw-gateway".into(),
+        port: info.port,
+        token_file: Some(info.token_file.clone()),
+        ..Config::default()
+    })
+    .unwrap();
+    attached.list_mcps(&exec, &opts()).unwrap();
+    assert_eq!(attached.transport(), Some(Transport::BuiltIn), "no curl here");
     assert_unreachable_from_host(info.port, &info.instance_nonce);
     let tok = token(&sb, &info.token_file);
     client.health(&exec, &opts()).unwrap();

@@ -52,6 +52,47 @@ fn io_failure(what: &str, e: std::io::Error) -> Failure {
 }
 
 fn request(args: &RequestArgs) -> Result<(), Failure> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let status = exchange(args, &mut out)?;
+    out.write_all(format!("\n{STATUS_TRAILER}{status}\n").as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| fail(EXIT_OTHER, format!("cannot write to stdout: {e}")))
+}
+
+/// Asks a freshly launched gateway for `/health` and checks it answers with `nonce`: what
+/// `--daemon` confirms before it reports the gateway ready.
+pub fn confirm_health(
+    addr: std::net::SocketAddr,
+    nonce: Option<&str>,
+    limit: Duration,
+) -> Result<(), String> {
+    let args = RequestArgs {
+        method: "GET".into(),
+        path: "/health".into(),
+        port: addr.port(),
+        host: addr.ip().to_string(),
+        max_time: Some(limit),
+        ..RequestArgs::default()
+    };
+    let mut body = Vec::new();
+    let status = exchange(&args, &mut body).map_err(|f| f.message)?;
+    let body = String::from_utf8_lossy(&body);
+    let answered = match nonce {
+        Some(n) => {
+            serde_json::from_str::<mcpgw::wire::Health>(&body).is_ok_and(|h| h.instance_nonce == n)
+        }
+        None => body == "ok",
+    };
+    if status == 200 && answered {
+        Ok(())
+    } else {
+        Err(format!("its /health answered {status} {body:?}"))
+    }
+}
+
+/// Sends the request and copies the response body to `out` as it arrives; returns the status.
+fn exchange(args: &RequestArgs, out: &mut dyn Write) -> Result<u16, Failure> {
     let started = Instant::now();
     let remaining = || -> Result<Option<Duration>, Failure> {
         match args.max_time {
@@ -195,14 +236,12 @@ fn request(args: &RequestArgs) -> Result<(), Failure> {
         }
     }
 
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let emit = |out: &mut std::io::StdoutLock, bytes: &[u8]| {
+    let emit = |out: &mut dyn Write, bytes: &[u8]| {
         out.write_all(bytes)
             .map_err(|e| fail(EXIT_OTHER, format!("cannot write to stdout: {e}")))
     };
     let copy = |reader: &mut BufReader<TcpStream>,
-                out: &mut std::io::StdoutLock,
+                out: &mut dyn Write,
                 mut left: Option<usize>|
      -> Result<(), Failure> {
         let mut buf = vec![0u8; 64 * 1024];
@@ -242,7 +281,7 @@ fn request(args: &RequestArgs) -> Result<(), Failure> {
             if size == 0 {
                 break;
             }
-            copy(&mut reader, &mut out, Some(size))?;
+            copy(&mut reader, out, Some(size))?;
             // Streamed answers (NDJSON progress) reach the caller as they come.
             let _ = out.flush();
             let mut crlf = [0u8; 2];
@@ -251,9 +290,7 @@ fn request(args: &RequestArgs) -> Result<(), Failure> {
                 .map_err(|e| io_failure("reading a chunk end", e))?;
         }
     } else {
-        copy(&mut reader, &mut out, length)?;
+        copy(&mut reader, out, length)?;
     }
-    emit(&mut out, format!("\n{STATUS_TRAILER}{status}\n").as_bytes())?;
-    out.flush()
-        .map_err(|e| fail(EXIT_OTHER, format!("cannot write to stdout: {e}")))
+    Ok(status)
 }

@@ -7,14 +7,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
-
 use crate::api::{self, AppState};
 use crate::auth;
 use crate::cli::{LogFormat, ServeArgs};
 use crate::config;
 use crate::registry::{Registry, Scope};
 use crate::upstream::Settings;
+
+/// How long a launch waits for the detached gateway to answer its /health.
+const HEALTH_LIMIT: Duration = Duration::from_secs(10);
 
 /// How long shutdown may take to close every upstream.
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(5);
@@ -128,13 +129,13 @@ async fn serve(
         .map_err(|e| format!("cannot register the listener: {e}"))?;
     let app = api::router(state.clone(), args.max_body_bytes);
 
-    let ready = json!({
-        "port": port,
-        "pid": std::process::id(),
-        "token_file": args.token_file.as_ref().map(|p| p.display().to_string()),
-        "instance_nonce": args.instance_nonce,
+    let ready = serde_json::to_string(&mcpgw::wire::DaemonReady {
+        port,
+        pid: std::process::id(),
+        token_file: args.token_file.as_ref().map(|p| p.display().to_string()),
+        instance_nonce: args.instance_nonce.clone(),
     })
-    .to_string();
+    .expect("serializable");
     tracing::info!(port, "listening on {}:{port}", args.host);
     match ready_pipe.take() {
         Some(pipe) => {
@@ -273,8 +274,31 @@ fn detach(args: &ServeArgs) -> Result<Detached, String> {
             let mut report = String::new();
             let _ = std::fs::File::from(read_end).read_to_string(&mut report);
             if report.starts_with('{') {
-                println!("{report}");
-                return Ok(Detached::Parent(ExitCode::SUCCESS));
+                // Listening is not yet serving: the launch counts only once the gateway answers
+                // its own /health with the nonce it was given.
+                let port = serde_json::from_str::<mcpgw::wire::DaemonReady>(&report)
+                    .map(|r| r.port)
+                    .map_err(|e| format!("the gateway reported {report:?}: {e}"))?;
+                let mut addr = bind_address(args)?;
+                addr.set_port(port);
+                if addr.ip().is_unspecified() {
+                    addr.set_ip(if addr.is_ipv4() {
+                        Ipv4Addr::LOCALHOST.into()
+                    } else {
+                        std::net::Ipv6Addr::LOCALHOST.into()
+                    });
+                }
+                match crate::client::confirm_health(
+                    addr,
+                    args.instance_nonce.as_deref(),
+                    HEALTH_LIMIT,
+                ) {
+                    Ok(()) => {
+                        println!("{report}");
+                        return Ok(Detached::Parent(ExitCode::SUCCESS));
+                    }
+                    Err(e) => report = format!("the gateway listens on port {port} but {e}"),
+                }
             }
             let mut message = if report.trim().is_empty() {
                 "the gateway exited during start-up".to_string()

@@ -12,12 +12,14 @@ use support::*;
 
 /// The statically linked release gateway (`make static` builds it).
 fn static_gateway() -> PathBuf {
-    let path = std::env::var_os("MCPGW_STATIC_GATEWAY").map(PathBuf::from).unwrap_or_else(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo().join("target"));
-        target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway")
-    });
+    let path = std::env::var_os("MCPGW_STATIC_GATEWAY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| repo().join("target"));
+            target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway")
+        });
     assert!(
         path.exists(),
         "{} is missing: build the static gateway with `make static` (make test does)",
@@ -61,10 +63,16 @@ fn copy_executable(from: &Path, to: &Path) {
 fn the_static_gateway_serves_mcp_from_a_busybox_only_root() {
     let gateway = static_gateway();
     let bytes = std::fs::read(&gateway).unwrap();
-    assert!(!has_interpreter(&bytes), "{} needs a dynamic loader", gateway.display());
+    assert!(
+        !has_interpreter(&bytes),
+        "{} needs a dynamic loader",
+        gateway.display()
+    );
     eprintln!("static gateway: {} bytes", bytes.len());
     if !namespaces_available() {
-        eprintln!("SKIPPED: Linux namespaces are unavailable here (unshare --net --pid --mount failed)");
+        eprintln!(
+            "SKIPPED: Linux namespaces are unavailable here (unshare --net --pid --mount failed)"
+        );
         return;
     }
     let Some(busybox) = busybox() else {
@@ -81,7 +89,11 @@ fn the_static_gateway_serves_mcp_from_a_busybox_only_root() {
         std::os::unix::fs::symlink("busybox", root.0.join("bin").join(applet)).unwrap();
     }
     copy_executable(&gateway, &root.0.join("bin/mcpgw-gateway"));
-    std::fs::copy(repo().join("tests/servers/echo-mcp.sh"), root.0.join("srv/echo-mcp.sh")).unwrap();
+    std::fs::copy(
+        repo().join("tests/servers/echo-mcp.sh"),
+        root.0.join("srv/echo-mcp.sh"),
+    )
+    .unwrap();
     std::fs::write(root.0.join("dev/null"), b"").unwrap();
 
     let inside = r#"
@@ -107,19 +119,46 @@ echo "processes left: $(ps -o args | sed 1d | sed -n '1h;1!H;${x;s/\n/ /g;p}')"
         "mount -t proc proc {r}/proc && mount --bind /dev/null {r}/dev/null && exec chroot {r} /bin/sh /srv/run.sh"
     );
     let out = Command::new("unshare")
-        .args(["--net", "--pid", "--mount", "--fork", "--kill-child", "sh", "-c", &outer])
+        .args([
+            "--net",
+            "--pid",
+            "--mount",
+            "--fork",
+            "--kill-child",
+            "sh",
+            "-c",
+            &outer,
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains(r#""instance_nonce":"n0""#), "{stdout}");
-    assert!(stdout.contains("{\"status\":\"ok\",\"instance_nonce\":\"n0\"}\nmcpgw-http-status:200"), "{stdout}");
-    assert!(stdout.contains("{\"ok\":true}\nmcpgw-http-status:200"), "{stdout}");
+    assert!(
+        stdout.contains("{\"status\":\"ok\",\"instance_nonce\":\"n0\"}\nmcpgw-http-status:200"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("{\"ok\":true}\nmcpgw-http-status:200"),
+        "{stdout}"
+    );
     assert!(stdout.contains(r#""name":"echo""#), "{stdout}");
-    assert!(stdout.contains(r#""text":"hello from a busybox root""#), "{stdout}");
-    assert!(stdout.contains("files: busybox cat kill ls mcpgw-gateway printf ps sed sh sleep"), "{stdout}");
+    assert!(
+        stdout.contains(r#""text":"hello from a busybox root""#),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("files: busybox cat kill ls mcpgw-gateway printf ps sed sh sleep"),
+        "{stdout}"
+    );
     // After SIGTERM only the shell and ps remain: the gateway and its upstream are gone.
-    let left = stdout.lines().find(|l| l.starts_with("processes left:")).unwrap();
-    assert!(!left.contains("mcpgw") && !left.contains("echo-mcp"), "{left}");
+    let left = stdout
+        .lines()
+        .find(|l| l.starts_with("processes left:"))
+        .unwrap();
+    assert!(
+        !left.contains("mcpgw") && !left.contains("echo-mcp"),
+        "{left}"
+    );
 }
