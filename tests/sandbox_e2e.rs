@@ -345,7 +345,11 @@ fn every_operation_in_a_minimal_root_with_only_busybox() {
     })
     .unwrap();
     attached.list_mcps(&exec, &opts()).unwrap();
-    assert_eq!(attached.transport(), Some(Transport::BuiltIn), "no curl here");
+    assert_eq!(
+        attached.transport(),
+        Some(Transport::BuiltIn),
+        "no curl here"
+    );
     assert_unreachable_from_host(info.port, &info.instance_nonce);
     let tok = token(&sb, &info.token_file);
     client.health(&exec, &opts()).unwrap();
