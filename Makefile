@@ -8,18 +8,28 @@ VENV := .venv
 VENV_STAMP := $(VENV)/.installed
 NODE_SERVERS := tests/servers/node_modules/.package-lock.json
 
-.PHONY: all build release demo test test-rust lint deps bench clean
+# The release gateway: one static binary for any image (no loader, no libc, no NSS from it).
+# getrandom(2) is called directly: a static binary cannot probe for the libc wrapper.
+STATIC_TARGET := x86_64-unknown-linux-gnu
+STATIC_RUSTFLAGS := -C target-feature=+crt-static --cfg getrandom_backend="linux_getrandom"
+STATIC_GATEWAY := target/$(STATIC_TARGET)/release/mcpgw-gateway
+
+.PHONY: all build release static demo test test-rust test-c lint deps bench clean
 
 all: build
 
 build:
 	$(CARGO) build --workspace --bins
 
-release:
-	$(CARGO) build --release -p mcpgw-gateway -p mcpgw
+release: static
+	$(CARGO) build --release -p mcpgw
+
+static:
+	RUSTFLAGS='$(STATIC_RUSTFLAGS)' $(CARGO) build --release -p mcpgw-gateway --target $(STATIC_TARGET)
+	@ls -l $(STATIC_GATEWAY) | awk '{printf "static gateway: %s (%.1f MiB)\n", $$NF, $$5/1048576}'
 
 demo: build
-	sh scripts/demo.sh
+	$(CARGO) run --quiet --example demo
 
 deps: $(VENV_STAMP) $(NODE_SERVERS)
 
@@ -35,10 +45,13 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-test-rust: deps build
+test-rust: deps build static
 	$(CARGO) test --workspace
 
-test: lint test-rust
+test-c: build
+	$(MAKE) -C examples/c check
+
+test: lint test-rust test-c
 
 bench: deps
 	sh bench/run.sh
