@@ -9,58 +9,13 @@
 //! cargo run --example demo [-- GATEWAY TESTSERVER]
 //! ```
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::process::ExitCode;
 
-use mcpgw::{CallOptions, Client, Config, ExecOutput};
-
-/// The host's exec callback for a local sandbox: `sh -c COMMAND` in the sandbox directory,
-/// killed when it overruns its timeout.
-fn local_exec(dir: &Path) -> impl Fn(&str, Duration) -> Result<ExecOutput, String> + '_ {
-    move |command, timeout| {
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot run sh: {e}"))?;
-        let drain = |mut pipe: Box<dyn Read + Send>| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let _ = pipe.read_to_end(&mut buf);
-                buf
-            })
-        };
-        let stdout = drain(Box::new(child.stdout.take().expect("piped")));
-        let stderr = drain(Box::new(child.stderr.take().expect("piped")));
-        let deadline = Instant::now() + timeout;
-        let mut nap = Duration::from_micros(50);
-        let status = loop {
-            if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-                break status;
-            }
-            if Instant::now() >= deadline {
-                let _ = child.kill();
-                break child.wait().map_err(|e| e.to_string())?;
-            }
-            std::thread::sleep(nap);
-            nap = (nap * 2).min(Duration::from_millis(5));
-        };
-        Ok(ExecOutput {
-            exit_code: status.code().unwrap_or(128 + 9),
-            stdout: stdout.join().unwrap_or_default(),
-            stderr: stderr.join().unwrap_or_default(),
-        })
-    }
-}
+use mcpgw::{CallOptions, Client, Config, LocalShell};
 
 fn run(gateway: &Path, testserver: &Path, sandbox: &Path) -> Result<(), mcpgw::Error> {
-    let exec = local_exec(sandbox);
+    let exec = LocalShell::new().in_dir(sandbox);
     let client = Client::new(Config {
         gateway_path: gateway.display().to_string(),
         state_dir: Some(sandbox.join("state").display().to_string()),

@@ -27,6 +27,109 @@ where
     }
 }
 
+/// A ready-made [`Exec`] for a sandbox that is a local directory (or no sandbox at all): runs
+/// each command with `sh -c` (or another shell, e.g. `busybox sh`) on this machine. A command that
+/// overruns its timeout is killed and reported as failed to run. The library's only I/O, and
+/// only when a host picks it.
+#[derive(Debug, Clone)]
+pub struct LocalShell {
+    shell: Vec<String>,
+    dir: Option<std::path::PathBuf>,
+}
+
+impl Default for LocalShell {
+    fn default() -> Self {
+        LocalShell::new()
+    }
+}
+
+impl LocalShell {
+    /// `sh -c COMMAND` in the current directory.
+    pub fn new() -> Self {
+        LocalShell {
+            shell: vec!["sh".into(), "-c".into()],
+            dir: None,
+        }
+    }
+
+    /// Another shell, given as the argv before the command (e.g. `["busybox", "sh", "-c"]`).
+    pub fn with_shell(shell: &[&str]) -> Self {
+        LocalShell {
+            shell: shell.iter().map(|s| s.to_string()).collect(),
+            dir: None,
+        }
+    }
+
+    /// Runs the commands in `dir`.
+    pub fn in_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.dir = Some(dir.into());
+        self
+    }
+}
+
+impl Exec for LocalShell {
+    fn exec(&self, command: &str, timeout: Duration) -> Result<ExecOutput, String> {
+        use std::io::Read;
+        use std::os::unix::process::{CommandExt, ExitStatusExt};
+        use std::process::{Command, Stdio};
+        let (program, args) = self.shell.split_first().ok_or("no shell given")?;
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .arg(command)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group, so that a timeout ends everything the command started.
+            .process_group(0);
+        if let Some(dir) = &self.dir {
+            cmd.current_dir(dir);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot run {program}: {e}"))?;
+        // Like `docker exec`, the command is done when its output streams close; each stream is
+        // drained on a thread that reports its end, so completion is seen at once.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pipes: [Box<dyn Read + Send>; 2] = [
+            Box::new(child.stdout.take().expect("stdout is piped")),
+            Box::new(child.stderr.take().expect("stderr is piped")),
+        ];
+        for (i, mut pipe) in pipes.into_iter().enumerate() {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = pipe.read_to_end(&mut buf);
+                let _ = tx.send((i, buf));
+            });
+        }
+        let deadline = std::time::Instant::now() + timeout;
+        let mut output = [Vec::new(), Vec::new()];
+        let mut open = 2;
+        while open > 0 {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let Ok((i, buf)) = rx.recv_timeout(left) else {
+                // SAFETY: signals the process group led by our own child, not yet reaped.
+                unsafe { libc::killpg(child.id() as libc::pid_t, libc::SIGKILL) };
+                let _ = child.wait();
+                return Err(format!(
+                    "the command did not finish within {timeout:?} and was killed"
+                ));
+            };
+            output[i] = buf;
+            open -= 1;
+        }
+        let status = child.wait().map_err(|e| e.to_string())?;
+        let [stdout, stderr] = output;
+        Ok(ExecOutput {
+            exit_code: status
+                .code()
+                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+            stdout,
+            stderr,
+        })
+    }
+}
+
 /// Drives `op` to its end through `exec`: the blocking form of every operation.
 pub fn run(mut op: Operation, exec: &(impl Exec + ?Sized)) -> Result<Output, Error> {
     while let Some(cmd) = op.command() {
@@ -164,6 +267,56 @@ impl Client {
             exec,
         )
         .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod local_shell_tests {
+    use super::*;
+
+    #[test]
+    fn runs_commands_with_status_output_and_directory() {
+        let dir = std::env::temp_dir();
+        let sh = LocalShell::new().in_dir(&dir);
+        let out = sh
+            .exec(
+                "printf 'a\\0b'; echo err >&2; pwd; exit 3",
+                Duration::from_secs(5),
+            )
+            .unwrap();
+        assert_eq!(out.exit_code, 3);
+        let canonical = std::fs::canonicalize(&dir).unwrap();
+        assert_eq!(
+            out.stdout,
+            format!("a\0b{}\n", canonical.display()).into_bytes()
+        );
+        assert_eq!(out.stderr, b"err\n");
+        let out = LocalShell::with_shell(&["sh", "-c"])
+            .exec("kill -9 $$", Duration::from_secs(5))
+            .unwrap();
+        assert_eq!(out.exit_code, 137);
+    }
+
+    #[test]
+    fn a_command_past_its_timeout_is_killed_and_reported() {
+        let t = std::time::Instant::now();
+        let marker = std::env::temp_dir().join(format!("mcpgw-ls-{}", crate::random::uuid4_hex()));
+        let err = LocalShell::new()
+            .exec(
+                &format!("(sleep 1; touch {}) & sleep 30", marker.display()),
+                Duration::from_millis(200),
+            )
+            .unwrap_err();
+        assert!(err.contains("did not finish"), "{err}");
+        // Everything the command started went with it.
+        std::thread::sleep(Duration::from_millis(1300));
+        assert!(!marker.exists());
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert!(
+            LocalShell::with_shell(&["/no/such/shell"])
+                .exec("true", Duration::from_secs(1))
+                .is_err()
+        );
     }
 }
 

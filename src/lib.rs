@@ -19,4 +19,4 @@ pub mod wire;
 pub use client::{CallOptions, Client, Command, Config, ExecOutput, ExecResult, Operation, Output};
 pub use command::Transport;
 pub use error::{Error, ErrorKind};
-pub use exec::{Exec, run};
+pub use exec::{Exec, LocalShell, run};

@@ -5,7 +5,7 @@
 /// # Panics
 /// When the kernel refuses randomness, which on Linux means a broken system: nothing safe can be
 /// minted then.
-fn fill(buf: &mut [u8]) {
+pub fn fill(buf: &mut [u8]) {
     getrandom::fill(buf).expect("the OS random number generator failed");
 }
 

@@ -18,7 +18,7 @@ use mcpgw::wire::Block;
 use mcpgw::{CallOptions, Client, Config, Exec, Transport};
 use serde_json::json;
 
-use common::LocalShell;
+use mcpgw::LocalShell;
 
 /// xorshift64*: small, seedable, good enough to pick characters.
 struct Rng(u64);
@@ -141,7 +141,7 @@ fn shells() -> Vec<&'static [&'static str]> {
 fn quoted_words_expand_to_themselves_in_every_shell() {
     let mut rng = Rng::seeded();
     for shell in shells() {
-        let exec = LocalShell(shell);
+        let exec = LocalShell::with_shell(shell);
         for _ in 0..150 {
             let s = rng.nasty(300);
             let out = exec
@@ -289,7 +289,7 @@ fn requests_arrive_byte_for_byte_through_sh_curl_and_the_built_in_client() {
                 let reply = rng.nasty(long);
                 reply_tx.send(reply.clone()).unwrap();
 
-                let recorder = Recorder(LocalShell(shell), Default::default());
+                let recorder = Recorder(LocalShell::with_shell(shell), Default::default());
                 let chunk = client
                     .call_tool(&recorder, &opts, "mcp_1", &tool, &args)
                     .unwrap_or_else(|e| panic!("{shell:?} {transport:?}: {e}"));

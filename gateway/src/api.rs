@@ -360,7 +360,7 @@ async fn call_tool(
     Ok(json_response(
         StatusCode::OK,
         &CallToolAnswer {
-            chunk: chunk::from_call_result(&result),
+            chunk: chunk::from_call_result(result),
         },
     ))
 }
@@ -408,7 +408,7 @@ async fn stream_call(
                     while let Ok(p) = progress_rx.try_recv() {
                         let _ = line_tx.send(progress_line(p)).await;
                     }
-                    let _ = line_tx.send(result.map(|r| ndjson_line(&chunk::from_call_result(&r)))).await;
+                    let _ = line_tx.send(result.map(|r| ndjson_line(&chunk::from_call_result(r)))).await;
                     return;
                 }
                 // The caller went away: dropping `call` cancels it upstream.
@@ -423,28 +423,8 @@ async fn stream_call(
     };
     let rest = futures::stream::unfold(line_rx, |mut rx| async move {
         let item = rx.recv().await?;
-        let line = item.unwrap_or_else(|e| {
-            let mut chunk = mcpgw::wire::ToolChunk {
-                content: vec![],
-                state: mcpgw::wire::ToolState::Error,
-                is_last: true,
-                metadata: Default::default(),
-                id: mcpgw::random::uuid4_hex(),
-            };
-            chunk
-                .content
-                .push(mcpgw::wire::Block::Text(mcpgw::wire::TextBlock {
-                    text: e.detail.clone(),
-                    id: mcpgw::random::uuid4_hex(),
-                    created_at: chunk::timestamp(),
-                    finished_at: None,
-                }));
-            chunk.metadata.insert(
-                "error".into(),
-                serde_json::json!({"status": e.status.as_u16(), "detail": e.detail}),
-            );
-            ndjson_line(&chunk)
-        });
+        let line =
+            item.unwrap_or_else(|e| ndjson_line(&chunk::failure(e.status.as_u16(), &e.detail)));
         Some((Ok::<_, std::convert::Infallible>(line), rx))
     });
     let body = futures::stream::once(async move { Ok(first) }).chain(rest);

@@ -3,9 +3,33 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcpgw::random::uuid4_hex;
 use mcpgw::wire::{Block, DataBlock, JsonObject, Source, TextBlock, ToolChunk, ToolState};
 use serde_json::{Value, json};
+
+/// A random UUID version 4 as 32 hex digits, for chunk and block ids. These are identifiers, not
+/// secrets: a per-thread generator seeded once from the OS (wyrand) spares a system call per id.
+pub fn uuid4_hex() -> String {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new({
+            let mut seed = [0u8; 8];
+            mcpgw::random::fill(&mut seed);
+            u64::from_le_bytes(seed)
+        });
+    }
+    let next = || {
+        STATE.with(|s| {
+            let x = s.get().wrapping_add(0xa076_1d64_78bd_642f);
+            s.set(x);
+            let t = u128::from(x) * u128::from(x ^ 0xe703_7ed1_a0b4_28db);
+            (t as u64) ^ ((t >> 64) as u64)
+        })
+    };
+    let (hi, lo) = (next(), next());
+    let hi = (hi & !0xf000) | 0x4000;
+    let lo = (lo & !(0xc << 60)) | (0x8 << 60);
+    format!("{hi:016x}{lo:016x}")
+}
 
 /// Maps one `CallToolResult`:
 /// - text -> text block; image and audio -> base64 data block;
@@ -15,21 +39,26 @@ use serde_json::{Value, json};
 /// - `isError` -> state `error`, otherwise `running` with `is_last: true` (AgentScope's choice);
 /// - `structuredContent` -> `metadata.structured_content`, and as a text block when the result
 ///   has no text (AgentScope's fallback, so a structured-only tool still says something).
-pub fn from_call_result(result: &Value) -> ToolChunk {
+pub fn from_call_result(mut result: Value) -> ToolChunk {
     let now = timestamp();
     let mut content = Vec::new();
-    let items = result.get("content").and_then(Value::as_array);
-    for item in items.into_iter().flatten() {
-        if let Some(block) = block_from_content(item, &now) {
-            content.push(block);
-        }
+    if let Some(Value::Array(items)) = result.get_mut("content").map(Value::take) {
+        content.extend(
+            items
+                .into_iter()
+                .filter_map(|item| block_from_content(item, &now)),
+        );
     }
     let mut metadata = JsonObject::new();
-    if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
+    if let Some(structured) = result
+        .get_mut("structuredContent")
+        .map(Value::take)
+        .filter(|v| !v.is_null())
+    {
         if !content.iter().any(|b| matches!(b, Block::Text(_))) {
-            content.push(text_block(python_json(structured), &now));
+            content.push(text_block(python_json(&structured), &now));
         }
-        metadata.insert("structured_content".into(), structured.clone());
+        metadata.insert("structured_content".into(), structured);
     }
     let is_error = result
         .get("isError")
@@ -65,6 +94,20 @@ pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) -> Too
     }
 }
 
+/// The last chunk of a streamed call that failed after progress was sent: state `error`, the
+/// detail as text, and `{"status", "detail"}` under `metadata.error`.
+pub fn failure(status: u16, detail: &str) -> ToolChunk {
+    let mut metadata = JsonObject::new();
+    metadata.insert("error".into(), json!({"status": status, "detail": detail}));
+    ToolChunk {
+        content: vec![text_block(detail.to_string(), &timestamp())],
+        state: ToolState::Error,
+        is_last: true,
+        metadata,
+        id: uuid4_hex(),
+    }
+}
+
 fn text_block(text: String, now: &str) -> Block {
     Block::Text(TextBlock {
         text,
@@ -84,58 +127,60 @@ fn data_block(source: Source, name: Option<String>, now: &str) -> Block {
     })
 }
 
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
+/// Moves a string field out of `v` (results can be megabytes: they are not copied).
+fn take_str(v: &mut Value, key: &str) -> Option<String> {
+    match v.get_mut(key).map(Value::take) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
 }
 
-fn block_from_content(item: &Value, now: &str) -> Option<Block> {
-    match str_field(item, "type")? {
-        "text" => Some(text_block(str_field(item, "text")?.to_string(), now)),
+fn media_type(v: &mut Value) -> String {
+    take_str(v, "mimeType").unwrap_or_else(|| "application/octet-stream".into())
+}
+
+fn block_from_content(mut item: Value, now: &str) -> Option<Block> {
+    match take_str(&mut item, "type")?.as_str() {
+        "text" => Some(text_block(take_str(&mut item, "text")?, now)),
         "image" | "audio" => Some(data_block(
             Source::Base64 {
-                data: str_field(item, "data")?.to_string(),
-                media_type: str_field(item, "mimeType")
-                    .unwrap_or("application/octet-stream")
-                    .to_string(),
+                data: take_str(&mut item, "data")?,
+                media_type: media_type(&mut item),
             },
             None,
             now,
         )),
         "resource" => {
-            let resource = item.get("resource")?;
-            if let Some(text) = str_field(resource, "text") {
+            let mut resource = item.get_mut("resource")?.take();
+            if let Some(text) = take_str(&mut resource, "text") {
                 // The field names and order of the Python SDK's model dump, which AgentScope
                 // puts in the text.
+                let field = |r: &mut Value, k: &str| r.get_mut(k).map_or(Value::Null, Value::take);
                 let dump = json!({
-                    "uri": resource.get("uri").cloned().unwrap_or(Value::Null),
-                    "mime_type": resource.get("mimeType").cloned().unwrap_or(Value::Null),
-                    "meta": resource.get("_meta").cloned().unwrap_or(Value::Null),
+                    "uri": field(&mut resource, "uri"),
+                    "mime_type": field(&mut resource, "mimeType"),
+                    "meta": field(&mut resource, "_meta"),
                     "text": text,
                 });
                 let pretty = serde_json::to_string_pretty(&dump).unwrap_or_default();
                 Some(text_block(pretty, now))
             } else {
-                let blob = str_field(resource, "blob")?;
                 Some(data_block(
                     Source::Base64 {
-                        data: blob.to_string(),
-                        media_type: str_field(resource, "mimeType")
-                            .unwrap_or("application/octet-stream")
-                            .to_string(),
+                        data: take_str(&mut resource, "blob")?,
+                        media_type: media_type(&mut resource),
                     },
-                    str_field(resource, "uri").map(str::to_string),
+                    take_str(&mut resource, "uri"),
                     now,
                 ))
             }
         }
         "resource_link" => Some(data_block(
             Source::Url {
-                url: str_field(item, "uri")?.to_string(),
-                media_type: str_field(item, "mimeType")
-                    .unwrap_or("application/octet-stream")
-                    .to_string(),
+                url: take_str(&mut item, "uri")?,
+                media_type: media_type(&mut item),
             },
-            str_field(item, "name").map(str::to_string),
+            take_str(&mut item, "name"),
             now,
         )),
         other => {
@@ -217,6 +262,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ids_are_distinct_uuid4s() {
+        let ids: std::collections::HashSet<String> = (0..10_000).map(|_| uuid4_hex()).collect();
+        assert_eq!(ids.len(), 10_000);
+        for id in ids.iter().take(50) {
+            assert_eq!(id.len(), 32);
+            assert_eq!(&id[12..13], "4", "{id}");
+            assert!(matches!(&id[16..17], "8" | "9" | "a" | "b"), "{id}");
+        }
+    }
+
+    #[test]
     fn timestamps_match_python_isoformat() {
         assert_eq!(format_timestamp(0, 0), "1970-01-01T00:00:00.000000");
         assert_eq!(
@@ -243,7 +299,7 @@ mod tests {
             ],
             "structuredContent": {"sum": 3}
         });
-        let chunk = from_call_result(&result);
+        let chunk = from_call_result(result);
         assert_eq!(chunk.state, ToolState::Running);
         assert!(chunk.is_last);
         assert_eq!(chunk.content.len(), 6);
@@ -275,10 +331,10 @@ mod tests {
     #[test]
     fn errors_and_structured_only_results() {
         let chunk = from_call_result(
-            &json!({"content": [{"type": "text", "text": "bad"}], "isError": true}),
+            json!({"content": [{"type": "text", "text": "bad"}], "isError": true}),
         );
         assert_eq!(chunk.state, ToolState::Error);
-        let chunk = from_call_result(&json!({"content": [], "structuredContent": {"a": [1]}}));
+        let chunk = from_call_result(json!({"content": [], "structuredContent": {"a": [1]}}));
         let Block::Text(t) = &chunk.content[0] else {
             panic!()
         };
@@ -288,7 +344,7 @@ mod tests {
             python_json(&nested),
             r#"{"k": {"x": [1, "é", null]}, "z": true}"#
         );
-        let chunk = from_call_result(&json!({"content": [], "structuredContent": null}));
+        let chunk = from_call_result(json!({"content": [], "structuredContent": null}));
         assert!(chunk.content.is_empty() && chunk.metadata.is_empty());
     }
 }

@@ -11,6 +11,7 @@ usage:
                 [--instance-nonce N] [--config FILE] [--log-file PATH] [--log-format text|json]
                 [--log-level error|warn|info|debug|trace] [--daemon] [--allow-remote]
                 [--max-body-bytes N] [--call-timeout SECONDS] [--connect-timeout SECONDS]
+                [--threads N]
   mcpgw-gateway request METHOD PATH [--port P] [--host H] [--token-file PATH]
                 [--body-file FILE|-] [--data BODY] [--header 'Name: value']... [--max-time SECONDS]
   mcpgw-gateway --version
@@ -79,6 +80,8 @@ pub struct ServeArgs {
     pub call_timeout: Duration,
     /// Deadline of connecting to an upstream (spawn, initialize, first tool list).
     pub connect_timeout: Duration,
+    /// Worker threads of the async runtime; 0 means half the cores, at least 1, at most 4.
+    pub threads: usize,
 }
 
 impl Default for ServeArgs {
@@ -99,6 +102,7 @@ impl Default for ServeArgs {
             max_body_bytes: 64 << 20,
             call_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(60),
+            threads: 0,
         }
     }
 }
@@ -213,6 +217,7 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
         "max-body-bytes",
         "call-timeout",
         "connect-timeout",
+        "threads",
     ];
     let mut out = ServeArgs::default();
     let mut flags = Flags::new(args);
@@ -244,6 +249,7 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
             "max-body-bytes" => out.max_body_bytes = number(name, &value)?,
             "call-timeout" => out.call_timeout = seconds(name, &value)?,
             "connect-timeout" => out.connect_timeout = seconds(name, &value)?,
+            "threads" => out.threads = number(name, &value)?,
             "daemon" => out.daemon = true,
             "no-auth" => out.no_auth = true,
             "allow-remote" => out.allow_remote = true,

@@ -71,7 +71,12 @@ fn start(args: ServeArgs) -> Result<ExitCode, String> {
 
     let result = init_logging(&args).and_then(|()| {
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(4)))
+            .worker_threads(match args.threads {
+                // Half the cores, at most 4: the upstreams and the sandbox's own work need the
+                // rest (measured: on 2 cores one worker serves more calls than two).
+                0 => std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4)),
+                n => n,
+            })
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the async runtime: {e}"))?;

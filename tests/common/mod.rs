@@ -173,24 +173,6 @@ impl mcpgw::Exec for Nsenter {
     }
 }
 
-/// A local shell (`sh -c`, or another shell program such as `busybox sh`).
-pub struct LocalShell(pub &'static [&'static str]);
-
-impl mcpgw::Exec for LocalShell {
-    fn exec(&self, command: &str, _timeout: Duration) -> Result<ExecOutput, String> {
-        let out = Command::new(self.0[0])
-            .args(&self.0[1..])
-            .arg(command)
-            .output()
-            .map_err(|e| e.to_string())?;
-        Ok(ExecOutput {
-            exit_code: out.status.code().unwrap_or(-1),
-            stdout: out.stdout,
-            stderr: out.stderr,
-        })
-    }
-}
-
 /// Scans every process's command line on the host (which sees the sandbox's processes too) for
 /// `needle` until stopped; returns (scans, hits).
 pub struct CmdlineScanner {
