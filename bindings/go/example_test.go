@@ -1,0 +1,196 @@
+package mcpgw_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	mcpgw "github.com/mcpgw/mcpgw/bindings/go"
+)
+
+// The whole cycle, with a "sandbox" that is a temp dir on this machine: launch the gateway,
+// register an MCP server (the project's test server, over stdio), list its tools, call one,
+// stop. gatewayBin and testServerBin are the paths of mcpgw-gateway and mcpgw-testserver.
+func Example() {
+	ctx := context.Background()
+	sandbox, err := os.MkdirTemp("", "mcpgw-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(sandbox)
+
+	client, err := mcpgw.NewClient(mcpgw.LocalExec(sandbox),
+		mcpgw.WithGatewayPath(gatewayBin),
+		mcpgw.WithStateDir(filepath.Join(sandbox, "state")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	if _, err := client.StartGateway(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer client.StopGateway(ctx)
+
+	if err := client.AddMCP(ctx, mcpgw.StdioSpec("files", testServerBin, "stdio")); err != nil {
+		log.Fatal(err)
+	}
+	tools, err := client.ListTools(ctx, "files")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("first tool:", tools[0].Name)
+
+	chunk, err := client.CallTool(ctx, "files", "echo", map[string]string{"text": "hello"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(chunk.State, chunk.Text())
+	// Output:
+	// first tool: echo
+	// running hello
+}
+
+// launch starts a gateway with the test server registered as "ts", for the examples below;
+// stop ends both and removes the sandbox.
+func launch() (client *mcpgw.Client, stop func()) {
+	ctx := context.Background()
+	sandbox, err := os.MkdirTemp("", "mcpgw-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err = mcpgw.NewClient(mcpgw.LocalExec(sandbox), mcpgw.WithGatewayPath(gatewayBin),
+		mcpgw.WithStateDir(filepath.Join(sandbox, "state")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := client.StartGateway(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := client.AddMCP(ctx, mcpgw.StdioSpec("ts", testServerBin, "stdio")); err != nil {
+		log.Fatal(err)
+	}
+	return client, func() {
+		client.StopGateway(ctx)
+		client.Close()
+		os.RemoveAll(sandbox)
+	}
+}
+
+// A tool with structured output: its structuredContent is in the chunk's metadata.
+func ExampleClient_CallTool() {
+	client, stop := launch()
+	defer stop()
+
+	chunk, err := client.CallTool(context.Background(), "ts", "add", map[string]float64{"a": 2, "b": 3})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var result struct{ Sum, Product float64 }
+	if err := json.Unmarshal(chunk.StructuredContent(), &result); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(result.Sum, result.Product)
+	// Output: 5 6
+}
+
+// Data blocks hold their bytes decoded.
+func ExampleBlock() {
+	client, stop := launch()
+	defer stop()
+
+	chunk, err := client.CallTool(context.Background(), "ts", "media", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, b := range chunk.Content {
+		switch {
+		case b.Type == mcpgw.BlockText:
+			fmt.Println("text") // here an embedded text resource, as JSON
+		case b.Source.Type == mcpgw.SourceBase64:
+			fmt.Printf("%s, %d bytes\n", b.Source.MediaType, len(b.Source.Data))
+		case b.Source.Type == mcpgw.SourceURL:
+			fmt.Printf("%s at %s\n", b.Source.MediaType, b.Source.URL)
+		}
+	}
+	// Output:
+	// image/png, 70 bytes
+	// audio/wav, 60 bytes
+	// text
+	// application/octet-stream, 256 bytes
+	// text/plain at test://resource/link
+}
+
+// Failures are *Error values, matched with errors.Is.
+func ExampleError() {
+	client, stop := launch()
+	defer stop()
+
+	_, err := client.CallTool(context.Background(), "no-such-mcp", "echo", nil)
+	var e *mcpgw.Error
+	if errors.Is(err, mcpgw.ErrNotFound) && errors.As(err, &e) {
+		fmt.Println("not found, HTTP", e.HTTPStatus)
+	}
+	// Output: not found, HTTP 404
+}
+
+// A context's deadline is the call's deadline at the gateway, which cancels the call upstream.
+func ExampleScope_CallTool_deadline() {
+	client, stop := launch()
+	defer stop()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := client.CallTool(ctx, "ts", "slow", map[string]int{"seconds": 30})
+	fmt.Println(errors.Is(err, mcpgw.ErrTimeout), errors.Is(err, context.DeadlineExceeded))
+	// Output: true true
+}
+
+// Each agent session gets its own MCPs.
+func ExampleClient_Scope() {
+	client, stop := launch()
+	defer stop()
+	ctx := context.Background()
+
+	session := client.Scope("agent-7", "session-42")
+	if err := session.AddMCP(ctx, mcpgw.StdioSpec("ts", testServerBin, "stdio")); err != nil {
+		log.Fatal(err)
+	}
+	mine, _ := session.ListMCPs(ctx)
+	fmt.Println(len(mine), mine[0].Status.State)
+	// Output: 1 connected
+}
+
+// A gateway in a Docker container; the binary is installed into it first.
+func ExampleDockerExec() {
+	ctx := context.Background()
+	client, err := mcpgw.NewClient(mcpgw.DockerExec("agent-sandbox"),
+		mcpgw.WithGatewayPath("/usr/local/bin/mcpgw-gateway"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := client.EnsureGatewayBinary(ctx, "target/release/mcpgw-gateway"); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := client.StartGateway(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer client.StopGateway(ctx)
+	// ... AddMCP, CallTool
+}
+
+// A gateway in a Kubernetes pod.
+func ExampleKubectlExec() {
+	client, err := mcpgw.NewClient(mcpgw.KubectlExec("sandbox-0", "--namespace", "agents", "--container", "workspace"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	// ... StartGateway, AddMCP, CallTool
+}

@@ -1,0 +1,3 @@
+module github.com/mcpgw/mcpgw/bindings/go
+
+go 1.22

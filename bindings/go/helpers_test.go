@@ -1,0 +1,172 @@
+package mcpgw_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpgw "github.com/mcpgw/mcpgw/bindings/go"
+)
+
+// The binaries every end-to-end test and example runs: the gateway (run "in the sandbox", a
+// temp dir driven with sh -c) and the project's MCP test server.
+var (
+	gatewayBin    string
+	testServerBin string
+)
+
+func TestMain(m *testing.M) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	gatewayBin = filepath.Join(root, "target", "debug", "mcpgw-gateway")
+	testServerBin = filepath.Join(root, "target", "debug", "mcpgw-testserver")
+	for _, p := range []string{gatewayBin, testServerBin} {
+		if _, err := os.Stat(p); err != nil {
+			fmt.Fprintf(os.Stderr, "%s is missing: run `make -C bindings/go test`, or build it "+
+				"with `cargo build -p mcpgw-gateway -p mcpgw-testserver` at the repository root\n", p)
+			os.Exit(2)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// sandbox is a gateway launched in a temp dir through LocalExec.
+type sandbox struct {
+	dir     string
+	client  *mcpgw.Client
+	info    *mcpgw.GatewayInfo
+	stopped bool // by the test itself
+
+	mu       sync.Mutex
+	commands []string // every command run, to check that none carries the token
+}
+
+// newClient makes a client whose sandbox is a fresh temp dir; it launches nothing.
+func newClient(t *testing.T, exec func(dir string) mcpgw.Exec, opts ...mcpgw.Option) (*mcpgw.Client, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if exec == nil {
+		exec = mcpgw.LocalExec
+	}
+	all := append([]mcpgw.Option{
+		mcpgw.WithGatewayPath(gatewayBin),
+		mcpgw.WithStateDir(filepath.Join(dir, "state")),
+		mcpgw.WithTimeout(30 * time.Second),
+	}, opts...)
+	c, err := mcpgw.NewClient(exec(dir), all...)
+	if err != nil {
+		t.Fatalf("NewClient: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, dir
+}
+
+// startSandbox launches a gateway. On cleanup it stops it, checks that its process is gone,
+// and that no command the client ran carried the gateway's token.
+func startSandbox(t *testing.T, opts ...mcpgw.Option) *sandbox {
+	t.Helper()
+	sb := &sandbox{}
+	recording := func(dir string) mcpgw.Exec {
+		local := mcpgw.LocalExec(dir)
+		return func(ctx context.Context, command string) (mcpgw.ExecResult, error) {
+			sb.mu.Lock()
+			sb.commands = append(sb.commands, command)
+			sb.mu.Unlock()
+			return local(ctx, command)
+		}
+	}
+	c, dir := newClient(t, recording, opts...)
+	info, err := c.StartGateway(context.Background())
+	if err != nil {
+		t.Fatalf("StartGateway: %v", err)
+	}
+	token, err := os.ReadFile(info.TokenFile)
+	if err != nil || len(bytes.TrimSpace(token)) < 32 {
+		t.Fatalf("token file %s: %q, %v", info.TokenFile, token, err)
+	}
+	sb.dir, sb.client, sb.info = dir, c, info
+	t.Cleanup(func() {
+		if !sb.stopped {
+			if err := c.StopGateway(context.Background()); err != nil {
+				t.Errorf("StopGateway: %v", err)
+			}
+			waitGone(t, "the gateway", info.PID)
+		}
+		sb.mu.Lock()
+		defer sb.mu.Unlock()
+		for _, cmd := range sb.commands {
+			if strings.Contains(cmd, string(bytes.TrimSpace(token))) {
+				t.Errorf("a command carries the gateway token")
+			}
+		}
+		if len(sb.commands) < 2 {
+			t.Errorf("only %d commands were recorded", len(sb.commands))
+		}
+	})
+	return sb
+}
+
+// testServerSpec registers the project's MCP test server over stdio.
+func testServerSpec(name string) mcpgw.MCPSpec {
+	return mcpgw.StdioSpec(name, testServerBin, "stdio")
+}
+
+// alive reports whether pid is a live process (a zombie waiting for its reaper is not).
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesized command name, which may itself hold ") ".
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
+// waitGone fails the test unless pid has exited within a few seconds.
+func waitGone(t *testing.T, what string, pid int) {
+	t.Helper()
+	if pid <= 0 {
+		t.Errorf("%s: no pid", what)
+		return
+	}
+	for deadline := time.Now().Add(5 * time.Second); alive(pid); {
+		if time.Now().After(deadline) {
+			t.Errorf("%s (pid %d) is still running", what, pid)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitFile waits up to a few seconds for path to hold want.
+func waitFile(t *testing.T, path, want string) {
+	t.Helper()
+	var got []byte
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got, _ = os.ReadFile(path); string(got) == want {
+			return
+		}
+	}
+	t.Errorf("%s holds %q, want %q", path, got, want)
+}
+
+// asError is the *mcpgw.Error in err, failing the test when there is none.
+func asError(t *testing.T, err error) *mcpgw.Error {
+	t.Helper()
+	var e *mcpgw.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not an *mcpgw.Error", err, err)
+	}
+	return e
+}
