@@ -1,0 +1,72 @@
+// quickstart.mjs: the whole cycle against a local "sandbox" (a temp dir, commands run with sh -c).
+//
+//   node examples/quickstart.mjs [GATEWAY_BINARY [TESTSERVER_BINARY]]
+//
+// Defaults to the binaries of this repository's debug build (`cargo build -p mcpgw-gateway
+// -p mcpgw-testserver`). Launches the gateway, registers the test MCP server, lists its tools,
+// calls three of them, aborts a slow one, stops the gateway.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AbortError, Client, NotFoundError, localExec } from 'mcpgw';
+
+const repo = resolve(fileURLToPath(import.meta.url), '../../../..');
+const gatewayPath = process.argv[2] ?? join(repo, 'target/debug/mcpgw-gateway');
+const serverPath = process.argv[3] ?? join(repo, 'target/debug/mcpgw-testserver');
+
+const sandbox = mkdtempSync(join(tmpdir(), 'mcpgw-quickstart-'));
+const client = new Client({
+  // Any async function that runs `sh -c COMMAND` in the sandbox will do: docker, kubectl, an SDK.
+  exec: localExec({ cwd: sandbox }),
+  gatewayPath,
+  stateDir: join(sandbox, 'state'),
+});
+
+let gw;
+try {
+  gw = await client.startGateway();
+  console.log(`gateway up: pid ${gw.pid}, port ${gw.port}`);
+
+  await client.addMcp({
+    name: 'ts',
+    mcp_config: { type: 'stdio_mcp', command: serverPath, args: ['stdio'] },
+  });
+  const tools = await client.listTools('ts');
+  console.log(`tools: ${tools.map((t) => t.name).join(', ')}`);
+
+  const echo = await client.callTool('ts', 'echo', { text: 'hello from Node' });
+  console.log(`echo: ${echo.content[0].text}`);
+
+  const sum = await client.callTool('ts', 'add', { a: 2, b: 40 });
+  console.log(`add: ${JSON.stringify(sum.metadata.structured_content)}`);
+
+  const media = await client.callTool('ts', 'media', {});
+  for (const block of media.content) {
+    if (block.type === 'data') console.log(`media: ${block.mediaType}, ${block.data.length} bytes`);
+  }
+
+  try {
+    await client.callTool('ts', 'no_such_tool', {});
+  } catch (e) {
+    if (!(e instanceof NotFoundError)) throw e;
+    console.log(`expected error: ${e.code} (HTTP ${e.status}): ${e.detail}`);
+  }
+
+  // Abort a call half-way: the command is killed, the gateway cancels the call upstream.
+  try {
+    await client.callTool('ts', 'slow', { seconds: 30 }, { signal: AbortSignal.timeout(300) });
+  } catch (e) {
+    if (!(e instanceof AbortError)) throw e;
+    console.log('slow call aborted after 300 ms');
+  }
+} finally {
+  // Stopped even when something above failed: no gateway is left running.
+  if (gw) {
+    await client.stopGateway();
+    console.log('gateway stopped');
+  }
+  client.close();
+  rmSync(sandbox, { recursive: true, force: true });
+}

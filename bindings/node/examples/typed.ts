@@ -1,0 +1,74 @@
+// The binding from TypeScript: an exec function adapting an async sandbox SDK, a call with a
+// deadline and an AbortSignal, the ToolChunk's blocks narrowed by type, errors by class.
+// Checked with `npm run typecheck` (tsc --noEmit); run the JS quickstart to see it work.
+
+import {
+  Client,
+  NotFoundError,
+  TimeoutError,
+  localExec,
+  type Block,
+  type ExecFn,
+  type McpSpec,
+  type ToolChunk,
+} from 'mcpgw';
+
+/** The shape of a typical sandbox SDK: an async `run` that resolves with exit status and output. */
+interface SandboxCommands {
+  run(
+    command: string,
+    options: { timeoutMs: number; signal?: AbortSignal },
+  ): Promise<{ exitCode: number; stdout: string; stderr: string }>;
+}
+
+/** An exec function over such an SDK: every command is `sh -c` text, whatever the backend. */
+export function sdkExec(commands: SandboxCommands): ExecFn {
+  return async (command, { timeoutMs, signal }) => {
+    const r = await commands.run(`sh -c ${shellQuote(command)}`, { timeoutMs, signal });
+    return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
+  };
+}
+
+function shellQuote(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/** Text of the text blocks, and the sizes of the binary ones. */
+export function describe(chunk: ToolChunk): string[] {
+  return chunk.content.map((block: Block) => {
+    switch (block.type) {
+      case 'text':
+        return block.text;
+      case 'data':
+        return `${block.mediaType ?? 'bytes'}: ${block.data.byteLength} bytes`;
+      case 'url':
+        return `link ${block.name ?? ''} ${block.url}`;
+    }
+  });
+}
+
+export async function main(gatewayPath: string, serverPath: string): Promise<void> {
+  const client = new Client({ exec: localExec({ cwd: '/tmp' }), gatewayPath, timeoutMs: 30_000 });
+  try {
+    const info = await client.startGateway();
+    console.log(`gateway pid ${info.pid} on port ${info.port}`);
+    const spec: McpSpec = {
+      name: 'ts',
+      mcp_config: { type: 'stdio_mcp', command: serverPath, args: ['stdio'] },
+    };
+    await client.addMcp(spec);
+    const ac = new AbortController();
+    const chunk = await client.callTool('ts', 'media', {}, { signal: ac.signal, timeoutMs: 5_000 });
+    console.log(describe(chunk).join('\n'));
+    try {
+      await client.callTool('ts', 'slow', { seconds: 10 }, { timeoutMs: 500 });
+    } catch (e) {
+      if (e instanceof TimeoutError) console.log(`deadline: ${e.status} ${e.detail}`);
+      else if (e instanceof NotFoundError) console.log(`no such tool: ${e.detail}`);
+      else throw e;
+    }
+    await client.stopGateway();
+  } finally {
+    client.close();
+  }
+}

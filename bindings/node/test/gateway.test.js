@@ -1,0 +1,400 @@
+// End to end: a real mcpgw-gateway in a local sandbox (a temp dir; every command runs with
+// `sh -c` through localExec), with the project's MCP test server as upstream.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import {
+  AbortError,
+  Client,
+  ConflictError,
+  GatewayDownError,
+  InvalidArgumentError,
+  McpgwError,
+  NotFoundError,
+  TimeoutError,
+  nativeStats,
+} from '../index.js';
+import {
+  gatewayPath,
+  makeSandbox,
+  processesMentioning,
+  testserverPath,
+  testserverSpec,
+  waitFile,
+  waitGone,
+} from './helpers.js';
+
+/** The WAV clip the test server's `media` tool returns: 8 kHz mono 8-bit, 16 square samples. */
+function expectedWav() {
+  const samples = Array.from({ length: 16 }, (_, i) => (i % 4 < 2 ? 0xc0 : 0x40));
+  const b = Buffer.alloc(44 + samples.length);
+  b.write('RIFF', 0);
+  b.writeUInt32LE(36 + samples.length, 4);
+  b.write('WAVEfmt ', 8);
+  b.writeUInt32LE(16, 16);
+  b.writeUInt16LE(1, 20);
+  b.writeUInt16LE(1, 22);
+  b.writeUInt32LE(8000, 24);
+  b.writeUInt32LE(8000, 28);
+  b.writeUInt16LE(1, 32);
+  b.writeUInt16LE(8, 34);
+  b.write('data', 36);
+  b.writeUInt32LE(samples.length, 40);
+  Buffer.from(samples).copy(b, 44);
+  return new Uint8Array(b);
+}
+
+describe('a gateway in a local sandbox', () => {
+  const sb = makeSandbox();
+  /** Every error a call threw, to check none carries the token. */
+  const errors = [];
+  let client;
+  let info;
+
+  /** Runs `fn`, expecting it to throw an error of `Class`; returns the error. */
+  async function rejects(fn, Class) {
+    try {
+      await fn();
+    } catch (e) {
+      errors.push(e);
+      assert.ok(e instanceof Class, `expected ${Class.name}, got ${e?.name}: ${e?.message}`);
+      assert.ok(e instanceof McpgwError);
+      return e;
+    }
+    assert.fail(`expected ${Class.name}, but the call succeeded`);
+  }
+
+  before(() => {
+    client = new Client({
+      exec: sb.exec,
+      gatewayPath: gatewayPath(),
+      stateDir: join(sb.dir, 'state'),
+    });
+  });
+
+  after(async () => {
+    // Leaves nothing behind even when a test failed half-way.
+    if (info && !client.closed) await client.stopGateway().catch(() => {});
+    client.close();
+    for (const pid of processesMentioning(sb.dir)) process.kill(pid, 'SIGKILL');
+    sb.remove();
+  });
+
+  test('launch: the gateway starts and answers with its nonce', async () => {
+    info = await client.startGateway();
+    assert.ok(info.port > 0 && info.pid > 0, JSON.stringify(info));
+    assert.equal(client.port, info.port);
+    assert.equal(info.stateDir, join(sb.dir, 'state'));
+    assert.match(info.instanceNonce, /^[0-9a-f]{64}$/);
+    const h = await client.health();
+    assert.deepEqual(h, { status: 'ok', instanceNonce: info.instanceNonce });
+  });
+
+  test('add and list: the test server is registered, its tools listed', async () => {
+    await client.addMcp(testserverSpec('ts'));
+    const mcps = await client.listMcps();
+    assert.deepEqual(
+      mcps.map((m) => m.name),
+      ['ts'],
+    );
+    assert.equal(mcps[0].mcp_config.command, testserverPath());
+    const tools = await client.listTools('ts');
+    const names = tools.map((t) => t.name);
+    for (const name of ['echo', 'add', 'media', 'fail', 'slow', 'info']) {
+      assert.ok(names.includes(name), `${name} missing from ${names}`);
+    }
+    assert.equal(tools.find((t) => t.name === 'add').inputSchema.type, 'object');
+    const e = await rejects(() => client.addMcp(testserverSpec('ts')), ConflictError);
+    assert.equal(e.status, 409);
+    assert.equal(e.code, 'CONFLICT');
+    assert.ok(e.detail, 'a 409 carries the gateway detail');
+  });
+
+  test('call, text: echo returns its text', async () => {
+    const chunk = await client.callTool('ts', 'echo', { text: 'héllo, wörld ✓' });
+    assert.equal(chunk.state, 'running');
+    assert.equal(chunk.isLast, true);
+    assert.match(chunk.id, /^[0-9a-f]{32}$/);
+    assert.equal(chunk.content.length, 1);
+    assert.equal(chunk.content[0].type, 'text');
+    assert.equal(chunk.content[0].text, 'héllo, wörld ✓');
+  });
+
+  test('call, media: PNG and WAV bytes arrive decoded as Uint8Array', async () => {
+    const { content } = await client.callTool('ts', 'media', {});
+    assert.deepEqual(
+      content.map((b) => [b.type, b.mediaType ?? null]),
+      [
+        ['data', 'image/png'],
+        ['data', 'audio/wav'],
+        ['text', null],
+        ['data', 'application/octet-stream'],
+        ['url', 'text/plain'],
+      ],
+    );
+    const [png, wav, text, blob, link] = content;
+    assert.ok(png.data instanceof Uint8Array);
+    const p = Buffer.from(png.data);
+    assert.deepEqual([...p.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+    assert.equal(p.toString('latin1', 12, 16), 'IHDR');
+    assert.deepEqual([p.readUInt32BE(16), p.readUInt32BE(20)], [1, 1]);
+    assert.equal(p.toString('latin1', p.length - 8, p.length - 4), 'IEND');
+    assert.ok(wav.data instanceof Uint8Array);
+    assert.deepEqual(wav.data, expectedWav());
+    assert.match(text.text, /hello resource/);
+    assert.deepEqual(blob.data, new Uint8Array(Array.from({ length: 256 }, (_, i) => i)));
+    assert.equal(link.url, 'test://resource/link');
+    assert.equal(link.name, 'linked');
+  });
+
+  test('call, structured: add returns structured content in the metadata', async () => {
+    const chunk = await client.callTool('ts', 'add', { a: 2, b: 3 });
+    assert.equal(chunk.state, 'running');
+    assert.deepEqual(chunk.metadata.structured_content, { sum: 5, product: 6 });
+  });
+
+  test('call, tool error: fail gives state "error" with its message', async () => {
+    const chunk = await client.callTool('ts', 'fail', { message: 'it broke' });
+    assert.equal(chunk.state, 'error');
+    assert.equal(chunk.content[0].text, 'it broke');
+  });
+
+  test('errors are typed, with code, HTTP status and detail', async () => {
+    let e = await rejects(() => client.callTool('nope', 'echo', {}), NotFoundError);
+    assert.equal(e.status, 404);
+    assert.equal(e.result, 7105);
+    assert.match(e.detail, /nope/);
+    e = await rejects(() => client.callTool('ts', 'no_such_tool', {}), NotFoundError);
+    assert.equal(e.status, 404);
+    // Refused by the library before any command runs: no HTTP status.
+    const before = sb.commands.length;
+    e = await rejects(() => client.listTools('bad name'), InvalidArgumentError);
+    assert.equal(e.status, undefined);
+    assert.equal(e.code, 'INVALID_ARGUMENT');
+    assert.equal(sb.commands.length, before);
+  });
+
+  test('large arguments and results cross intact (staged body, big stdout)', async () => {
+    // Larger than one command may be: the body is staged in pieces first.
+    const text = 'x'.repeat(150_000) + 'é'.repeat(50_000);
+    const before = sb.commands.length;
+    const chunk = await client.callTool('ts', 'echo', { text });
+    assert.ok(sb.commands.length - before > 1, 'the body went over several commands');
+    assert.equal(chunk.content[0].text, text);
+    const big = await client.callTool('ts', 'big', { bytes: 3_000_000 });
+    assert.equal(Buffer.byteLength(big.content[0].text), 3_000_000);
+  });
+
+  test('scopes: agentId and sessionId keep MCPs apart', async () => {
+    const scope = { agentId: 'agent-1', sessionId: 'session 1/ü' };
+    await client.addMcp(testserverSpec('scoped'), scope);
+    assert.deepEqual(
+      (await client.listMcps()).map((m) => m.name),
+      ['ts'],
+    );
+    assert.deepEqual(
+      (await client.listMcps(scope)).map((m) => m.name),
+      ['scoped'],
+    );
+    await rejects(() => client.callTool('scoped', 'echo', { text: 'a' }), NotFoundError);
+    const chunk = await client.callTool('scoped', 'echo', { text: 'in scope' }, scope);
+    assert.equal(chunk.content[0].text, 'in scope');
+    await client.removeMcp('scoped', scope);
+    assert.deepEqual(await client.listMcps(scope), []);
+  });
+
+  test('runtime headers reach a streamable-HTTP upstream', async (t) => {
+    const server = spawn(testserverPath(), ['http', '--port', '0'], {
+      cwd: sb.dir,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    t.after(() => server.kill('SIGKILL'));
+    let line = '';
+    while (!/listening (\S+)/.test(line)) {
+      const [data] = await once(server.stdout, 'data');
+      line += data.toString();
+    }
+    const url = line.match(/listening (\S+)/)[1];
+    await client.addMcp({ name: 'web', mcp_config: { type: 'http_mcp', url } });
+    await client.setRuntimeHeaders('web', { 'x-trace': 'abc-123' });
+    let chunk = await client.callTool('web', 'headers', {});
+    assert.equal(chunk.metadata.structured_content['x-trace'], 'abc-123');
+    await client.setRuntimeHeaders('web', {});
+    chunk = await client.callTool('web', 'headers', {});
+    assert.equal(chunk.metadata.structured_content['x-trace'], undefined);
+    // Only HTTP upstreams take runtime headers: the gateway says 400.
+    const e = await rejects(() => client.setRuntimeHeaders('ts', { a: 'b' }), InvalidArgumentError);
+    assert.equal(e.status, 400);
+    await client.removeMcp('web');
+  });
+
+  test('abort: an AbortSignal stops a slow call, the upstream learns it, the next call works', async () => {
+    const marker = join(sb.dir, 'cancelled');
+    const ac = new AbortController();
+    const reason = new Error('the user changed their mind');
+    const call = client.callTool(
+      'ts',
+      'slow',
+      { seconds: 30, steps: 300, cancel_marker: marker },
+      {
+        signal: ac.signal,
+      },
+    );
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(nativeStats().ops, 1, 'the call holds its op while it runs');
+    const abortedAt = Date.now();
+    ac.abort(reason);
+    const e = await rejects(() => call, AbortError);
+    assert.ok(Date.now() - abortedAt < 200, `the abort took ${Date.now() - abortedAt} ms`);
+    assert.equal(e.name, 'AbortError');
+    assert.equal(e.code, 'ABORT_ERR');
+    assert.equal(e.cause, reason);
+    assert.equal(nativeStats().ops, 0, 'the op was freed');
+    // Killing the request's curl closed its connection; the gateway cancelled upstream.
+    assert.equal(await waitFile(marker), 'cancelled');
+    // An already aborted signal runs nothing.
+    const before = sb.commands.length;
+    await rejects(
+      () => client.callTool('ts', 'echo', { text: 'x' }, { signal: AbortSignal.abort() }),
+      AbortError,
+    );
+    assert.equal(sb.commands.length, before);
+    const chunk = await client.callTool('ts', 'echo', { text: 'still here' });
+    assert.equal(chunk.content[0].text, 'still here');
+  });
+
+  test('deadline: timeoutMs bounds a call at the gateway (504)', async () => {
+    const started = Date.now();
+    const e = await rejects(
+      () => client.callTool('ts', 'slow', { seconds: 30 }, { timeoutMs: 500 }),
+      TimeoutError,
+    );
+    assert.ok(Date.now() - started < 3000);
+    assert.equal(e.status, 504);
+    assert.equal(e.code, 'DEADLINE');
+    assert.match(e.detail, /0\.5s/);
+  });
+
+  test('64 concurrent calls each get their own answer', async (t) => {
+    const started = Date.now();
+    const calls = Array.from({ length: 64 }, (_, i) =>
+      i % 2
+        ? client
+            .callTool('ts', 'add', { a: i, b: 1000 })
+            .then((c) => c.metadata.structured_content.sum)
+        : client.callTool('ts', 'echo', { text: `request ${i}` }).then((c) => c.content[0].text),
+    );
+    const answers = await Promise.all(calls);
+    t.diagnostic(`64 concurrent calls took ${Date.now() - started} ms`);
+    answers.forEach((a, i) => assert.equal(a, i % 2 ? i + 1000 : `request ${i}`));
+    assert.equal(nativeStats().ops, 0);
+  });
+
+  test('calls overlap: eight 1 s tool calls at once take about 1 s', async () => {
+    const started = performance.now();
+    const chunks = await Promise.all(
+      Array.from({ length: 8 }, () => client.callTool('ts', 'slow', { seconds: 1, steps: 2 })),
+    );
+    const took = performance.now() - started;
+    for (const c of chunks) assert.match(c.content[0].text, /done after 2 steps/);
+    assert.ok(took >= 1000 && took < 2500, `the calls took ${took} ms`);
+  });
+
+  test('the event loop stays responsive during a 1 s tool call', async (t) => {
+    const period = 10;
+    let maxLag = 0;
+    let ticks = 0;
+    let expected = performance.now() + period;
+    const timer = setInterval(() => {
+      const now = performance.now();
+      maxLag = Math.max(maxLag, now - expected);
+      expected = now + period;
+      ticks++;
+    }, period);
+    const started = performance.now();
+    let chunk;
+    try {
+      chunk = await client.callTool('ts', 'slow', { seconds: 1, steps: 4 });
+    } finally {
+      clearInterval(timer);
+    }
+    const took = performance.now() - started;
+    t.diagnostic(
+      `took ${took.toFixed(0)} ms, ${ticks} ticks, max timer lag ${maxLag.toFixed(1)} ms`,
+    );
+    assert.match(chunk.content[0].text, /done after 4 steps/);
+    assert.ok(took >= 1000, `the call took ${took} ms`);
+    assert.ok(maxLag < 50, `the timer was ${maxLag} ms late`);
+    assert.ok(ticks >= (took / period) * 0.8, `only ${ticks} ticks in ${took} ms`);
+  });
+
+  test('attach: a second client reaches the running gateway by port and token file', async () => {
+    // This exec hands stdout and stderr back as strings, which the binding accepts too.
+    const stringExec = async (command, opts) => {
+      const r = await sb.exec(command, opts);
+      return {
+        exitCode: r.exitCode,
+        stdout: r.stdout.toString('utf8'),
+        stderr: r.stderr.toString('utf8'),
+      };
+    };
+    const other = new Client({
+      exec: stringExec,
+      port: info.port,
+      tokenFile: info.tokenFile,
+      instanceNonce: info.instanceNonce,
+    });
+    try {
+      assert.equal(other.port, info.port);
+      assert.equal((await other.health()).instanceNonce, info.instanceNonce);
+      assert.deepEqual(
+        (await other.listMcps()).map((m) => m.name),
+        ['ts'],
+      );
+      const chunk = await other.callTool('ts', 'echo', { text: 'from another client' });
+      assert.equal(chunk.content[0].text, 'from another client');
+      // A client that did not launch the gateway does not stop it.
+      await rejects(() => other.stopGateway(), GatewayDownError);
+    } finally {
+      other.close();
+    }
+    await client.health();
+  });
+
+  test('the token appears in no command and no error', () => {
+    const token = readFileSync(info.tokenFile, 'utf8').trim();
+    assert.ok(token.length >= 32);
+    assert.ok(sb.commands.length > 64, `only ${sb.commands.length} commands`);
+    for (const c of sb.commands) assert.ok(!c.includes(token), 'a command carries the token');
+    for (const e of errors) {
+      assert.ok(!`${e.message} ${e.detail}`.includes(token), 'an error carries the token');
+    }
+  });
+
+  test('remove: the MCP and its process are gone', async () => {
+    const { pid } = (await client.callTool('ts', 'info', {})).metadata.structured_content;
+    assert.ok(pid > 0);
+    await client.removeMcp('ts');
+    assert.deepEqual(await client.listMcps(), []);
+    assert.ok(await waitGone(pid), `the test server (pid ${pid}) is still running`);
+    const e = await rejects(() => client.removeMcp('ts'), NotFoundError);
+    assert.equal(e.status, 404);
+  });
+
+  test('stop: no gateway process is left, nor its upstreams; the state directory is removed', async () => {
+    await client.addMcp(testserverSpec('last'));
+    const { pid } = (await client.callTool('last', 'info', {})).metadata.structured_content;
+    await client.stopGateway();
+    assert.ok(await waitGone(info.pid), `the gateway (pid ${info.pid}) is still running`);
+    assert.ok(await waitGone(pid), `its upstream (pid ${pid}) is still running`);
+    assert.deepEqual(processesMentioning(sb.dir), []);
+    assert.equal(existsSync(info.stateDir), false);
+    await rejects(() => client.health(), GatewayDownError);
+    client.close();
+    assert.deepEqual(nativeStats(), { clients: 0, ops: 0, chunks: 0, errors: 0, strings: 0 });
+  });
+});
