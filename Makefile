@@ -14,7 +14,7 @@ STATIC_TARGET := x86_64-unknown-linux-gnu
 STATIC_RUSTFLAGS := -C target-feature=+crt-static --cfg getrandom_backend="linux_getrandom"
 STATIC_GATEWAY := target/$(STATIC_TARGET)/release/mcpgw-gateway
 
-.PHONY: all build release static demo test test-rust test-c lint deps bench clean
+.PHONY: all build release static demo test test-rust test-c test-go test-node lint deps bench clean
 
 all: build
 
@@ -51,13 +51,22 @@ test-rust: deps build static
 test-c: build
 	$(MAKE) -C examples/c check
 
-test: lint test-rust test-c
+test-go: build
+	$(MAKE) -C bindings/go test
+
+test-node: build
+	$(MAKE) -C bindings/node test
+
+test: lint test-rust test-c test-go test-node
+	@echo "make test: every test passed"
 
 bench: deps
 	sh bench/run.sh
 
 clean:
 	$(CARGO) clean
-	rm -rf $(VENV) tests/servers/node_modules
+	rm -rf $(VENV) tests/servers/node_modules bindings/node/node_modules
+	$(MAKE) -C examples/c clean
+	$(MAKE) -C bindings/go clean
 
 -include mk/install.mk
