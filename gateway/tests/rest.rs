@@ -543,6 +543,13 @@ async fn bad_input_gets_a_status_and_a_detail_and_the_gateway_stays_up() {
     .expect(500)
     .detail();
     assert!(d.starts_with("connect failed:"), "{d}");
+    let d = raw(
+        br#"{"name": "x", "mcp_config": {"type": "http_mcp", "url": "HTTPS://example.com/mcp"}}"#,
+    )
+    .await
+    .expect(400)
+    .detail();
+    assert!(d.contains("TLS"), "{d}");
     // A failed registration leaves the name free.
     assert_eq!(gw.get("/mcps").await.expect(200).json(), json!([]));
 
@@ -685,8 +692,8 @@ async fn concurrent_calls_on_one_upstream_each_get_their_own_answer() {
     // Two slow calls overlap instead of queueing.
     let t = Instant::now();
     let (a, b) = tokio::join!(
-        gw.call("ts", "slow", json!({"seconds": 0.6, "steps": 1})),
-        gw.call("ts", "slow", json!({"seconds": 0.6, "steps": 1}))
+        gw.call("ts", "slow", json!({"seconds": 0.8, "steps": 1})),
+        gw.call("ts", "slow", json!({"seconds": 0.8, "steps": 1}))
     );
     a.expect(200);
     b.expect(200);

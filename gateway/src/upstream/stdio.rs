@@ -38,6 +38,8 @@ pub struct ChildProcess {
     pub pid: u32,
     exit: watch::Receiver<Option<ExitStatus>>,
     stderr: Arc<Mutex<StderrTail>>,
+    /// Becomes true when the child's stderr reaches its end.
+    stderr_done: watch::Receiver<bool>,
     /// Set once the group was seen empty: its id may then be reused and must not be signalled.
     gone: AtomicBool,
 }
@@ -93,12 +95,14 @@ pub fn spawn(name: &str, config: &StdioConfig) -> Result<(ChildProcess, StdioTra
     let stderr = Arc::new(Mutex::new(StderrTail::default()));
     let tail = stderr.clone();
     let log_name = name.to_string();
+    let (stderr_done_tx, stderr_done) = watch::channel(false);
     tokio::spawn(async move {
         let mut lines = BufReader::new(stderr_pipe).split(b'\n');
         while let Ok(Some(line)) = lines.next_segment().await {
             tracing::info!(mcp = %log_name, pid, "stderr: {}", String::from_utf8_lossy(&line));
             tail.lock().unwrap().push_line(&line);
         }
+        let _ = stderr_done_tx.send(true);
     });
 
     let (exit_tx, exit) = watch::channel(None);
@@ -127,6 +131,7 @@ pub fn spawn(name: &str, config: &StdioConfig) -> Result<(ChildProcess, StdioTra
             pid,
             exit,
             stderr,
+            stderr_done,
             gone: AtomicBool::new(false),
         },
         transport,
@@ -164,6 +169,10 @@ impl ChildProcess {
     /// "exit status 3; stderr: ..." for error messages, waiting briefly for the exit to be seen.
     pub async fn death_report(&self) -> String {
         let status = self.wait_exit(Duration::from_millis(500)).await;
+        // What it wrote last may still be in the pipe: let the reader reach the end (unless a
+        // process it left behind holds the pipe open).
+        let mut done = self.stderr_done.clone();
+        let _ = tokio::time::timeout(Duration::from_millis(200), done.wait_for(|d| *d)).await;
         let mut report = match status {
             Some(s) => describe_exit(&s),
             None => "closed its stdout".to_string(),
