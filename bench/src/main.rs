@@ -163,23 +163,31 @@ fn register(paths: &Paths, port: u16, token: &str) {
     );
 }
 
-fn start_mcpgw(paths: &Paths, token: &str, extra: &[String]) -> Gateway {
-    let mut child = Command::new(&paths.gateway)
-        .args(["--port", "0", "--log-level", "warn"])
-        .args(extra)
-        .env("MCPGW_TOKEN", token)
+/// Runs the gateway in the foreground with `args` and returns it with the port of its ready line.
+fn spawn_gateway(paths: &Paths, args: &[&str], token: Option<&str>) -> Gateway {
+    let mut cmd = Command::new(&paths.gateway);
+    cmd.args(["--port", "0", "--log-level", "warn"])
+        .args(args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    if let Some(token) = token {
+        cmd.env("MCPGW_TOKEN", token);
+    }
+    let mut child = cmd.spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let ready: Value = serde_json::from_str(&line).unwrap();
+    let ready: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
     let port = ready["port"].as_u64().unwrap() as u16;
-    register(paths, port, token);
     Gateway { child, port }
+}
+
+fn start_mcpgw(paths: &Paths, token: &str, extra: &[String]) -> Gateway {
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let gateway = spawn_gateway(paths, &extra, Some(token));
+    register(paths, gateway.port, token);
+    gateway
 }
 
 fn start_agentscope(paths: &Paths, token: &str) -> Gateway {
@@ -274,20 +282,9 @@ fn cold_start(paths: &Paths, runs: usize) -> Vec<f64> {
     (0..runs)
         .map(|_| {
             let t = Instant::now();
-            let mut child = Command::new(&paths.gateway)
-                .args(["--port", "0", "--no-auth", "--log-level", "warn"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let mut line = String::new();
-            BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut line)
-                .unwrap();
+            let gateway = spawn_gateway(paths, &["--no-auth"], None);
             let ms = t.elapsed().as_secs_f64() * 1e3;
-            assert!(line.starts_with('{'), "{line}");
-            let _ = child.kill();
-            let _ = child.wait();
+            drop(gateway);
             ms
         })
         .collect()
