@@ -1,7 +1,9 @@
 #!/bin/sh
 # A throwaway sandbox made of Linux namespaces (own network with only `lo` up, own PID and mount
 # namespaces, a private /tmp), for the end-to-end tests and the C examples. The host cannot reach
-# any port inside; commands get in with `nsenter -t PID -n -p -m -r -w`.
+# any port inside; commands get in with `nsenter -t PID -n -p -m -r -w`. The repository (and
+# $CARGO_TARGET_DIR) stay visible inside even when they live under /tmp, so the binaries under
+# test can run there.
 #
 #   sandbox.sh check                              exit 0 when such a sandbox can be made here,
 #                                                 else print why and exit 1
@@ -76,13 +78,24 @@ start() {
             ip link set lo up && echo ready > "$1/ready" &&
             exec chroot "$1/root" /bin/sleep 2147483647'
     else
+        # Directories under /tmp that must survive the private /tmp are held open (fds 3 and 4)
+        # before it is mounted, then bound back at their old paths.
         inner='mount --make-rprivate / &&
             mount -t proc proc /proc &&
             ip link set lo up && echo ready > "$1/ready" &&
+            exec 3<"$2" 4<"$3" &&
             mount -t tmpfs -o mode=1777 tmpfs /tmp &&
-            exec sleep 2147483647'
+            for fd in 3 4; do
+                eval "p=\$$((fd - 1))"
+                case $p in /tmp/*) mkdir -p "$p" && mount --no-canonicalize --bind "/proc/self/fd/$fd" "$p" ;; esac
+            done &&
+            exec 3<&- 4<&- sleep 2147483647'
     fi
-    unshare --net --pid --mount --fork --kill-child sh -c "$inner" sh "$dir" \
+    repo=$(cd "$(dirname "$0")/.." && pwd)
+    target=${CARGO_TARGET_DIR:-$repo/target}
+    mkdir -p "$target"
+    target=$(cd "$target" && pwd)
+    unshare --net --pid --mount --fork --kill-child sh -c "$inner" sh "$dir" "$repo" "$target" \
         </dev/null >"$dir/log" 2>&1 &
     outer=$!
     i=0
