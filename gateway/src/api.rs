@@ -271,18 +271,6 @@ async fn add_mcp(
     check_mcp_config(body.get("mcp_config"))?;
     let spec: McpSpec = typed(Value::Object(body), "MCP spec", "")?;
     spec.validate().map_err(ApiError::bad_request)?;
-    if let mcpgw::wire::McpConfig::Http(http) = &spec.mcp_config
-        && http
-            .url
-            .get(..8)
-            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
-    {
-        return Err(ApiError::bad_request(format!(
-            "mcp_config.url {:?}: https:// upstreams need TLS, which this gateway build does not \
-             include; reach the server over http:// inside the sandbox",
-            http.url
-        )));
-    }
     if !runtime_headers.is_empty() {
         match &spec.mcp_config {
             mcpgw::wire::McpConfig::Http(c) if !c.is_legacy_sse() => {

@@ -158,6 +158,29 @@ impl StreamableHttpClient for HeaderedClient {
     }
 }
 
+/// Asks the server once more, plainly, why it cannot be reached: rmcp's transport error keeps
+/// only reqwest's summary ("error sending request"), while the cause a person can act on
+/// (connection refused, an untrusted certificate) sits further down the chain. Only on the
+/// failure path.
+pub async fn diagnose(config: &HttpConfig) -> Option<String> {
+    let client = client_builder(config).ok()?.build().ok()?;
+    let limit = Duration::from_secs_f64(config.timeout.unwrap_or(10.0).min(10.0));
+    match tokio::time::timeout(limit, client.get(config.url.as_str()).send()).await {
+        Ok(Err(e)) => Some(super::error_chain(&e)),
+        _ => None,
+    }
+}
+
+/// A reqwest client builder with the shared TLS setup and the MCP's connect timeout.
+pub fn client_builder(config: &HttpConfig) -> Result<reqwest::ClientBuilder, String> {
+    let mut builder =
+        reqwest::Client::builder().tls_backend_preconfigured(super::tls::client_config()?);
+    if let Some(t) = config.timeout {
+        builder = builder.connect_timeout(Duration::from_secs_f64(t));
+    }
+    Ok(builder)
+}
+
 /// The largest single response accepted from an HTTP upstream.
 const MAX_RESPONSE_BYTES: usize = 512 << 20;
 
@@ -169,11 +192,7 @@ pub fn transport(
 ) -> Result<StreamableHttpClientTransport<HeaderedClient>, String> {
     let static_headers = header_map(config.headers.as_ref().unwrap_or(&BTreeMap::new()))
         .map_err(|e| format!("mcp_config.headers: {e}"))?;
-    let mut builder = reqwest::Client::builder();
-    if let Some(t) = config.timeout {
-        builder = builder.connect_timeout(Duration::from_secs_f64(t));
-    }
-    let inner = builder
+    let inner = client_builder(config)?
         .build()
         .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
     let transport_config = StreamableHttpClientTransportConfig::with_uri(config.url.as_str())

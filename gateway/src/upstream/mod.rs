@@ -8,6 +8,7 @@
 pub mod http;
 pub mod sse;
 pub mod stdio;
+pub mod tls;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -126,7 +127,7 @@ impl ClientHandler for Handler {
 }
 
 async fn fetch_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, String> {
-    let tools = peer.list_all_tools().await.map_err(|e| e.to_string())?;
+    let tools = peer.list_all_tools().await.map_err(|e| error_chain(&e))?;
     tools
         .into_iter()
         .map(|t| {
@@ -293,7 +294,7 @@ impl Upstream {
                     Ok(Ok(service)) => (service, Some(child)),
                     outcome => {
                         let reason = match outcome {
-                            Ok(Err(e)) => format!("initialize failed: {e}"),
+                            Ok(Err(e)) => format!("initialize failed: {}", error_chain(&e)),
                             _ => format!("no answer to initialize within {limit:?}"),
                         };
                         let report = if child.exit_status().is_some()
@@ -311,7 +312,7 @@ impl Upstream {
             McpConfig::Http(config) if config.is_legacy_sse() => {
                 let opened = tokio::time::timeout(limit, async {
                     let transport = sse::connect(&self.name, config).await?;
-                    handler.serve(transport).await.map_err(|e| e.to_string())
+                    handler.serve(transport).await.map_err(|e| error_chain(&e))
                 })
                 .await;
                 match opened {
@@ -329,7 +330,15 @@ impl Upstream {
                 let transport = http::transport(config, self.runtime_headers.clone())?;
                 match tokio::time::timeout(limit, handler.serve(transport)).await {
                     Ok(Ok(service)) => (service, None),
-                    Ok(Err(e)) => return Err(format!("{}: {e}", config.url)),
+                    Ok(Err(e)) => {
+                        // A plain request names the cause (refused, untrusted certificate)
+                        // better than the transport's summary; the summary covers the rest
+                        // (the server answered, but not as an MCP server).
+                        return Err(match http::diagnose(config).await {
+                            Some(cause) => format!("cannot reach {}: {cause}", config.url),
+                            None => format!("{}: {}", config.url, error_chain(&e)),
+                        });
+                    }
                     Err(_) => {
                         return Err(format!(
                             "{}: no answer to initialize within {limit:?}",
@@ -553,7 +562,7 @@ impl Upstream {
                 .peer
                 .send_request_with_option(request, PeerRequestOptions::with_timeout(limit))
                 .await
-                .map_err(|e| ApiError::bad_gateway(format!("sending the call to {} failed: {e}", py_repr(name))))?;
+                .map_err(|e| ApiError::bad_gateway(format!("sending the call to {} failed: {}", py_repr(name), error_chain(&e))))?;
             let mut guard = CallGuard {
                 session: session.clone(),
                 id: Some(handle.id.clone()),
@@ -587,7 +596,7 @@ impl Upstream {
                         py_repr(name), py_repr(tool)
                     )))
                 }
-                Err(e) => Err(ApiError::bad_gateway(format!("the call to {} failed: {e}", py_repr(name)))),
+                Err(e) => Err(ApiError::bad_gateway(format!("the call to {} failed: {}", py_repr(name), error_chain(&e)))),
             }
         })
         .await
@@ -692,6 +701,23 @@ impl Drop for CallGuard {
             });
         }
     }
+}
+
+/// An error with its causes, outermost first ("sending failed: connection error: invalid peer
+/// certificate: UnknownIssuer"): the cause is usually what a person can act on.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        // Some errors repeat their cause in their own message.
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 fn seconds(d: Duration) -> String {

@@ -3,7 +3,6 @@
 //! names where to `POST` messages; replies and notifications arrive as `message` events.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -33,11 +32,7 @@ pub async fn connect(name: &str, config: &HttpConfig) -> Result<SseTransport, St
             .map_err(|e| format!("mcp_config.headers: {e}"))?
             .into_iter()
             .collect();
-    let mut builder = reqwest::Client::builder();
-    if let Some(t) = config.timeout {
-        builder = builder.connect_timeout(Duration::from_secs_f64(t));
-    }
-    let client = builder
+    let client = super::http::client_builder(config)?
         .build()
         .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
     let response = client
@@ -46,7 +41,7 @@ pub async fn connect(name: &str, config: &HttpConfig) -> Result<SseTransport, St
         .header(ACCEPT, "text/event-stream")
         .send()
         .await
-        .map_err(|e| format!("GET {url}: {e}"))?;
+        .map_err(|e| format!("GET {url}: {}", super::error_chain(&e)))?;
     if !response.status().is_success() {
         return Err(format!("GET {url}: HTTP {}", response.status()));
     }
@@ -60,7 +55,12 @@ pub async fn connect(name: &str, config: &HttpConfig) -> Result<SseTransport, St
                     .map_err(|e| format!("the server's endpoint {data:?} is not a URL: {e}"))?;
             }
             Some(Ok(_)) => continue,
-            Some(Err(e)) => return Err(format!("reading the event stream of {url}: {e}")),
+            Some(Err(e)) => {
+                return Err(format!(
+                    "reading the event stream of {url}: {}",
+                    super::error_chain(&e)
+                ));
+            }
             None => {
                 return Err(format!(
                     "{url} closed its event stream before naming an endpoint"

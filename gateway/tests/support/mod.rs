@@ -90,6 +90,15 @@ pub struct Gateway {
 /// Starts `mcpgw-gateway --port 0 --token-file DIR/token` plus `extra` and waits for its ready
 /// line.
 pub fn start_gateway(extra: &[&str]) -> Gateway {
+    start_gateway_with_env(extra, &[])
+}
+
+/// [`start_gateway`] with extra environment variables.
+pub fn start_gateway_with_env(extra: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Gateway {
+    // The tests' own HTTP client shares reqwest's build with the gateway, which brings its own
+    // TLS setup; plain-HTTP tests still need a crypto provider installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
     let dir = TempDir::new("gw");
     let token_file = dir.path("state/token");
     let mut args = vec![
@@ -103,6 +112,7 @@ pub fn start_gateway(extra: &[&str]) -> Gateway {
     args.extend(extra.iter().map(|s| s.to_string()));
     let mut child = Command::new(gateway_bin())
         .args(&args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -123,7 +133,7 @@ pub fn start_gateway(extra: &[&str]) -> Gateway {
         port: ready["port"].as_u64().unwrap() as u16,
         token,
         dir,
-        http: reqwest::Client::new(),
+        http,
     }
 }
 
