@@ -542,7 +542,10 @@ async fn bad_input_gets_a_status_and_a_detail_and_the_gateway_stays_up() {
     .await
     .expect(500)
     .detail();
-    assert!(d.starts_with("connect failed:") && d.contains("refused"), "{d}");
+    assert!(
+        d.starts_with("connect failed:") && d.contains("refused"),
+        "{d}"
+    );
     // A failed registration leaves the name free.
     assert_eq!(gw.get("/mcps").await.expect(200).json(), json!([]));
 
