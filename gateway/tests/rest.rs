@@ -758,6 +758,32 @@ async fn deadlines_and_streaming() {
     }
     assert_eq!(lines[3]["is_last"], true);
     assert_eq!(text_of(&lines[3]), "done after 3 steps");
+    // Progress sent right before the result is never lost nor reordered behind it.
+    for _ in 0..25 {
+        let r = gw
+            .send_with(
+                "POST",
+                "/mcps/ts/tools/slow",
+                Some(
+                    serde_json::to_vec(&json!({"arguments": {"seconds": 0, "steps": 3}})).unwrap(),
+                ),
+                Some(&format!("Bearer {}", gw.token)),
+                &[("accept", "application/x-ndjson")],
+            )
+            .await
+            .expect(200);
+        let lines: Vec<Value> = r
+            .text()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let progress: Vec<f64> = lines
+            .iter()
+            .filter_map(|l| l["metadata"]["mcp_progress"]["progress"].as_f64())
+            .collect();
+        assert_eq!(progress, [1.0, 2.0, 3.0], "{}", r.text());
+        assert_eq!(lines.last().unwrap()["is_last"], true);
+    }
     // A streamed call that fails before any progress answers with its status.
     gw.send_with(
         "POST",

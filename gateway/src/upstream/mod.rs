@@ -6,11 +6,12 @@
 //! upstream, so a slow or crashing upstream never stalls another.
 
 pub mod http;
+pub mod progress;
 pub mod sse;
 pub mod stdio;
 pub mod tls;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -20,17 +21,16 @@ use mcpgw::wire::{JsonObject, McpConfig, McpSpec, Tool};
 use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, Implementation, ProgressNotificationParam, ProgressToken,
-    ServerResult,
+    ClientConfig, ClientRequest, Implementation, ProgressToken, ServerResult,
 };
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError,
 };
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use crate::error::{ApiError, py_repr};
+use progress::{ProgressRoutes, ProgressSender, ProgressTap};
 use stdio::ChildProcess;
 
 /// Timeouts that apply to every upstream.
@@ -46,23 +46,6 @@ pub struct Settings {
 const MAX_RESTARTS: usize = 5;
 const RESTART_WINDOW: Duration = Duration::from_secs(60);
 
-/// A progress update of a running call.
-pub type ProgressSender = mpsc::Sender<ProgressNotificationParam>;
-
-/// Where progress notifications of in-flight calls go, by the progress token rmcp gave the call.
-#[derive(Default)]
-struct ProgressRoutes(Mutex<HashMap<ProgressToken, ProgressSender>>);
-
-impl ProgressRoutes {
-    fn deliver(&self, params: ProgressNotificationParam) {
-        let sender = self.0.lock().unwrap().get(&params.progress_token).cloned();
-        if let Some(sender) = sender {
-            // A slow reader loses intermediate progress, never the result.
-            let _ = sender.try_send(params);
-        }
-    }
-}
-
 /// The tool list as last fetched.
 #[derive(Default)]
 struct ToolCache(RwLock<Arc<Vec<Tool>>>);
@@ -77,11 +60,11 @@ impl ToolCache {
     }
 }
 
-/// Receives what the upstream sends on its own: progress, tool list changes, log messages.
+/// Receives what the upstream sends on its own: tool list changes, log messages. (Progress is
+/// routed by the transport tap, in order.)
 #[derive(Clone)]
 struct Handler {
     name: Arc<str>,
-    routes: Arc<ProgressRoutes>,
     tools: Arc<ToolCache>,
 }
 
@@ -91,14 +74,6 @@ impl ClientHandler for Handler {
             ClientCapabilities::default(),
             Implementation::new("mcpgw-gateway", env!("CARGO_PKG_VERSION")),
         )
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.routes.deliver(params);
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
@@ -283,14 +258,18 @@ impl Upstream {
         let routes = Arc::new(ProgressRoutes::default());
         let handler = Handler {
             name: self.name.as_str().into(),
-            routes: routes.clone(),
             tools: self.tools.clone(),
         };
         let limit = self.setup_limit();
         let (service, child) = match &self.spec.mcp_config {
             McpConfig::Stdio(config) => {
                 let (child, transport) = stdio::spawn(&self.name, config)?;
-                match tokio::time::timeout(limit, handler.serve(transport)).await {
+                match tokio::time::timeout(
+                    limit,
+                    handler.serve(ProgressTap::new(transport, routes.clone())),
+                )
+                .await
+                {
                     Ok(Ok(service)) => (service, Some(child)),
                     outcome => {
                         let reason = match outcome {
@@ -312,7 +291,10 @@ impl Upstream {
             McpConfig::Http(config) if config.is_legacy_sse() => {
                 let opened = tokio::time::timeout(limit, async {
                     let transport = sse::connect(&self.name, config).await?;
-                    handler.serve(transport).await.map_err(|e| error_chain(&e))
+                    handler
+                        .serve(ProgressTap::new(transport, routes.clone()))
+                        .await
+                        .map_err(|e| error_chain(&e))
                 })
                 .await;
                 match opened {
@@ -328,7 +310,12 @@ impl Upstream {
             }
             McpConfig::Http(config) => {
                 let transport = http::transport(config, self.runtime_headers.clone())?;
-                match tokio::time::timeout(limit, handler.serve(transport)).await {
+                match tokio::time::timeout(
+                    limit,
+                    handler.serve(ProgressTap::new(transport, routes.clone())),
+                )
+                .await
+                {
                     Ok(Ok(service)) => (service, None),
                     Ok(Err(e)) => {
                         // A plain request names the cause (refused, untrusted certificate)
@@ -569,7 +556,7 @@ impl Upstream {
                 token: handle.progress_token.clone(),
             };
             if let Some(sender) = progress {
-                session.routes.0.lock().unwrap().insert(handle.progress_token.clone(), sender);
+                session.routes.listen(handle.progress_token.clone(), sender);
             }
             let outcome = handle.await_response().await;
             guard.id = None;
@@ -689,7 +676,7 @@ struct CallGuard {
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        self.session.routes.0.lock().unwrap().remove(&self.token);
+        self.session.routes.forget(&self.token);
         if let Some(id) = self.id.take() {
             let peer = self.session.peer.clone();
             tokio::spawn(async move {
