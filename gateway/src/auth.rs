@@ -12,7 +12,10 @@ pub const TOKEN_ENV: &str = "MCPGW_TOKEN";
 
 /// A secret that never shows in `Debug` output or logs.
 #[derive(Clone)]
-pub struct Token(String);
+pub struct Token {
+    /// `Bearer <token>`, built once: every request is compared against it.
+    header: String,
+}
 
 impl std::fmt::Debug for Token {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -21,15 +24,21 @@ impl std::fmt::Debug for Token {
 }
 
 impl Token {
+    fn new(raw: String) -> Self {
+        Token {
+            header: format!("Bearer {raw}"),
+        }
+    }
+
     /// The expected `Authorization` header value.
-    pub fn header_value(&self) -> String {
-        format!("Bearer {}", self.0)
+    pub fn header_value(&self) -> &str {
+        &self.header
     }
 
     /// The raw token.
     #[cfg(test)]
     pub fn expose(&self) -> &str {
-        &self.0
+        &self.header["Bearer ".len()..]
     }
 }
 
@@ -75,7 +84,7 @@ fn checked(token: String, source: &str) -> Result<Token, String> {
             "the token from {source} must be non-empty visible ASCII without spaces"
         ));
     }
-    Ok(Token(token))
+    Ok(Token::new(token))
 }
 
 /// Reads the token file, or mints a fresh token into it: a 0700 directory (when it has to be
@@ -115,7 +124,7 @@ pub fn load_or_mint(path: &Path) -> Result<Token, String> {
                     f.write_all(token.as_bytes())
                         .and_then(|()| f.sync_all())
                         .map_err(|e| format!("cannot write token file {shown}: {e}"))?;
-                    Ok(Token(token))
+                    Ok(Token::new(token))
                 }
                 // Another launch minted it first: use theirs.
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => load_or_mint(path),
@@ -156,7 +165,7 @@ mod tests {
 
     #[test]
     fn debug_never_shows_the_token() {
-        let t = Token("s3cret".into());
+        let t = Token::new("s3cret".into());
         assert!(!format!("{t:?}").contains("s3cret"));
     }
 }
