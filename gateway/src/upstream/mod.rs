@@ -205,19 +205,11 @@ impl Upstream {
             metrics: Default::default(),
         });
         let session = upstream.open_session().await?;
-        let tools = tokio::time::timeout(upstream.setup_limit(), fetch_tools(&session.peer)).await;
-        let tools = match tools {
-            Ok(Ok(t)) => t,
-            Ok(Err(e)) => {
+        let tools = match upstream.list_within_limit(&session).await {
+            Ok(tools) => tools,
+            Err(e) => {
                 session.close().await;
-                return Err(format!("listing tools failed: {e}"));
-            }
-            Err(_) => {
-                session.close().await;
-                return Err(format!(
-                    "listing tools took longer than {:?}",
-                    upstream.setup_limit()
-                ));
+                return Err(e.detail);
             }
         };
         upstream.tools.set(tools);
@@ -482,23 +474,27 @@ impl Upstream {
             .collect())
     }
 
+    /// Lists the session's tools within the setup limit: `502` when listing fails, `504` past
+    /// the limit.
+    async fn list_within_limit(&self, session: &Session) -> Result<Vec<Tool>, ApiError> {
+        let limit = self.setup_limit();
+        match tokio::time::timeout(limit, fetch_tools(&session.peer)).await {
+            Ok(listed) => listed.map_err(|e| {
+                ApiError::bad_gateway(format!(
+                    "listing the tools of {} failed: {e}",
+                    py_repr(&self.name)
+                ))
+            }),
+            Err(_) => Err(ApiError::timeout(format!(
+                "listing the tools of {} took longer than {limit:?}",
+                py_repr(&self.name)
+            ))),
+        }
+    }
+
     async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, ApiError> {
-        let (name, limit) = (&self.name, self.setup_limit());
         let tools = self
-            .with_session(|s| async move {
-                match tokio::time::timeout(limit, fetch_tools(&s.peer)).await {
-                    Ok(listed) => listed.map_err(|e| {
-                        ApiError::bad_gateway(format!(
-                            "listing the tools of {} failed: {e}",
-                            py_repr(name)
-                        ))
-                    }),
-                    Err(_) => Err(ApiError::timeout(format!(
-                        "listing the tools of {} took longer than {limit:?}",
-                        py_repr(name)
-                    ))),
-                }
-            })
+            .with_session(|s| async move { self.list_within_limit(&s).await })
             .await?;
         self.tools.set(tools);
         Ok(self.tools.get())
