@@ -13,12 +13,14 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::command::{self, Body, Method, Request, Target, Transport, percent_encode};
+use crate::command::{self, Body, Method, Request, Target, Transport};
 use crate::error::{Error, ErrorKind, tail};
 use crate::quote::quote;
 use crate::random;
 use crate::response::{self, HttpResponse, RequestInfo};
 use crate::staging;
+use crate::wire::output::seconds;
+use crate::wire::rest::percent_encode;
 use crate::wire::{self, CallToolAnswer, DaemonReady, McpSpec, Tool, ToolChunk};
 
 /// Time a command gets beyond the request's own limit, so that the gateway's or curl's deadline
@@ -330,7 +332,7 @@ fn check_mcp_name(name: &str) -> Result<(), Error> {
     } else {
         Err(Error::invalid_argument(format!(
             "MCP name {name:?} must match {}",
-            wire::NAME_PATTERN
+            wire::spec::NAME_PATTERN
         )))
     }
 }
@@ -607,11 +609,7 @@ impl Client {
                     }
                 }
             };
-            let query = format!(
-                "{}&timeout={}",
-                Self::scope_query(opts),
-                command::seconds(t)
-            );
+            let query = format!("{}&timeout={}", Self::scope_query(opts), seconds(t));
             self.flow(
                 Method::Post,
                 &format!("/mcps/{mcp}/tools/{}", percent_encode(tool)),
@@ -725,7 +723,7 @@ impl Client {
                  echo 'mcpgw: the gateway (pid {pid}) did not exit within {secs} s of SIGTERM and was killed' >&2; r=3; break; fi; \
                  sleep 0.1; done; fi",
                 nonce = quote(&nonce)?,
-                secs = command::seconds(timeout),
+                secs = seconds(timeout),
             );
             if let Some(dir) = &s.state_dir {
                 text.push_str(&format!("; rm -rf {}", quote(dir)?));
@@ -909,7 +907,7 @@ impl RequestFlow {
                 }))
             }
             FlowPhase::Sent => {
-                let max_time = command::seconds(self.max_time);
+                let max_time = seconds(self.max_time);
                 let info = RequestInfo {
                     what: &self.what,
                     transport: self.transport.unwrap_or(Transport::Curl),

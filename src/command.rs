@@ -10,13 +10,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::quote::{quote, quoted_len};
-
-/// The last line of every request command's stdout starts with this.
-pub const STATUS_TRAILER: &str = "mcpgw-http-status:";
-
-/// Exit status of a request command whose token file could not be read (unused by curl and by
-/// the built-in client).
-pub const EXIT_TOKEN_UNREADABLE: i32 = 121;
+use crate::wire::output::{STATUS_TRAILER, exit, seconds};
 
 /// How requests reach the gateway inside the sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -89,31 +83,6 @@ pub struct Request<'a> {
     pub body: Body<'a>,
     /// How long the request may take, connect to last byte.
     pub max_time: Duration,
-}
-
-/// Seconds as a decimal with at most millisecond precision (`30`, `1.5`), at least 1 ms.
-pub fn seconds(d: Duration) -> String {
-    let ms = d.as_millis().max(1);
-    if ms.is_multiple_of(1000) {
-        (ms / 1000).to_string()
-    } else {
-        let s = format!("{}.{:03}", ms / 1000, ms % 1000);
-        s.trim_end_matches('0').to_owned()
-    }
-}
-
-/// Percent-encodes `value` for a URL path segment or query value: every byte outside RFC 3986's
-/// unreserved set is escaped, so nothing can change the URL's structure.
-pub fn percent_encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
 }
 
 /// The `sh -c` text of `request` through `transport`.
@@ -213,10 +182,11 @@ fn token_to_stdin(cmd: &mut String, token_file: &str) -> Result<(), Error> {
     let _ = write!(
         cmd,
         "t=; {{ IFS= read -r t || [ -n \"$t\" ]; }} 2>/dev/null < {file} || \
-         {{ printf '%s\\n' {complaint} >&2; exit {EXIT_TOKEN_UNREADABLE}; }}; \
+         {{ printf '%s\\n' {complaint} >&2; exit {code}; }}; \
          printf 'Authorization: Bearer %s\\n' \"$t\"",
         file = quote(token_file)?,
         complaint = quote(&complaint)?,
+        code = exit::TOKEN_UNREADABLE,
     );
     Ok(())
 }
@@ -255,23 +225,6 @@ mod tests {
             token_file: "/tmp/mcpgw-x/token",
             gateway_path: "/opt/mcpgw gateway",
         }
-    }
-
-    #[test]
-    fn seconds_are_short_decimals() {
-        assert_eq!(seconds(Duration::from_secs(30)), "30");
-        assert_eq!(seconds(Duration::from_millis(1500)), "1.5");
-        assert_eq!(seconds(Duration::from_millis(1234)), "1.234");
-        assert_eq!(seconds(Duration::ZERO), "0.001");
-    }
-
-    #[test]
-    fn percent_encoding_leaves_only_unreserved_bytes() {
-        assert_eq!(percent_encode("a-b_c.d~e"), "a-b_c.d~e");
-        assert_eq!(
-            percent_encode("a b&c=d/é?#%"),
-            "a%20b%26c%3Dd%2F%C3%A9%3F%23%25"
-        );
     }
 
     #[test]

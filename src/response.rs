@@ -3,8 +3,9 @@
 
 use serde::de::DeserializeOwned;
 
-use crate::command::{EXIT_TOKEN_UNREADABLE, STATUS_TRAILER, Transport};
+use crate::command::Transport;
 use crate::error::{Error, ErrorKind, head, tail};
+use crate::wire::output::{self, STATUS_TRAILER, exit};
 
 /// Longest piece of stderr or body quoted in an error message.
 const QUOTE_MAX: usize = 2000;
@@ -33,22 +34,6 @@ pub struct RequestInfo<'a> {
     pub gateway_path: &'a str,
     /// Its time limit in seconds, as sent.
     pub max_time: &'a str,
-}
-
-/// Splits stdout into the body and the status of the trailer `\nmcpgw-http-status:NNN\n`.
-/// `None` when the trailer is missing or malformed.
-pub fn split_framing(stdout: &[u8]) -> Option<(u16, &[u8])> {
-    let marker = format!("\n{STATUS_TRAILER}");
-    let marker = marker.as_bytes();
-    let at = stdout.windows(marker.len()).rposition(|w| w == marker)?;
-    let rest = &stdout[at + marker.len()..];
-    let rest = rest.strip_suffix(b"\n").unwrap_or(rest);
-    let rest = rest.strip_suffix(b"\r").unwrap_or(rest);
-    if rest.len() != 3 || !rest.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let status = std::str::from_utf8(rest).ok()?.parse().ok()?;
-    Some((status, &stdout[..at]))
 }
 
 /// Turns one finished request command into the gateway's response, or the error its exit status
@@ -103,7 +88,7 @@ pub fn decode_output(
                 )),
             ));
         }
-        EXIT_TOKEN_UNREADABLE => {
+        exit::TOKEN_UNREADABLE => {
             return Err(Error::new(
                 ErrorKind::Unauthorized,
                 with_stderr(format!(
@@ -138,7 +123,7 @@ pub fn decode_output(
             ));
         }
     }
-    let Some((status, body)) = split_framing(&stdout) else {
+    let Some((status, body)) = output::split(&stdout) else {
         let out = String::from_utf8_lossy(&stdout);
         return Err(Error::protocol(with_stderr(format!(
             "{}: the output of {client} lacks the trailing `{STATUS_TRAILER}NNN` line; \
@@ -247,26 +232,6 @@ mod tests {
             gateway_path: "mcpgw-gateway",
             max_time: "30",
         }
-    }
-
-    #[test]
-    fn framing_splits_body_and_status() {
-        assert_eq!(
-            split_framing(b"[1]\nmcpgw-http-status:200\n"),
-            Some((200, &b"[1]"[..]))
-        );
-        assert_eq!(
-            split_framing(b"\nmcpgw-http-status:204\n"),
-            Some((204, &b""[..]))
-        );
-        // A body that itself contains the marker: the last one wins.
-        assert_eq!(
-            split_framing(b"a\nmcpgw-http-status:999\nb\nmcpgw-http-status:404"),
-            Some((404, &b"a\nmcpgw-http-status:999\nb"[..]))
-        );
-        assert_eq!(split_framing(b"body"), None);
-        assert_eq!(split_framing(b"\nmcpgw-http-status:20\n"), None);
-        assert_eq!(split_framing(b"\nmcpgw-http-status:200\nx"), None);
     }
 
     #[test]

@@ -312,7 +312,7 @@ fn requests_arrive_byte_for_byte_through_sh_curl_and_the_built_in_client() {
                     path,
                     format!(
                         "/mcps/mcp_1/tools/{}",
-                        mcpgw::command::percent_encode(&tool)
+                        mcpgw::wire::rest::percent_encode(&tool)
                     )
                 );
                 assert_eq!(

@@ -119,7 +119,7 @@ fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response {
 }
 
 fn ok() -> Response {
-    json_response(StatusCode::OK, &mcpgw::wire::Ok { ok: true })
+    json_response(StatusCode::OK, &mcpgw::wire::Ok::TRUE)
 }
 
 /// The body as a JSON object; an empty body counts as `{}` when `empty_ok`.
@@ -211,14 +211,14 @@ async fn health(State(state): Shared) -> Response {
         Some(nonce) => json_response(
             StatusCode::OK,
             &Health {
-                status: "ok".into(),
-                instance_nonce: nonce.clone(),
+                status: mcpgw::wire::rest::HEALTH_OK.into(),
+                instance_nonce: Some(nonce.clone()),
             },
         ),
         None => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            "ok",
+            mcpgw::wire::rest::HEALTH_OK,
         )
             .into_response(),
     }

@@ -11,13 +11,12 @@ use std::time::{Duration, Instant};
 
 use crate::cli::RequestArgs;
 
-/// The trailer line that ends every answer on stdout.
-pub const STATUS_TRAILER: &str = "mcpgw-http-status:";
+use mcpgw::wire::output::{self, exit};
 
-/// curl's exit codes, so a host decodes both clients alike.
-const EXIT_CONNECT: u8 = 7;
-const EXIT_TIMEOUT: u8 = 28;
-const EXIT_OTHER: u8 = 1;
+/// curl's exit codes (the wire contract), so a host decodes both clients alike.
+const EXIT_CONNECT: u8 = exit::CONNECT as u8;
+const EXIT_TIMEOUT: u8 = exit::TIMEOUT as u8;
+const EXIT_OTHER: u8 = exit::OTHER as u8;
 
 struct Failure {
     code: u8,
@@ -55,7 +54,7 @@ fn request(args: &RequestArgs) -> Result<(), Failure> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let status = exchange(args, &mut out)?;
-    out.write_all(format!("\n{STATUS_TRAILER}{status}\n").as_bytes())
+    out.write_all(output::trailer(status).as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| fail(EXIT_OTHER, format!("cannot write to stdout: {e}")))
 }
@@ -79,10 +78,9 @@ pub fn confirm_health(
     let status = exchange(&args, &mut body).map_err(|f| f.message)?;
     let body = String::from_utf8_lossy(&body);
     let answered = match nonce {
-        Some(n) => {
-            serde_json::from_str::<mcpgw::wire::Health>(&body).is_ok_and(|h| h.instance_nonce == n)
-        }
-        None => body == "ok",
+        Some(n) => mcpgw::wire::Health::parse(body.as_bytes())
+            .is_some_and(|h| h.instance_nonce.as_deref() == Some(n)),
+        None => body == mcpgw::wire::rest::HEALTH_OK,
     };
     if status == 200 && answered {
         Ok(())

@@ -1,26 +1,61 @@
-//! The wire types of the gateway's REST surface, defined once for the gateway and the host library.
-//!
-//! The shapes are those of AgentScope 2.0's MCP gateway: an MCP spec is an `MCPClient` dump, a tool
-//! call answers with a `ToolChunk`. Unknown fields of a spec are kept and echoed back, so a newer
-//! host never loses what it registered.
+//! An MCP server registration (`POST /mcps`): AgentScope's `MCPClient.model_dump()`, its
+//! defaults, and the one validator the gateway and the library both apply.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
-/// A JSON object.
-pub type JsonObject = Map<String, Value>;
+use super::JsonObject;
 
-/// What every MCP name, tool name of a registration and scope-free identifier must match.
+/// What every MCP name must match.
 pub const NAME_PATTERN: &str = "[A-Za-z0-9_-]+";
 
-/// Whether `name` matches [`NAME_PATTERN`].
+/// The longest MCP name, in bytes: a name travels in every request path, which must stay well
+/// inside what HTTP servers and clients accept.
+pub const MAX_NAME_BYTES: usize = 128;
+
+/// The longest deadline anything on the wire may set, in seconds (one day): `execution_timeout`,
+/// an HTTP MCP's `timeout` and a call's `?timeout`.
+pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// Whether `name` matches [`NAME_PATTERN`] and fits [`MAX_NAME_BYTES`].
 pub fn is_valid_name(name: &str) -> bool {
     !name.is_empty()
+        && name.len() <= MAX_NAME_BYTES
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Why `name` is not a valid MCP name, naming the rule it breaks.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("name required".into());
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(format!(
+            "MCP name must be at most {MAX_NAME_BYTES} bytes, not {}",
+            name.len()
+        ));
+    }
+    if !is_valid_name(name) {
+        return Err(format!("MCP name {name:?} must match {NAME_PATTERN}"));
+    }
+    Ok(())
+}
+
+/// A deadline in seconds as a [`Duration`]: positive, finite and at most [`MAX_TIMEOUT_SECS`];
+/// the message names `what`.
+pub fn timeout_secs(what: &str, secs: f64) -> Result<Duration, String> {
+    if secs.is_finite() && secs > 0.0 && secs <= MAX_TIMEOUT_SECS {
+        // In range, so the conversion cannot fail; a sub-nanosecond value rounds up.
+        Ok(Duration::from_secs_f64(secs).max(Duration::from_nanos(1)))
+    } else {
+        Err(format!(
+            "{what} must be a number of seconds greater than 0 and at most {MAX_TIMEOUT_SECS}, not {secs}"
+        ))
+    }
 }
 
 /// An MCP server registration: AgentScope's `MCPClient.model_dump()`.
@@ -40,7 +75,7 @@ pub struct McpSpec {
     /// When set, these tools are not listed.
     #[serde(default)]
     pub disable_tools: Option<Vec<String>>,
-    /// Seconds each tool call of this MCP may take.
+    /// Seconds each tool call of this MCP may take (at most [`MAX_TIMEOUT_SECS`]).
     #[serde(default)]
     pub execution_timeout: Option<f64>,
     /// AgentScope's local streaming switch; the gateway keeps and echoes it.
@@ -111,7 +146,8 @@ pub struct HttpConfig {
     /// Headers sent with every request.
     #[serde(default)]
     pub headers: Option<BTreeMap<String, String>>,
-    /// Seconds one HTTP request may take (AgentScope's default: 30).
+    /// Seconds one HTTP request may take (AgentScope's default: 30; at most
+    /// [`MAX_TIMEOUT_SECS`]).
     #[serde(default = "default_http_timeout")]
     pub timeout: Option<f64>,
     /// Fields this version does not know, kept and echoed.
@@ -136,21 +172,21 @@ impl HttpConfig {
         let path = path.split(['?', '#']).next().unwrap_or("");
         path.ends_with("/sse") || path.ends_with("/messages/")
     }
+
+    /// Whether runtime headers can be set on this MCP: only streamable HTTP carries them.
+    pub fn takes_runtime_headers(&self) -> bool {
+        !self.is_legacy_sse()
+    }
 }
 
+/// Why runtime headers are refused for an MCP that is not streamable HTTP (AgentScope's words).
+pub const RUNTIME_HEADERS_NEED_HTTP: &str = "Runtime headers require a Streamable HTTP MCP client.";
+
 impl McpSpec {
-    /// Checks what serde cannot: the name, the stdio/stateful rule, the tool filters and the
-    /// timeouts. The message names the offending field.
+    /// Checks what serde cannot: the name, the stdio/stateful rule, the tool filters, the
+    /// timeouts and the headers. The message names the offending field.
     pub fn validate(&self) -> Result<(), String> {
-        if self.name.is_empty() {
-            return Err("name required".into());
-        }
-        if !is_valid_name(&self.name) {
-            return Err(format!(
-                "MCP name {:?} must match {NAME_PATTERN}",
-                self.name
-            ));
-        }
+        check_name(&self.name)?;
         match &self.mcp_config {
             McpConfig::Stdio(stdio) => {
                 if !self.is_stateful {
@@ -173,10 +209,8 @@ impl McpSpec {
                         http.url
                     ));
                 }
-                if let Some(t) = http.timeout
-                    && !(t.is_finite() && t > 0.0)
-                {
-                    return Err("mcp_config.timeout must be a positive number of seconds".into());
+                if let Some(t) = http.timeout {
+                    timeout_secs("mcp_config.timeout", t)?;
                 }
                 if let Some(headers) = &http.headers {
                     validate_headers(headers).map_err(|e| format!("mcp_config.headers: {e}"))?;
@@ -190,12 +224,25 @@ impl McpSpec {
                 "enable_tools and disable_tools must not overlap, but both name {both:?}"
             ));
         }
-        if let Some(t) = self.execution_timeout
-            && !(t.is_finite() && t > 0.0)
-        {
-            return Err("execution_timeout must be a positive number of seconds".into());
+        if let Some(t) = self.execution_timeout {
+            timeout_secs("execution_timeout", t)?;
         }
         Ok(())
+    }
+
+    /// Checks runtime headers given for this MCP, at registration or later: only a streamable
+    /// HTTP MCP takes them, and each must be a valid header the HTTP layer does not own.
+    pub fn check_runtime_headers(&self, headers: &BTreeMap<String, String>) -> Result<(), String> {
+        match &self.mcp_config {
+            McpConfig::Http(c) if c.takes_runtime_headers() => validate_headers(headers),
+            _ => Err(RUNTIME_HEADERS_NEED_HTTP.into()),
+        }
+    }
+
+    /// The deadline of this MCP's tool calls, when it sets one.
+    pub fn execution_timeout(&self) -> Option<Duration> {
+        self.execution_timeout
+            .and_then(|t| timeout_secs("execution_timeout", t).ok())
     }
 
     /// Whether `tool` is listed under the spec's `enable_tools` / `disable_tools` filters.
@@ -234,220 +281,6 @@ pub fn validate_headers(headers: &BTreeMap<String, String>) -> Result<(), String
         }
     }
     Ok(())
-}
-
-/// The body of `PUT /mcps/{name}/runtime-headers`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RuntimeHeaders {
-    /// The complete runtime header map; an empty map clears it.
-    pub headers: BTreeMap<String, String>,
-}
-
-/// The body of `POST /mcps/{name}/tools/{tool}`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct CallToolBody {
-    /// The tool's arguments.
-    #[serde(default)]
-    pub arguments: Option<JsonObject>,
-}
-
-/// The answer of a tool call: `{"chunk": ToolChunk}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CallToolAnswer {
-    /// The tool's result.
-    pub chunk: ToolChunk,
-}
-
-/// `{"ok": true}`, the answer of `POST /mcps` and `DELETE /mcps/{name}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Ok {
-    /// Always true.
-    pub ok: bool,
-}
-
-/// Every gateway error body: `{"detail": "..."}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ErrorBody {
-    /// What went wrong, for a person.
-    pub detail: String,
-}
-
-/// The JSON form of `GET /health` when the gateway was launched with an instance nonce.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Health {
-    /// Always `"ok"`.
-    pub status: String,
-    /// The nonce the gateway was launched with.
-    pub instance_nonce: String,
-}
-
-/// The one line `mcpgw-gateway --daemon` prints on stdout once the gateway listens.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DaemonReady {
-    /// The port it listens on (the one picked when launched with `--port 0`).
-    pub port: u16,
-    /// The gateway's process id.
-    pub pid: u32,
-    /// The token file it reads, when launched with one.
-    #[serde(default)]
-    pub token_file: Option<String>,
-    /// The nonce it was launched with, if any.
-    #[serde(default)]
-    pub instance_nonce: Option<String>,
-}
-
-/// An MCP tool as its server describes it (the MCP `Tool` object, camelCase).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Tool {
-    /// The tool's name on its server.
-    pub name: String,
-    /// A display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// What the tool does.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// The JSON Schema of its arguments.
-    #[serde(default)]
-    pub input_schema: JsonObject,
-    /// The JSON Schema of its structured output.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<JsonObject>,
-    /// Hints such as `readOnlyHint`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<JsonObject>,
-    /// Everything else the server sent (`icons`, `_meta`, `execution`, ...).
-    #[serde(flatten)]
-    pub extra: JsonObject,
-}
-
-/// The result of a tool execution, in AgentScope's shape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolChunk {
-    /// Text and data blocks.
-    pub content: Vec<Block>,
-    /// How the execution stands.
-    pub state: ToolState,
-    /// Whether this is the last chunk of the call.
-    pub is_last: bool,
-    /// `structured_content`, `mcp_progress` and other side information.
-    #[serde(default)]
-    pub metadata: JsonObject,
-    /// 32 lowercase hex digits.
-    pub id: String,
-}
-
-/// AgentScope's `ToolResultState`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolState {
-    /// Under way, or a successful result (AgentScope marks MCP results `running`).
-    Running,
-    /// Finished successfully.
-    Success,
-    /// The tool reported an error.
-    Error,
-    /// Stopped before it finished.
-    Interrupted,
-    /// Refused by a permission check.
-    Denied,
-}
-
-impl ToolState {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolState::Running => "running",
-            ToolState::Success => "success",
-            ToolState::Error => "error",
-            ToolState::Interrupted => "interrupted",
-            ToolState::Denied => "denied",
-        }
-    }
-}
-
-/// One block of a [`ToolChunk`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum Block {
-    /// Text.
-    Text(TextBlock),
-    /// Binary data or a link to it.
-    Data(DataBlock),
-}
-
-/// A text block.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TextBlock {
-    /// The text.
-    pub text: String,
-    /// The block's id.
-    pub id: String,
-    /// When it was made (ISO 8601).
-    pub created_at: String,
-    /// When it was finished, if it was.
-    #[serde(default)]
-    pub finished_at: Option<String>,
-}
-
-/// A data block: inline base64 or a URL.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DataBlock {
-    /// The block's id.
-    pub id: String,
-    /// Where the bytes are.
-    pub source: Source,
-    /// A name, e.g. of a linked resource.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// When it was made (ISO 8601).
-    pub created_at: String,
-    /// When it was finished, if it was.
-    #[serde(default)]
-    pub finished_at: Option<String>,
-}
-
-/// Where a data block's bytes are.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum Source {
-    /// Inline, base64-encoded.
-    Base64 {
-        /// The base64 text (standard alphabet, padded).
-        data: String,
-        /// E.g. `image/png`.
-        media_type: String,
-    },
-    /// Behind a URL.
-    Url {
-        /// The URL.
-        url: String,
-        /// E.g. `text/plain`.
-        media_type: String,
-    },
-}
-
-impl Source {
-    /// The media type.
-    pub fn media_type(&self) -> &str {
-        match self {
-            Source::Base64 { media_type, .. } | Source::Url { media_type, .. } => media_type,
-        }
-    }
-
-    /// The decoded bytes of an inline source (`None` for a URL), or why the base64 is invalid.
-    pub fn decode(&self) -> Option<Result<Vec<u8>, String>> {
-        use base64::Engine as _;
-        match self {
-            Source::Base64 { data, .. } => Some(
-                base64::engine::general_purpose::STANDARD
-                    .decode(data.trim())
-                    .map_err(|e| format!("invalid base64 in a data block: {e}")),
-            ),
-            Source::Url { .. } => None,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -523,6 +356,12 @@ mod tests {
                 .contains("must match")
         );
         assert!(
+            check(json!({"name": "n".repeat(MAX_NAME_BYTES + 1)}))
+                .unwrap_err()
+                .contains("at most 128 bytes")
+        );
+        check(json!({"name": "n".repeat(MAX_NAME_BYTES)})).unwrap();
+        assert!(
             check(json!({"is_stateful": false}))
                 .unwrap_err()
                 .contains("stateful")
@@ -532,21 +371,52 @@ mod tests {
                 .unwrap_err()
                 .contains("\"a\"")
         );
-        assert!(
-            check(json!({"execution_timeout": -1}))
-                .unwrap_err()
-                .contains("execution_timeout")
-        );
+        for bad in [json!(-1), json!(0), json!(1e20), json!(86_400.5)] {
+            assert!(
+                check(json!({ "execution_timeout": bad }))
+                    .unwrap_err()
+                    .contains("execution_timeout"),
+                "{bad}"
+            );
+        }
+        check(json!({"execution_timeout": 86_400})).unwrap();
         assert!(
             check(json!({"mcp_config": {"type": "http_mcp", "url": "ftp://x"}}))
                 .unwrap_err()
                 .contains("url")
         );
         assert!(
+            check(json!({"mcp_config": {"type": "http_mcp", "url": "http://x", "timeout": 1e300}}))
+                .unwrap_err()
+                .contains("mcp_config.timeout")
+        );
+        assert!(
             check(json!({"mcp_config": {"type": "http_mcp", "url": "http://x", "headers": {"Host": "y"}}}))
                 .unwrap_err()
                 .contains("owned by the HTTP layer")
         );
+    }
+
+    #[test]
+    fn runtime_headers_need_streamable_http() {
+        let spec = |url: &str| -> McpSpec {
+            serde_json::from_value(
+                json!({"name": "h", "mcp_config": {"type": "http_mcp", "url": url}}),
+            )
+            .unwrap()
+        };
+        let headers = BTreeMap::from([("X-Key".to_string(), "v".to_string())]);
+        spec("http://h/mcp")
+            .check_runtime_headers(&headers)
+            .unwrap();
+        assert_eq!(
+            spec("http://h/sse")
+                .check_runtime_headers(&headers)
+                .unwrap_err(),
+            RUNTIME_HEADERS_NEED_HTTP
+        );
+        let bad = BTreeMap::from([("Content-Length".to_string(), "1".to_string())]);
+        assert!(spec("http://h/mcp").check_runtime_headers(&bad).is_err());
     }
 
     #[test]
@@ -561,47 +431,5 @@ mod tests {
         assert!(spec.lists_tool("a"));
         assert!(!spec.lists_tool("b"));
         assert!(!spec.lists_tool("c"));
-    }
-
-    #[test]
-    fn chunk_round_trips_in_agentscope_field_order() {
-        let chunk = ToolChunk {
-            content: vec![
-                Block::Text(TextBlock {
-                    text: "hi".into(),
-                    id: "b1".into(),
-                    created_at: "2026-01-01T00:00:00.000000".into(),
-                    finished_at: None,
-                }),
-                Block::Data(DataBlock {
-                    id: "b2".into(),
-                    source: Source::Base64 {
-                        data: "AAE=".into(),
-                        media_type: "image/png".into(),
-                    },
-                    name: None,
-                    created_at: "t".into(),
-                    finished_at: None,
-                }),
-            ],
-            state: ToolState::Running,
-            is_last: true,
-            metadata: JsonObject::new(),
-            id: "c".into(),
-        };
-        let text = serde_json::to_string(&chunk).unwrap();
-        assert_eq!(
-            text,
-            r#"{"content":[{"type":"text","text":"hi","id":"b1","created_at":"2026-01-01T00:00:00.000000","finished_at":null},{"type":"data","id":"b2","source":{"type":"base64","data":"AAE=","media_type":"image/png"},"name":null,"created_at":"t","finished_at":null}],"state":"running","is_last":true,"metadata":{},"id":"c"}"#
-        );
-        assert_eq!(serde_json::from_str::<ToolChunk>(&text).unwrap(), chunk);
-    }
-
-    #[test]
-    fn tool_keeps_what_the_server_sent() {
-        let raw =
-            json!({"name": "t", "inputSchema": {"type": "object"}, "icons": [], "_meta": {"k": 1}});
-        let tool: Tool = serde_json::from_value(raw.clone()).unwrap();
-        assert_eq!(serde_json::to_value(&tool).unwrap(), raw);
     }
 }

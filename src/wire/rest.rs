@@ -1,0 +1,363 @@
+//! The REST surface's routes, query parameters and bodies, other than the spec, the tool and
+//! the ToolChunk.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{JsonObject, McpSpec, ToolChunk, spec};
+
+/// The routes, in the router's `{param}` syntax; [`path`] fills them in.
+pub mod route {
+    /// `GET`: liveness, without auth.
+    pub const HEALTH: &str = "/health";
+    /// `GET`: Prometheus metrics.
+    pub const METRICS: &str = "/metrics";
+    /// `GET`: the OpenAPI document.
+    pub const OPENAPI: &str = "/openapi.json";
+    /// `GET` lists the scope's MCPs, `POST` registers one.
+    pub const MCPS: &str = "/mcps";
+    /// `DELETE` unregisters an MCP.
+    pub const MCP: &str = "/mcps/{name}";
+    /// `PUT` replaces an HTTP MCP's runtime headers.
+    pub const RUNTIME_HEADERS: &str = "/mcps/{name}/runtime-headers";
+    /// `GET` lists an MCP's tools.
+    pub const TOOLS: &str = "/mcps/{name}/tools";
+    /// `POST` calls a tool.
+    pub const TOOL: &str = "/mcps/{name}/tools/{tool}";
+}
+
+/// Request paths with their parameters percent-encoded, as clients send them.
+pub mod path {
+    use super::percent_encode;
+
+    /// `/mcps/{name}`.
+    pub fn mcp(name: &str) -> String {
+        format!("/mcps/{}", percent_encode(name))
+    }
+
+    /// `/mcps/{name}/runtime-headers`.
+    pub fn runtime_headers(name: &str) -> String {
+        format!("/mcps/{}/runtime-headers", percent_encode(name))
+    }
+
+    /// `/mcps/{name}/tools`.
+    pub fn tools(name: &str) -> String {
+        format!("/mcps/{}/tools", percent_encode(name))
+    }
+
+    /// `/mcps/{name}/tools/{tool}`.
+    pub fn tool(name: &str, tool: &str) -> String {
+        format!(
+            "/mcps/{}/tools/{}",
+            percent_encode(name),
+            percent_encode(tool)
+        )
+    }
+}
+
+/// The media type of a streamed tool call (`Accept` and `Content-Type`): one ToolChunk a line.
+pub const NDJSON: &str = "application/x-ndjson";
+
+/// The text `GET /health` answers when the gateway was launched without an instance nonce.
+pub const HEALTH_OK: &str = "ok";
+
+/// Percent-encodes `value` for a URL path segment or query value: every byte outside RFC 3986's
+/// unreserved set is escaped, so nothing can change the URL's structure.
+pub fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// The query parameters every endpoint takes: the scope (`agent_id`, `session_id`, both `""` by
+/// default) and, on a tool call, the call's `timeout` in seconds. Unknown parameters are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Query {
+    /// The agent part of the scope.
+    #[serde(default)]
+    pub agent_id: String,
+    /// The session part of the scope.
+    #[serde(default)]
+    pub session_id: String,
+    /// A tool call's deadline in seconds; it can only shorten the MCP's `execution_timeout`.
+    /// Kept as text so that a bad value is reported as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+}
+
+impl Query {
+    /// The query of a scope, without a timeout.
+    pub fn scope(agent_id: &str, session_id: &str) -> Query {
+        Query {
+            agent_id: agent_id.to_owned(),
+            session_id: session_id.to_owned(),
+            timeout: None,
+        }
+    }
+
+    /// The query string (without `?`), percent-encoded.
+    pub fn to_query_string(&self) -> String {
+        let mut q = format!(
+            "agent_id={}&session_id={}",
+            percent_encode(&self.agent_id),
+            percent_encode(&self.session_id)
+        );
+        if let Some(t) = &self.timeout {
+            let _ = write!(q, "&timeout={}", percent_encode(t));
+        }
+        q
+    }
+
+    /// The call deadline, when one was given; the message says what is wrong with a bad one.
+    pub fn timeout(&self) -> Result<Option<Duration>, String> {
+        let Some(raw) = &self.timeout else {
+            return Ok(None);
+        };
+        match raw.trim().parse::<f64>() {
+            Ok(secs) => spec::timeout_secs("timeout", secs).map(Some),
+            Err(_) => Err(format!(
+                "timeout must be a number of seconds greater than 0 and at most {}, not {raw:?}",
+                spec::MAX_TIMEOUT_SECS
+            )),
+        }
+    }
+}
+
+/// The body of `PUT /mcps/{name}/runtime-headers`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeHeaders {
+    /// The complete runtime header map; an empty map clears it.
+    pub headers: BTreeMap<String, String>,
+}
+
+/// The body of `POST /mcps/{name}/tools/{tool}`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CallToolBody {
+    /// The tool's arguments.
+    #[serde(default)]
+    pub arguments: Option<JsonObject>,
+}
+
+/// The answer of a tool call: `{"chunk": ToolChunk}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallToolAnswer {
+    /// The tool's result.
+    pub chunk: ToolChunk,
+}
+
+/// `{"ok": true}`, the answer of `POST /mcps` and `DELETE /mcps/{name}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ok {
+    /// Always true.
+    pub ok: bool,
+}
+
+impl Ok {
+    /// The one value.
+    pub const TRUE: Ok = Ok { ok: true };
+}
+
+/// Every gateway error body: `{"detail": "..."}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// What went wrong, for a person.
+    pub detail: String,
+}
+
+/// `GET /health`: `{"status":"ok","instance_nonce":N}` when the gateway was launched with a
+/// nonce, else the plain text [`HEALTH_OK`] (AgentScope's form).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Health {
+    /// Always `"ok"`.
+    pub status: String,
+    /// The nonce the gateway was launched with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_nonce: Option<String>,
+}
+
+impl Health {
+    /// Reads either form of the answer; `None` when it is neither.
+    pub fn parse(body: &[u8]) -> Option<Health> {
+        let body = body.trim_ascii();
+        if body == HEALTH_OK.as_bytes() || body == b"\"ok\"" {
+            return Some(Health {
+                status: HEALTH_OK.into(),
+                instance_nonce: None,
+            });
+        }
+        serde_json::from_slice(body).ok()
+    }
+}
+
+/// The one line `mcpgw-gateway --daemon` prints on stdout once the gateway listens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaemonReady {
+    /// The port it listens on (the one picked when launched with `--port 0`).
+    pub port: u16,
+    /// The gateway's process id.
+    pub pid: u32,
+    /// The token file it reads, when launched with one.
+    #[serde(default)]
+    pub token_file: Option<String>,
+    /// The nonce it was launched with, if any.
+    #[serde(default)]
+    pub instance_nonce: Option<String>,
+}
+
+/// One entry of `GET /mcps`: the spec as registered, with the gateway's view of its health.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpEntry {
+    /// The spec as registered (normalised; runtime headers are never echoed).
+    #[serde(flatten)]
+    pub spec: McpSpec,
+    /// How the upstream stands; absent from gateways that do not report it (AgentScope's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<McpStatus>,
+}
+
+/// How a registered upstream stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpStatus {
+    /// Its state.
+    pub state: McpState,
+    /// The process id of a stdio upstream that runs.
+    pub pid: Option<u32>,
+    /// How many times it was started again after dying.
+    pub restarts: u64,
+    /// Why it last failed, if it did.
+    pub last_error: Option<String>,
+    /// Tool calls made.
+    pub calls: u64,
+    /// Tool calls that ended in an error status.
+    pub errors: u64,
+}
+
+/// The state of a registered upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpState {
+    /// Connecting for the first time.
+    Connecting,
+    /// Its session is up.
+    Connected,
+    /// A stateless HTTP MCP: every operation opens a session of its own.
+    Stateless,
+    /// Its session died; the next call starts it again.
+    Exited,
+    /// Being started again after dying.
+    Restarting,
+    /// The last restart failed; the next call tries again after a backoff.
+    Failed,
+    /// It died too often in a short time; calls fail until the window has passed.
+    Crashing,
+    /// Unregistered, or the gateway is shutting down.
+    Closed,
+}
+
+impl McpState {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpState::Connecting => "connecting",
+            McpState::Connected => "connected",
+            McpState::Stateless => "stateless",
+            McpState::Exited => "exited",
+            McpState::Restarting => "restarting",
+            McpState::Failed => "failed",
+            McpState::Crashing => "crashing",
+            McpState::Closed => "closed",
+        }
+    }
+
+    /// Every state, in declaration order.
+    pub const ALL: [McpState; 8] = [
+        McpState::Connecting,
+        McpState::Connected,
+        McpState::Stateless,
+        McpState::Exited,
+        McpState::Restarting,
+        McpState::Failed,
+        McpState::Crashing,
+        McpState::Closed,
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn paths_and_queries_are_encoded() {
+        assert_eq!(path::tool("fs", "read file"), "/mcps/fs/tools/read%20file");
+        assert_eq!(percent_encode("a-b_c.d~e"), "a-b_c.d~e");
+        assert_eq!(
+            percent_encode("a b&c=d/é?#%"),
+            "a%20b%26c%3Dd%2F%C3%A9%3F%23%25"
+        );
+        let mut q = Query::scope("a b", "s&x=1");
+        q.timeout = Some("1.5".into());
+        assert_eq!(
+            q.to_query_string(),
+            "agent_id=a%20b&session_id=s%26x%3D1&timeout=1.5"
+        );
+        assert_eq!(q.timeout().unwrap(), Some(Duration::from_millis(1500)));
+        for bad in ["0", "-1", "nan", "1e20", "x", "86400.1"] {
+            q.timeout = Some(bad.into());
+            assert!(q.timeout().unwrap_err().contains("timeout"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn routes_and_paths_agree() {
+        let filled = route::TOOL.replace("{name}", "m").replace("{tool}", "t");
+        assert_eq!(filled, path::tool("m", "t"));
+        assert_eq!(route::TOOLS.replace("{name}", "m"), path::tools("m"));
+        assert_eq!(route::MCP.replace("{name}", "m"), path::mcp("m"));
+        assert_eq!(
+            route::RUNTIME_HEADERS.replace("{name}", "m"),
+            path::runtime_headers("m")
+        );
+    }
+
+    #[test]
+    fn health_reads_both_forms() {
+        assert_eq!(Health::parse(b"ok").unwrap().instance_nonce, None);
+        let h = Health::parse(br#"{"status":"ok","instance_nonce":"n"}"#).unwrap();
+        assert_eq!(h.instance_nonce.as_deref(), Some("n"));
+        assert_eq!(
+            serde_json::to_string(&h).unwrap(),
+            r#"{"status":"ok","instance_nonce":"n"}"#
+        );
+        assert!(Health::parse(b"<html>").is_none());
+    }
+
+    #[test]
+    fn entries_carry_spec_and_status() {
+        let raw = json!({
+            "name": "m", "is_stateful": true,
+            "mcp_config": {"type": "stdio_mcp", "command": "x", "args": null, "env": null,
+                           "cwd": null, "encoding_error_handler": "strict"},
+            "enable_tools": null, "disable_tools": null, "execution_timeout": null,
+            "stream_progress": false,
+            "status": {"state": "crashing", "pid": null, "restarts": 5,
+                       "last_error": "exit status 1", "calls": 9, "errors": 6}
+        });
+        let entry: McpEntry = serde_json::from_value(raw.clone()).unwrap();
+        assert_eq!(entry.status.as_ref().unwrap().state, McpState::Crashing);
+        assert!(entry.spec.extra.is_empty());
+        assert_eq!(serde_json::to_value(&entry).unwrap(), raw);
+        for s in McpState::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), json!(s.as_str()));
+        }
+    }
+}
