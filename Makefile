@@ -8,13 +8,15 @@ VENV := .venv
 VENV_STAMP := $(VENV)/.installed
 NODE_SERVERS := tests/servers/node_modules/.package-lock.json
 
-# The release gateway: one static binary for any image (no loader, no libc, no NSS from it).
-# getrandom(2) is called directly: a static binary cannot probe for the libc wrapper.
+# The release gateway and the test MCP server: static binaries for any image (no loader, no
+# libc, no NSS from them). getrandom(2) is called directly: a static binary cannot probe for the
+# libc wrapper.
 STATIC_TARGET := x86_64-unknown-linux-gnu
 STATIC_RUSTFLAGS := -C target-feature=+crt-static --cfg getrandom_backend="linux_getrandom"
 STATIC_GATEWAY := target/$(STATIC_TARGET)/release/mcpgw-gateway
+STATIC_TESTSERVER := target/$(STATIC_TARGET)/release/mcpgw-testserver
 
-.PHONY: all build release static demo test test-rust test-c test-go test-node lint deps bench clean
+.PHONY: all build release static docker-image demo test test-rust test-c test-go test-node lint deps bench clean
 
 all: build
 
@@ -25,8 +27,12 @@ release: static
 	$(CARGO) build --release -p mcpgw
 
 static:
-	RUSTFLAGS='$(STATIC_RUSTFLAGS)' $(CARGO) build --release -p mcpgw-gateway --target $(STATIC_TARGET)
-	@ls -l $(STATIC_GATEWAY) | awk '{printf "static gateway: %s (%.1f MiB)\n", $$NF, $$5/1048576}'
+	RUSTFLAGS='$(STATIC_RUSTFLAGS)' $(CARGO) build --release -p mcpgw-gateway -p mcpgw-testserver --target $(STATIC_TARGET)
+	@ls -l $(STATIC_GATEWAY) $(STATIC_TESTSERVER) | awk '{printf "static: %s (%.1f MiB)\n", $$NF, $$5/1048576}'
+
+# The busybox-only Docker image the docker-sandbox tests run in, tagged by content.
+docker-image: static
+	sh tests/docker/sandbox.sh image --gateway $(STATIC_GATEWAY) --testserver $(STATIC_TESTSERVER)
 
 demo: build
 	$(CARGO) run --quiet --example demo

@@ -1,0 +1,158 @@
+#!/bin/sh
+# Real Docker sandboxes for the tests: a busybox-only image built offline (nothing is pulled)
+# holding the static gateway and test server, and containers without a network that commands
+# enter with `docker exec` / `docker exec -i`. See tests/docker/README.md.
+#
+#   sandbox.sh check                  exit 0 when a docker daemon answers, else print why, exit 1
+#   sandbox.sh image [--gateway PATH] [--testserver PATH]
+#                                     build the test image unless one with the same content
+#                                     exists; print its name (mcpgw-test:<content hash>)
+#   sandbox.sh start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...]
+#                                     run a container (no network, docker's init as PID 1
+#                                     unless --no-init), print its id
+#   sandbox.sh stop NAME|ID...        remove containers forcefully, quietly
+#   sandbox.sh cleanup [--images]     remove every container the tests started (and with
+#                                     --images every test image)
+#
+# Containers and images carry the label mcpgw-test=1. $DOCKER names the CLI (default docker).
+set -eu
+
+DOCKER=${DOCKER:-docker}
+LABEL=mcpgw-test
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+STATIC_DIR=${CARGO_TARGET_DIR:-$REPO/target}/x86_64-unknown-linux-gnu/release
+
+die() { echo "sandbox.sh: $*" >&2; exit 1; }
+
+check() {
+    command -v "$DOCKER" >/dev/null 2>&1 || { echo "needs the docker CLI ($DOCKER is not on PATH)"; return 1; }
+    # A wedged daemon must not hang the caller: bounded when timeout(1) exists.
+    bound=
+    command -v timeout >/dev/null 2>&1 && bound="timeout 20"
+    # shellcheck disable=SC2086 # $bound is empty or two words
+    if ! err=$($bound "$DOCKER" version --format '{{.Server.Version}}' 2>&1 >/dev/null); then
+        echo "no docker daemon answers: $(printf '%s\n' "${err:-timed out}" | head -n 1)"
+        return 1
+    fi
+}
+
+busybox_static() {
+    for b in /bin/busybox /usr/bin/busybox; do
+        if [ -x "$b" ] && ! ldd "$b" >/dev/null 2>&1; then echo "$b"; return; fi
+    done
+    echo "sandbox.sh: installing busybox-static" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q busybox-static >&2 ||
+        { apt-get update -q >&2 && apt-get install -y -q busybox-static >&2; } ||
+        die "cannot install busybox-static"
+    echo /bin/busybox
+}
+
+# A binary for a busybox-only image: it must load without any shared library.
+require_static() {
+    [ -f "$1" ] || die "$1 is missing (make static builds it)"
+    [ -x "$1" ] || die "$1 is not executable"
+    if ldd "$1" 2>&1 | grep -q '=>'; then
+        die "$1 is dynamically linked; the image has no libc (make static builds it statically)"
+    fi
+}
+
+image() {
+    gateway=$STATIC_DIR/mcpgw-gateway testserver=$STATIC_DIR/mcpgw-testserver
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --gateway) [ $# -ge 2 ] || die "--gateway needs a path"; gateway=$2; shift ;;
+            --gateway=*) gateway=${1#*=} ;;
+            --testserver) [ $# -ge 2 ] || die "--testserver needs a path"; testserver=$2; shift ;;
+            --testserver=*) testserver=${1#*=} ;;
+            *) die "unknown option $1" ;;
+        esac
+        shift
+    done
+    require_static "$gateway"
+    require_static "$testserver"
+    busybox=$(busybox_static)
+    # The tag covers every input, this script (the image layout) included.
+    hash=$(for f in "$busybox" "$gateway" "$testserver" "$0"; do sha256sum < "$f"; done |
+        sha256sum | cut -c1-12)
+    name=$LABEL:$hash
+    if "$DOCKER" image inspect "$name" >/dev/null 2>&1; then echo "$name"; return; fi
+
+    umask 022
+    work=$(mktemp -d "${TMPDIR:-/tmp}/mcpgw-image.XXXXXX")
+    trap 'rm -rf "$work"' EXIT
+    root=$work/root
+    mkdir -p "$root/bin" "$root/sbin" "$root/usr/bin" "$root/usr/sbin" "$root/usr/local/bin" \
+        "$root/etc" "$root/root" "$root/proc" "$root/sys" "$root/dev" "$root/tmp" "$root/var/tmp"
+    chmod 1777 "$root/tmp" "$root/var/tmp"
+    chmod 700 "$root/root"
+    cp "$busybox" "$root/bin/busybox"
+    for applet in $("$busybox" --list-full); do
+        case $applet in */*) ;; *) continue ;; esac # linuxrc
+        [ -e "$root/$applet" ] || ln -s /bin/busybox "$root/$applet"
+    done
+    cp "$gateway" "$root/usr/local/bin/mcpgw-gateway"
+    cp "$testserver" "$root/usr/local/bin/mcpgw-testserver"
+    chmod 755 "$root/usr/local/bin/mcpgw-gateway" "$root/usr/local/bin/mcpgw-testserver"
+    printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
+    printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
+        > "$root/etc/passwd"
+    printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+    tar --numeric-owner --owner=0 --group=0 -C "$root" -cf "$work/rootfs.tar" .
+    "$DOCKER" import \
+        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        --change "LABEL $LABEL=1" \
+        --change 'CMD ["sleep", "infinity"]' \
+        "$work/rootfs.tar" "$name" >/dev/null
+    echo "$name"
+}
+
+start() {
+    image='' name='' init=--init
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --no-init) init= ;;
+            --) shift; break ;;
+            -*) die "unknown option $1" ;;
+            *)
+                if [ -z "$image" ]; then image=$1
+                elif [ -z "$name" ]; then name=$1
+                else die "unexpected argument $1"; fi ;;
+        esac
+        shift
+    done
+    [ -n "$image" ] || die "usage: sandbox.sh start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...]"
+    # What is left in "$@" are extra `docker run` options.
+    # shellcheck disable=SC2086 # $init is empty or one word
+    exec "$DOCKER" run -d --pull never --network none $init --label "$LABEL=1" ${name:+--name "$name"} "$@" \
+        "$image" sleep infinity
+}
+
+stop() {
+    "$DOCKER" rm -f -v "$@" >/dev/null 2>&1 || true
+}
+
+cleanup() {
+    ids=$("$DOCKER" ps -aq --filter "label=$LABEL") || die "cannot list containers"
+    if [ -n "$ids" ]; then
+        # shellcheck disable=SC2086 # one id per word
+        "$DOCKER" rm -f -v $ids >/dev/null
+        echo "sandbox.sh: removed $(echo "$ids" | wc -l) container(s)" >&2
+    fi
+    [ "${1:-}" = --images ] || return 0
+    images=$("$DOCKER" images -q --filter "label=$LABEL" | sort -u) || die "cannot list images"
+    if [ -n "$images" ]; then
+        # shellcheck disable=SC2086 # one id per word
+        "$DOCKER" rmi -f $images >/dev/null
+        echo "sandbox.sh: removed $(echo "$images" | wc -l) image(s)" >&2
+    fi
+}
+
+case ${1:-} in
+    check) [ $# -eq 1 ] || die "usage: sandbox.sh check"; check ;;
+    image) shift; image "$@" ;;
+    start) shift; start "$@" ;;
+    stop) [ $# -ge 2 ] || die "usage: sandbox.sh stop NAME|ID..."; shift; stop "$@" ;;
+    cleanup) [ $# -eq 1 ] || [ "$2" = --images ] || die "usage: sandbox.sh cleanup [--images]"; cleanup "${2:-}" ;;
+    *) die "usage: sandbox.sh check | image [--gateway PATH] [--testserver PATH] | start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...] | stop NAME|ID... | cleanup [--images]" ;;
+esac
