@@ -34,6 +34,13 @@ pub enum ErrorKind {
     HostIo,
     /// A sans-IO operation was driven out of order.
     InvalidState,
+    /// The session channel carrying the operation died (its process was killed, the sandbox
+    /// went away, the host closed it) before the answer came. The operation is not replayed:
+    /// a tool call may have had effects.
+    SessionLost,
+    /// The caller gave up on the operation (a cancelled context, an aborted signal); the gateway
+    /// was told to cancel it upstream when it was under way.
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -53,6 +60,8 @@ impl ErrorKind {
             ErrorKind::ProtocolError => "protocol error",
             ErrorKind::HostIo => "host I/O error",
             ErrorKind::InvalidState => "invalid state",
+            ErrorKind::SessionLost => "session lost",
+            ErrorKind::Cancelled => "cancelled",
         }
     }
 }

@@ -9,7 +9,8 @@ pub fn fill(buf: &mut [u8]) {
     getrandom::fill(buf).expect("the OS random number generator failed");
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {

@@ -145,10 +145,10 @@ fn quoted_words_expand_to_themselves_in_every_shell() {
         for _ in 0..150 {
             let s = rng.nasty(300);
             let out = exec
-                .exec(
-                    &format!("printf '%s' {}", quote(&s).unwrap()),
+                .exec(&mcpgw::Command::new(
+                    format!("printf '%s' {}", quote(&s).unwrap()),
                     Duration::from_secs(10),
-                )
+                ))
                 .unwrap();
             assert_eq!(
                 out.exit_code,
@@ -370,8 +370,8 @@ fn requests_arrive_byte_for_byte_through_sh_curl_and_the_built_in_client() {
 struct Recorder(LocalShell, std::sync::Mutex<Vec<String>>);
 
 impl Exec for Recorder {
-    fn exec(&self, command: &str, timeout: Duration) -> Result<mcpgw::ExecOutput, String> {
-        self.1.lock().unwrap().push(command.to_owned());
-        self.0.exec(command, timeout)
+    fn exec(&self, command: &mcpgw::Command) -> Result<mcpgw::ExecOutput, String> {
+        self.1.lock().unwrap().push(command.text.clone());
+        self.0.exec(command)
     }
 }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mcpgw::{CallOptions, Client, Config, Exec, ExecOutput, LocalShell, Operation, Transport};
+use mcpgw::{CallOptions, Client, Config, Exec, ExecOutput, LocalShell, Transport};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
@@ -337,7 +337,7 @@ fn library_time(client: &Client, answer: &ExecOutput, iterations: usize) -> f64 
     let opts = CallOptions::default();
     let t = Instant::now();
     for _ in 0..iterations {
-        let mut op: Operation = client.prepare_call_tool(&opts, "ts", "big", r#"{"bytes":1}"#);
+        let mut op = client.prepare_call_tool(&opts, "ts", "big", r#"{"bytes":1}"#);
         let text_len = op.command().map(|c| c.text.len()).unwrap_or(0);
         assert!(text_len > 0);
         op.complete(Ok(answer.clone())).unwrap();
@@ -551,7 +551,8 @@ fn host_side(paths: &Paths, secs: u64) {
     let bare: Vec<f64> = (0..50)
         .map(|_| {
             let t = Instant::now();
-            exec.exec("true", Duration::from_secs(5)).unwrap();
+            exec.exec(&mcpgw::Command::new("true", Duration::from_secs(5)))
+                .unwrap();
             t.elapsed().as_secs_f64() * 1e3
         })
         .collect();
@@ -601,8 +602,8 @@ fn host_side(paths: &Paths, secs: u64) {
             "big",
             &json!({"bytes": bytes}).to_string(),
         );
-        let cmd = op.command().unwrap().text.clone();
-        exec.exec(&cmd, Duration::from_secs(30)).unwrap()
+        let cmd = op.command().unwrap().clone();
+        exec.exec(&cmd).unwrap()
     };
     for (label, bytes, iterations) in [("1 KiB", 1024, 20_000), ("1 MiB", 1 << 20, 100)] {
         let answer = capture(bytes);

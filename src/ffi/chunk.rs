@@ -5,8 +5,8 @@ use std::ptr;
 
 use super::error::{mcpgw_error, report_code, report_error};
 use super::{c_str, cstring_lossy, ffi_boundary, give_string, mcpgw_result, try_ref};
-use crate::error::Error;
-use crate::wire::{Block, Source, ToolChunk, ToolState};
+use core_api::error::Error;
+use core_api::wire::{Block, Source, ToolChunk, ToolState};
 
 /// AgentScope's state of a tool execution.
 #[repr(C)]
@@ -202,7 +202,7 @@ pub unsafe extern "C" fn mcpgw_tool_chunk_id(chunk: *const mcpgw_tool_chunk) -> 
     })
 }
 
-/// The chunk's metadata as a JSON object (`structured_content`, `progress`, ...). Borrowed:
+/// The chunk's metadata as a JSON object (`structured_content`, `mcp_progress`, `error`, ...). Borrowed:
 /// valid until the chunk is freed; NULL for a NULL chunk.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_tool_chunk_metadata_json(
@@ -429,7 +429,7 @@ mod tests {
             assert_eq!(mcpgw_tool_chunk_to_json(chunk, &mut text), mcpgw_result::Ok);
             let back = CStr::from_ptr(text).to_str().unwrap().to_owned();
             assert_eq!(format!("{back}\0"), json);
-            crate::ffi::mcpgw_string_free(text);
+            crate::mcpgw_string_free(text);
             mcpgw_tool_chunk_free(chunk);
         }
     }

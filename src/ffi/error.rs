@@ -4,7 +4,7 @@ use std::ffi::{CString, c_char};
 use std::ptr;
 
 use super::{cstring_lossy, ffi_boundary, mcpgw_result};
-use crate::error::Error;
+use core_api::error::Error;
 
 /// A failure: result code, a message a person can act on, and the gateway's HTTP status and
 /// `detail` when it answered.

@@ -118,7 +118,11 @@ impl Sandbox {
 
     /// Runs `command` inside, for the test's own setup and checks.
     pub fn sh(&self, command: &str) -> ExecOutput {
-        nsenter(self.pid, command, Duration::from_secs(60)).expect("nsenter runs")
+        nsenter(
+            self.pid,
+            &mcpgw::Command::new(command, Duration::from_secs(60)),
+        )
+        .expect("nsenter runs")
     }
 }
 
@@ -131,14 +135,16 @@ impl Drop for Sandbox {
     }
 }
 
-/// Runs `command` with `/bin/sh -c` inside the sandbox whose init is `pid`.
-pub fn nsenter(pid: u32, command: &str, timeout: Duration) -> Result<ExecOutput, String> {
+/// Runs `command` with `/bin/sh -c` inside the sandbox whose init is `pid`, with its stdin.
+pub fn nsenter(pid: u32, command: &mcpgw::Command) -> Result<ExecOutput, String> {
+    use std::io::Write;
     // Like a container runtime, refuse to run in a sandbox that is gone.
     if !Path::new(&format!("/proc/{pid}/ns/net")).exists() {
         return Err(format!("the sandbox (pid {pid}) is gone"));
     }
-    let out = Command::new("timeout")
-        .args(["-s", "KILL", &format!("{}", timeout.as_secs().max(1))])
+    let secs = command.timeout.as_secs().clamp(1, 24 * 3600);
+    let mut child = Command::new("timeout")
+        .args(["-s", "KILL", &secs.to_string()])
         .args([
             "nsenter",
             "-t",
@@ -149,9 +155,23 @@ pub fn nsenter(pid: u32, command: &str, timeout: Duration) -> Result<ExecOutput,
             "-r",
             "-w",
         ])
-        .args(["--", "/bin/sh", "-c", command])
-        .output()
+        .args(["--", "/bin/sh", "-c", &command.text])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .map_err(|e| format!("cannot run nsenter: {e}"))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let bytes = command.stdin.clone();
+    let writer = std::thread::spawn(move || {
+        if let Some(bytes) = bytes {
+            let _ = stdin.write_all(&bytes);
+        }
+    });
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("nsenter: {e}"))?;
+    let _ = writer.join();
     Ok(ExecOutput {
         exit_code: out.status.code().unwrap_or(-1),
         stdout: out.stdout,
@@ -167,9 +187,9 @@ pub struct Nsenter {
 }
 
 impl mcpgw::Exec for Nsenter {
-    fn exec(&self, command: &str, timeout: Duration) -> Result<ExecOutput, String> {
-        self.commands.lock().unwrap().push(command.to_owned());
-        nsenter(self.pid, command, timeout)
+    fn exec(&self, command: &mcpgw::Command) -> Result<ExecOutput, String> {
+        self.commands.lock().unwrap().push(command.text.clone());
+        nsenter(self.pid, command)
     }
 }
 

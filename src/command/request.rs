@@ -1,50 +1,19 @@
 //! Gateway requests as `sh -c` command text, for curl and for the gateway's built-in client.
 //!
 //! Both forms print the response body followed by the trailer `\nmcpgw-http-status:NNN\n` on
-//! stdout. Neither puts the token into any argv: curl reads the `Authorization` header from its
-//! stdin, written there by the shell's `read` and `printf` builtins from the 0600 token file, and
-//! the built-in client reads the token file itself. The command text carries only the file's path.
+//! stdout ([`crate::wire::output`]). Neither puts the token into any argv: curl reads the
+//! `Authorization` header from its stdin (or, when the body comes on stdin, from a here-document
+//! on descriptor 3), written there by the shell's `read` and `printf` builtins from the 0600
+//! token file, and the built-in client reads the token file itself. The command text carries only
+//! the file's path.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use super::{Method, Transport};
 use crate::error::Error;
 use crate::quote::{quote, quoted_len};
 use crate::wire::output::{STATUS_TRAILER, exit, seconds};
-
-/// How requests reach the gateway inside the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Transport {
-    /// `curl`, when the sandbox has it.
-    Curl,
-    /// `mcpgw-gateway request`, the gateway binary's own client.
-    BuiltIn,
-}
-
-/// An HTTP method of the gateway's REST surface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Method {
-    /// GET
-    Get,
-    /// POST
-    Post,
-    /// PUT
-    Put,
-    /// DELETE
-    Delete,
-}
-
-impl Method {
-    /// The method's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Get => "GET",
-            Method::Post => "POST",
-            Method::Put => "PUT",
-            Method::Delete => "DELETE",
-        }
-    }
-}
 
 /// Where the gateway is, as seen from inside the sandbox.
 #[derive(Debug, Clone, Copy)]
@@ -68,6 +37,8 @@ pub enum Body<'a> {
     Inline(&'a str),
     /// A file already staged in the sandbox; the command removes it once the request is done.
     Staged(&'a str),
+    /// On the command's standard input (for exec backends that pass it).
+    Stdin,
 }
 
 /// One gateway request.
@@ -106,9 +77,19 @@ pub fn request_command(
                 target.port,
                 request.path_and_query
             );
+            // The header goes on stdin, unless the body does: then on descriptor 3.
+            let header_fd = if matches!(request.body, Body::Stdin) {
+                "/dev/fd/3"
+            } else {
+                "-"
+            };
             if request.authenticated {
-                token_to_stdin(&mut cmd, target.token_file)?;
-                cmd.push_str(" | ");
+                read_token(&mut cmd, target.token_file)?;
+                if header_fd == "-" {
+                    cmd.push_str("; printf 'Authorization: Bearer %s\\n' \"$t\" | ");
+                } else {
+                    cmd.push_str("; ");
+                }
             }
             // -q first: no ~/.curlrc may change the output; --noproxy: a proxy variable in the
             // sandbox must not send loopback requests elsewhere; -g: no URL globbing.
@@ -118,7 +99,7 @@ pub fn request_command(
                 request.method.as_str()
             );
             if request.authenticated {
-                cmd.push_str(" -H @-");
+                let _ = write!(cmd, " -H @{header_fd}");
             }
             match request.body {
                 Body::None => {}
@@ -136,12 +117,19 @@ pub fn request_command(
                         quote(path)?
                     );
                 }
+                Body::Stdin => {
+                    cmd.push_str(" -H 'Content-Type: application/json' --data-binary @-");
+                }
             }
             let _ = write!(
                 cmd,
                 " -w '\\n{STATUS_TRAILER}%{{http_code}}\\n' {}",
                 quote(&url)?
             );
+            if request.authenticated && header_fd != "-" {
+                // A here-document is not an argv: the token stays out of every process list.
+                cmd.push_str(" 3<<MCPGW_EOF\nAuthorization: Bearer $t\nMCPGW_EOF\n");
+            }
         }
         Transport::BuiltIn => {
             let _ = write!(
@@ -164,6 +152,7 @@ pub fn request_command(
                 Body::Staged(path) => {
                     let _ = write!(cmd, " --body-file {}", quote(path)?);
                 }
+                Body::Stdin => cmd.push_str(" --body-file -"),
             }
         }
     }
@@ -173,17 +162,16 @@ pub fn request_command(
     Ok(cmd)
 }
 
-/// Writes the `Authorization` header line to stdout using only shell builtins (`read`,
-/// `printf`), so the token appears in no process's argv; exits with [`EXIT_TOKEN_UNREADABLE`]
-/// when the file cannot be read.
-fn token_to_stdin(cmd: &mut String, token_file: &str) -> Result<(), Error> {
+/// Reads the token file into the shell variable `t` using only shell builtins (`read`), so the
+/// token appears in no process's argv; exits with [`exit::TOKEN_UNREADABLE`] when the file
+/// cannot be read.
+fn read_token(cmd: &mut String, token_file: &str) -> Result<(), Error> {
     let complaint = format!("mcpgw: cannot read the gateway token file {token_file}");
     // `read` fails on a last line without a newline but still fills the variable.
     let _ = write!(
         cmd,
         "t=; {{ IFS= read -r t || [ -n \"$t\" ]; }} 2>/dev/null < {file} || \
-         {{ printf '%s\\n' {complaint} >&2; exit {code}; }}; \
-         printf 'Authorization: Bearer %s\\n' \"$t\"",
+         {{ printf '%s\\n' {complaint} >&2; exit {code}; }}",
         file = quote(token_file)?,
         complaint = quote(&complaint)?,
         code = exit::TOKEN_UNREADABLE,
@@ -201,7 +189,7 @@ fn url_host(host: &str) -> String {
 }
 
 /// The command that tells whether the sandbox has curl: prints `curl` or `none`.
-pub fn probe_command() -> &'static str {
+pub fn probe() -> &'static str {
     "if command -v curl >/dev/null 2>&1; then echo curl; else echo none; fi"
 }
 

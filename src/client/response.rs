@@ -1,5 +1,6 @@
-//! Decoding what a request command printed: the exit status, the output framing, the HTTP status
-//! and the gateway's `{"detail"}` errors.
+//! Decoding a gateway answer: what a request command printed (its exit status and output
+//! framing), the HTTP status, and the gateway's `{"detail"}` errors. A session's answers skip the
+//! first step.
 
 use serde::de::DeserializeOwned;
 
@@ -19,17 +20,24 @@ pub struct HttpResponse {
     pub body: Vec<u8>,
 }
 
-/// What a request was, for messages.
+/// What a request was and whom it went to, for messages.
 #[derive(Debug, Clone, Copy)]
-pub struct RequestInfo<'a> {
+pub struct Exchange<'a> {
     /// `GET /mcps`, without the query.
     pub what: &'a str,
-    /// How it was sent.
-    pub transport: Transport,
     /// The gateway's port.
     pub port: u16,
-    /// The token file it read.
+    /// The token file that authenticated it.
     pub token_file: &'a str,
+}
+
+/// How a request command ran, for messages.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestInfo<'a> {
+    /// The request.
+    pub exchange: Exchange<'a>,
+    /// How it was sent.
+    pub transport: Transport,
     /// The gateway binary (the built-in client).
     pub gateway_path: &'a str,
     /// Its time limit in seconds, as sent.
@@ -44,6 +52,11 @@ pub fn decode_output(
     mut stdout: Vec<u8>,
     stderr: &[u8],
 ) -> Result<HttpResponse, Error> {
+    let Exchange {
+        what,
+        port,
+        token_file,
+    } = info.exchange;
     let err_text = String::from_utf8_lossy(stderr);
     let err_tail = tail(&err_text, QUOTE_MAX);
     let with_stderr = |msg: String| {
@@ -59,32 +72,32 @@ pub fn decode_output(
     };
     match exit_code {
         0 => {}
-        7 => {
+        exit::CONNECT => {
             return Err(Error::new(
                 ErrorKind::GatewayNotRunning,
                 with_stderr(format!(
                     "{}: no gateway listens on port {} in the sandbox (connection refused); \
                      start it with start_gateway or check the port",
-                    info.what, info.port
+                    what, port
                 )),
             ));
         }
-        28 => {
+        exit::TIMEOUT => {
             return Err(Error::new(
                 ErrorKind::Deadline,
                 with_stderr(format!(
                     "{}: the gateway did not answer within {} s; raise the call's timeout",
-                    info.what, info.max_time
+                    what, info.max_time
                 )),
             ));
         }
-        52 | 56 if info.transport == Transport::Curl => {
+        exit::EMPTY_REPLY | exit::RECV_ERROR if info.transport == Transport::Curl => {
             return Err(Error::new(
                 ErrorKind::GatewayNotRunning,
                 with_stderr(format!(
                     "{}: the gateway on port {} closed the connection without an answer \
                      (curl exit {exit_code}); it may have exited, see its log",
-                    info.what, info.port
+                    what, port
                 )),
             ));
         }
@@ -94,11 +107,11 @@ pub fn decode_output(
                 with_stderr(format!(
                     "{}: the token file {} cannot be read in the sandbox; \
                      was the gateway started with --token-file {}?",
-                    info.what, info.token_file, info.token_file
+                    what, token_file, token_file
                 )),
             ));
         }
-        126 | 127 => {
+        exit::NOT_EXECUTABLE | exit::NOT_FOUND => {
             let hint = match info.transport {
                 Transport::Curl => "install curl in the sandbox or use the built-in client",
                 Transport::BuiltIn => {
@@ -109,7 +122,7 @@ pub fn decode_output(
                 ErrorKind::CommandFailed,
                 with_stderr(format!(
                     "{}: {client} cannot be run in the sandbox (exit {exit_code}); {hint}",
-                    info.what
+                    what
                 )),
             ));
         }
@@ -118,7 +131,7 @@ pub fn decode_output(
                 ErrorKind::CommandFailed,
                 with_stderr(format!(
                     "{}: {client} failed in the sandbox with exit status {code}",
-                    info.what
+                    what
                 )),
             ));
         }
@@ -128,7 +141,7 @@ pub fn decode_output(
         return Err(Error::protocol(with_stderr(format!(
             "{}: the output of {client} lacks the trailing `{STATUS_TRAILER}NNN` line; \
              got {:?}",
-            info.what,
+            what,
             tail(&out, 200)
         ))));
     };
@@ -137,7 +150,7 @@ pub fn decode_output(
             ErrorKind::GatewayNotRunning,
             with_stderr(format!(
                 "{}: no HTTP answer from port {} in the sandbox",
-                info.what, info.port
+                what, port
             )),
         ));
     }
@@ -166,7 +179,7 @@ pub fn detail_of(body: &[u8]) -> Option<String> {
 
 /// Passes a 2xx response through; turns any other status into the error of its kind, carrying
 /// the status and the gateway's detail.
-pub fn check_status(info: &RequestInfo<'_>, response: HttpResponse) -> Result<HttpResponse, Error> {
+pub fn check_status(info: &Exchange<'_>, response: HttpResponse) -> Result<HttpResponse, Error> {
     let status = response.status;
     if (200..300).contains(&status) {
         return Ok(response);
@@ -225,10 +238,12 @@ mod tests {
 
     fn info() -> RequestInfo<'static> {
         RequestInfo {
-            what: "GET /mcps",
+            exchange: Exchange {
+                what: "GET /mcps",
+                port: 5600,
+                token_file: "/t/token",
+            },
             transport: Transport::Curl,
-            port: 5600,
-            token_file: "/t/token",
             gateway_path: "mcpgw-gateway",
             max_time: "30",
         }
@@ -260,7 +275,7 @@ mod tests {
     fn statuses_map_to_kinds_with_detail() {
         let err = |status, body: &str| {
             check_status(
-                &info(),
+                &info().exchange,
                 HttpResponse {
                     status,
                     body: body.as_bytes().to_vec(),

@@ -1,4 +1,11 @@
-//! The C ABI: a thin unsafe boundary over the crate. One module per C type.
+//! libmcpgw, the C ABI of the `mcpgw` host library: a thin unsafe boundary over the safe core
+//! (`src/`, which forbids unsafe code). One module per C type; cbindgen writes `include/mcpgw.h`
+//! from these files (see build.rs).
+//!
+//! Growing the ABI: functions are only ever added (a program built against an older header keeps
+//! working); no struct is transparent, so a new setting is a new setter; result codes and enum
+//! values are only added; anything else bumps `MCPGW_ABI_VERSION`, which both bindings check at
+//! load.
 //!
 //! Conventions, the same for every function:
 //! - Every fallible function returns `mcpgw_result`. Out-parameters are written only when it
@@ -14,26 +21,31 @@
 
 pub mod chunk;
 pub mod client;
+pub mod config;
 pub mod error;
 pub mod op;
+pub mod options;
+pub mod session;
 
 use std::ffi::{CStr, CString, c_char};
 
-use crate::error::ErrorKind;
+use core_api::error::ErrorKind;
 
 /// The ABI version of this header and library: programs built against one ABI version run with
 /// any library of the same. For 0.x releases it is the minor version, from 1.0 the major one.
-pub const MCPGW_ABI_VERSION: u32 = 1;
+pub const MCPGW_ABI_VERSION: u32 = 2;
 /// The major version of the library this header belongs to.
 pub const MCPGW_VERSION_MAJOR: u32 = 0;
 /// The minor version of the library this header belongs to.
-pub const MCPGW_VERSION_MINOR: u32 = 1;
+pub const MCPGW_VERSION_MINOR: u32 = 2;
 /// The patch version of the library this header belongs to.
 pub const MCPGW_VERSION_PATCH: u32 = 0;
 
-/// The outcome of every fallible function. The values are distinctive (7000 and up) so that a
-/// code is not mistaken for an errno or an exit status.
-#[repr(C)]
+/// The outcome of every fallible function: a `uint32_t`. The values are distinctive (7000 and
+/// up) so that a code is not mistaken for an errno or an exit status; new codes may be added.
+/// This enum is the one list of codes: the header, the Go binding (generated from the header)
+/// and the Node and Python bindings (from `mcpgw_result_codes` at load) derive theirs from it.
+#[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum mcpgw_result {
     /// Success.
@@ -71,6 +83,11 @@ pub enum mcpgw_result {
     Deadline = 7108,
     /// What came back is not what the gateway protocol promises.
     ProtocolError = 7109,
+    /// The session channel carrying the operation died before its answer came; the operation
+    /// was not replayed.
+    SessionLost = 7110,
+    /// The caller gave up on the operation; the gateway was told to cancel it upstream.
+    Cancelled = 7111,
 }
 
 impl From<ErrorKind> for mcpgw_result {
@@ -89,12 +106,17 @@ impl From<ErrorKind> for mcpgw_result {
             ErrorKind::ProtocolError => mcpgw_result::ProtocolError,
             ErrorKind::HostIo => mcpgw_result::HostIo,
             ErrorKind::InvalidState => mcpgw_result::InvalidState,
+            ErrorKind::SessionLost => mcpgw_result::SessionLost,
+            ErrorKind::Cancelled => mcpgw_result::Cancelled,
+            // The core may add kinds before this ABI names them.
+            _ => mcpgw_result::ProtocolError,
         }
     }
 }
 
 impl mcpgw_result {
-    const ALL: [mcpgw_result; 16] = [
+    /// Every code, in order.
+    const ALL: [mcpgw_result; 18] = [
         mcpgw_result::Ok,
         mcpgw_result::NullParameter,
         mcpgw_result::Panic,
@@ -111,7 +133,34 @@ impl mcpgw_result {
         mcpgw_result::UpstreamError,
         mcpgw_result::Deadline,
         mcpgw_result::ProtocolError,
+        mcpgw_result::SessionLost,
+        mcpgw_result::Cancelled,
     ];
+
+    /// The name of a code after `MCPGW_RESULT_` (NUL-terminated), for bindings that name their
+    /// errors after it.
+    fn name(self) -> &'static str {
+        match self {
+            mcpgw_result::Ok => "OK\0",
+            mcpgw_result::NullParameter => "NULL_PARAMETER\0",
+            mcpgw_result::Panic => "PANIC\0",
+            mcpgw_result::InvalidArgument => "INVALID_ARGUMENT\0",
+            mcpgw_result::InvalidState => "INVALID_STATE\0",
+            mcpgw_result::HostIo => "HOST_IO\0",
+            mcpgw_result::ExecFailed => "EXEC_FAILED\0",
+            mcpgw_result::CommandFailed => "COMMAND_FAILED\0",
+            mcpgw_result::GatewayNotRunning => "GATEWAY_NOT_RUNNING\0",
+            mcpgw_result::StartFailed => "START_FAILED\0",
+            mcpgw_result::Unauthorized => "UNAUTHORIZED\0",
+            mcpgw_result::NotFound => "NOT_FOUND\0",
+            mcpgw_result::Conflict => "CONFLICT\0",
+            mcpgw_result::UpstreamError => "UPSTREAM_ERROR\0",
+            mcpgw_result::Deadline => "DEADLINE\0",
+            mcpgw_result::ProtocolError => "PROTOCOL_ERROR\0",
+            mcpgw_result::SessionLost => "SESSION_LOST\0",
+            mcpgw_result::Cancelled => "CANCELLED\0",
+        }
+    }
 
     /// The static message of a code (NUL-terminated).
     fn message(self) -> &'static str {
@@ -132,7 +181,16 @@ impl mcpgw_result {
             mcpgw_result::UpstreamError => "the upstream MCP server failed\0",
             mcpgw_result::Deadline => "a deadline passed\0",
             mcpgw_result::ProtocolError => "unexpected answer from the gateway\0",
+            mcpgw_result::SessionLost => "the session channel was lost\0",
+            mcpgw_result::Cancelled => "the operation was cancelled\0",
         }
+    }
+
+    fn from_u32(code: u32) -> Option<mcpgw_result> {
+        mcpgw_result::ALL
+            .iter()
+            .copied()
+            .find(|r| *r as u32 == code)
     }
 }
 
@@ -151,9 +209,9 @@ pub(crate) use ffi_boundary;
 /// NULL check of the ABI.
 macro_rules! try_ref {
     ($ptr:expr) => {
-        match unsafe { $crate::ffi::non_null($ptr) } {
+        match unsafe { $crate::non_null($ptr) } {
             Some(r) => r,
-            None => return $crate::ffi::mcpgw_result::NullParameter,
+            None => return $crate::mcpgw_result::NullParameter,
         }
     };
 }
@@ -164,7 +222,7 @@ macro_rules! try_mut {
     ($ptr:expr) => {
         match unsafe { $ptr.as_mut() } {
             Some(r) => r,
-            None => return $crate::ffi::mcpgw_result::NullParameter,
+            None => return $crate::mcpgw_result::NullParameter,
         }
     };
 }
@@ -181,6 +239,22 @@ pub(crate) unsafe fn c_str<'a>(ptr: *const c_char) -> Option<&'a CStr> {
         // SAFETY: non-NULL and NUL-terminated by the caller's contract.
         Some(unsafe { CStr::from_ptr(ptr) })
     }
+}
+
+/// A required UTF-8 string argument.
+pub(crate) unsafe fn required_text<'a>(s: *const c_char) -> Result<&'a str, mcpgw_result> {
+    // SAFETY: NULL or NUL-terminated, per the contract of every caller.
+    let s = unsafe { c_str(s) }.ok_or(mcpgw_result::NullParameter)?;
+    s.to_str().map_err(|_| mcpgw_result::InvalidArgument)
+}
+
+/// An optional UTF-8 string argument (NULL is `None`).
+pub(crate) unsafe fn optional_text(s: *const c_char) -> Result<Option<String>, mcpgw_result> {
+    if s.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: as for `utf8`.
+    unsafe { required_text(s) }.map(|s| Some(s.to_owned()))
 }
 
 /// Borrows `*ptr`; `None` for NULL.
@@ -209,11 +283,40 @@ pub(crate) fn give_string(s: &str) -> *mut c_char {
 /// for a value that is not one. Never NULL; valid for the life of the program.
 #[unsafe(no_mangle)]
 pub extern "C" fn mcpgw_result_message(result: u32) -> *const c_char {
-    let msg = mcpgw_result::ALL
-        .iter()
-        .find(|r| **r as u32 == result)
-        .map_or("unknown result code\0", |r| r.message());
+    let msg = mcpgw_result::from_u32(result).map_or("unknown result code\0", |r| r.message());
     msg.as_ptr().cast()
+}
+
+/// The name of a result code after `MCPGW_RESULT_`, e.g. "NOT_FOUND"; NULL for a value that is
+/// not a code. Valid for the life of the program.
+#[unsafe(no_mangle)]
+pub extern "C" fn mcpgw_result_name(result: u32) -> *const c_char {
+    mcpgw_result::from_u32(result).map_or(std::ptr::null(), |r| r.name().as_ptr().cast())
+}
+
+/// Every result code this library has: on return `*codes_out` points to `*len_out` values in
+/// ascending order, valid for the life of the program. Bindings build their error tables from
+/// it (with `mcpgw_result_name` and `mcpgw_result_message`). NULL arguments are ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_result_codes(codes_out: *mut *const u32, len_out: *mut usize) {
+    static CODES: [u32; mcpgw_result::ALL.len()] = {
+        let mut codes = [0u32; mcpgw_result::ALL.len()];
+        let mut i = 0;
+        while i < codes.len() {
+            codes[i] = mcpgw_result::ALL[i] as u32;
+            i += 1;
+        }
+        codes
+    };
+    // SAFETY: each pointer is NULL or writable, per the contract.
+    unsafe {
+        if let Some(out) = codes_out.as_mut() {
+            *out = CODES.as_ptr();
+        }
+        if let Some(out) = len_out.as_mut() {
+            *out = CODES.len();
+        }
+    }
 }
 
 /// The library's version, e.g. "0.1.0". Never NULL; valid for the life of the program.
@@ -265,11 +368,11 @@ mod tests {
     #[test]
     fn checked_in_header_is_current() {
         let generated = std::fs::read_to_string(concat!(env!("OUT_DIR"), "/mcpgw.h")).unwrap();
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/include/mcpgw.h");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../include/mcpgw.h");
         let checked_in = std::fs::read_to_string(path).unwrap_or_default();
         assert!(
             generated == checked_in,
-            "{path} is stale: regenerate it with `MCPGW_UPDATE_HEADER=1 cargo build -p mcpgw`"
+            "{path} is stale: regenerate it with `make header`"
         );
         for (name, value) in [
             ("MCPGW_ABI_VERSION", MCPGW_ABI_VERSION),
@@ -293,6 +396,36 @@ mod tests {
         }
         let unknown = unsafe { CStr::from_ptr(mcpgw_result_message(1)) };
         assert_eq!(unknown.to_str().unwrap(), "unknown result code");
+        assert!(mcpgw_result_name(1).is_null());
+    }
+
+    /// The header is generated from the enum, so this checks `ALL` and the names against it:
+    /// every code the header defines is listed, in order, under its own name.
+    #[test]
+    fn the_code_list_and_names_match_the_header() {
+        let header = include_str!("../../include/mcpgw.h");
+        let mut in_header = Vec::new();
+        for line in header.lines() {
+            let line = line.trim();
+            if let Some(rest) = line.strip_prefix("MCPGW_RESULT_")
+                && let Some((name, value)) = rest.split_once(" = ")
+            {
+                let value: u32 = value.trim_end_matches(',').parse().unwrap();
+                in_header.push((name.to_owned(), value));
+            }
+        }
+        let (mut codes, mut len) = (std::ptr::null(), 0);
+        unsafe { mcpgw_result_codes(&mut codes, &mut len) };
+        let codes = unsafe { std::slice::from_raw_parts(codes, len) };
+        let listed: Vec<(String, u32)> = codes
+            .iter()
+            .map(|&c| {
+                let name = unsafe { CStr::from_ptr(mcpgw_result_name(c)) };
+                (name.to_str().unwrap().to_owned(), c)
+            })
+            .collect();
+        assert_eq!(listed, in_header);
+        assert_eq!(std::mem::size_of::<mcpgw_result>(), 4);
     }
 
     #[test]
@@ -312,6 +445,8 @@ mod tests {
             ProtocolError,
             HostIo,
             InvalidState,
+            SessionLost,
+            Cancelled,
         ];
         let codes: std::collections::HashSet<_> =
             kinds.iter().map(|k| mcpgw_result::from(*k)).collect();
