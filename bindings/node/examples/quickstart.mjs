@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AbortError, Client, NotFoundError, localExec } from 'mcpgw';
+import { AbortError, Client, NotFoundError, dataBytes, localExec, textOf } from 'mcpgw';
 
 const repo = resolve(fileURLToPath(import.meta.url), '../../../..');
 const gatewayPath = process.argv[2] ?? join(repo, 'target/debug/mcpgw-gateway');
@@ -37,14 +37,15 @@ try {
   console.log(`tools: ${tools.map((t) => t.name).join(', ')}`);
 
   const echo = await client.callTool('ts', 'echo', { text: 'hello from Node' });
-  console.log(`echo: ${echo.content[0].text}`);
+  console.log(`echo: ${textOf(echo)}`);
 
   const sum = await client.callTool('ts', 'add', { a: 2, b: 40 });
   console.log(`add: ${JSON.stringify(sum.metadata.structured_content)}`);
 
   const media = await client.callTool('ts', 'media', {});
   for (const block of media.content) {
-    if (block.type === 'data') console.log(`media: ${block.mediaType}, ${block.data.length} bytes`);
+    const bytes = dataBytes(block); // null for text blocks and links
+    if (bytes) console.log(`media: ${block.source.media_type}, ${bytes.length} bytes`);
   }
 
   try {

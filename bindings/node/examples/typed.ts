@@ -1,14 +1,21 @@
 // The binding from TypeScript: an exec function adapting an async sandbox SDK, a call with a
-// deadline and an AbortSignal, the ToolChunk's blocks narrowed by type, errors by class.
-// Checked with `npm run typecheck` (tsc --noEmit); run the JS quickstart to see it work.
+// deadline and an AbortSignal, the ToolChunk's blocks narrowed by type, a streamed call over a
+// session with its progress, errors by class. Checked with `npm run typecheck` (tsc --noEmit)
+// against the declarations generated from the sources (types/); run the JS quickstart to see it
+// work.
 
 import {
   Client,
   NotFoundError,
+  SessionLostError,
   TimeoutError,
+  dataBytes,
   localExec,
+  localSession,
+  progressOf,
   type Block,
   type ExecFn,
+  type McpEntry,
   type McpSpec,
   type ToolChunk,
 } from 'mcpgw';
@@ -40,11 +47,16 @@ export function describe(chunk: ToolChunk): string[] {
       case 'text':
         return block.text;
       case 'data':
-        return `${block.mediaType ?? 'bytes'}: ${block.data.byteLength} bytes`;
-      case 'url':
-        return `link ${block.name ?? ''} ${block.url}`;
+        return block.source.type === 'url'
+          ? `link ${block.name ?? ''} ${block.source.url}`
+          : `${block.source.media_type}: ${dataBytes(block)?.byteLength} bytes`;
     }
   });
+}
+
+/** One line per registered MCP server: its name and how it stands. */
+export function states(entries: McpEntry[]): string[] {
+  return entries.map((e) => `${e.name}: ${e.status?.state ?? 'unknown'}`);
 }
 
 export async function main(gatewayPath: string, serverPath: string): Promise<void> {
@@ -57,6 +69,7 @@ export async function main(gatewayPath: string, serverPath: string): Promise<voi
       mcp_config: { type: 'stdio_mcp', command: serverPath, args: ['stdio'] },
     };
     await client.addMcp(spec);
+    console.log(states(await client.listMcps()).join('\n'));
     const ac = new AbortController();
     const chunk = await client.callTool('ts', 'media', {}, { signal: ac.signal, timeoutMs: 5_000 });
     console.log(describe(chunk).join('\n'));
@@ -66,6 +79,19 @@ export async function main(gatewayPath: string, serverPath: string): Promise<voi
       if (e instanceof TimeoutError) console.log(`deadline: ${e.status} ${e.detail}`);
       else if (e instanceof NotFoundError) console.log(`no such tool: ${e.detail}`);
       else throw e;
+    }
+    const session = await localSession(client, { cwd: '/tmp' });
+    console.log(`session to gateway ${session.hello?.version}`);
+    try {
+      for await (const c of client.callToolStream('ts', 'slow', { seconds: 1, steps: 4 })) {
+        const p = progressOf(c);
+        console.log(p ? `progress ${p.progress}/${p.total ?? '?'}` : `done: ${c.state}`);
+      }
+    } catch (e) {
+      if (e instanceof SessionLostError) console.log(`the channel died: ${e.message}`);
+      else throw e;
+    } finally {
+      await session.close();
     }
     await client.stopGateway();
   } finally {

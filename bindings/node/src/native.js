@@ -1,6 +1,6 @@
-// The koffi declarations of libmcpgw (include/mcpgw.h) and the search for the shared library.
-// Each declared function is a thin call into the library (client.js runs the one that reads a
-// host file on a worker thread); ownership is handled by the callers in client.js and chunk.js.
+// The koffi declarations of libmcpgw (include/mcpgw.h), the search for the shared library, and the
+// table of result codes read from the library at load. Ownership of what the functions return is
+// handled by their callers (client.js, session.js, wire.js).
 
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -8,30 +8,31 @@ import { fileURLToPath } from 'node:url';
 import koffi from 'koffi';
 
 /** The ABI version this binding was written against (`MCPGW_ABI_VERSION` in mcpgw.h). */
-export const ABI_VERSION = 1;
-
-/** `mcpgw_result` values, by the name after `MCPGW_RESULT_`. */
-export const RESULT = Object.freeze({
-  OK: 7000,
-  NULL_PARAMETER: 7001,
-  PANIC: 7002,
-  INVALID_ARGUMENT: 7003,
-  INVALID_STATE: 7004,
-  HOST_IO: 7005,
-  EXEC_FAILED: 7100,
-  COMMAND_FAILED: 7101,
-  GATEWAY_NOT_RUNNING: 7102,
-  START_FAILED: 7103,
-  UNAUTHORIZED: 7104,
-  NOT_FOUND: 7105,
-  CONFLICT: 7106,
-  UPSTREAM_ERROR: 7107,
-  DEADLINE: 7108,
-  PROTOCOL_ERROR: 7109,
-});
+export const ABI_VERSION = 2;
 
 /** `mcpgw_transport` values. */
 export const TRANSPORT = Object.freeze({ auto: 0, curl: 1, builtin: 2 });
+
+/** `mcpgw_session_event_kind` values. */
+export const EVENT = Object.freeze({
+  OPENED: 1,
+  PROGRESS: 2,
+  FINISHED: 3,
+  UNSENT: 4,
+  NOTICE: 5,
+  LOST: 6,
+});
+
+/** The result codes the binding itself branches on; the library must have each of them. */
+const NEEDED_CODES = [
+  'OK',
+  'INVALID_ARGUMENT',
+  'INVALID_STATE',
+  'EXEC_FAILED',
+  'DEADLINE',
+  'SESSION_LOST',
+  'CANCELLED',
+];
 
 const PACKAGE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -42,27 +43,54 @@ function libraryFileName() {
   return 'libmcpgw.so';
 }
 
+/** The directory of the package's bundled library for this platform, e.g. `prebuilds/linux-x64`. */
+export function prebuildDir(platform = process.platform, arch = process.arch) {
+  return join(PACKAGE_DIR, 'prebuilds', `${platform}-${arch}`);
+}
+
 /**
  * The places the shared library is looked for, in order: `MCPGW_LIB` alone when it is set (an
- * explicit choice is never silently replaced), else next to the package, else the cargo build
- * outputs of this repository (release before debug).
+ * explicit choice is never silently replaced), else the library bundled in the package
+ * (`prebuilds/<platform>-<arch>/`), else, only inside a checkout of the mcpgw repository, its
+ * cargo outputs (release before debug).
+ *
+ * @param {Record<string, string | undefined>} [env] the environment to read `MCPGW_LIB` from
+ * @returns {string[]}
  */
 export function libraryCandidates(env = process.env) {
   if (env.MCPGW_LIB) return [resolve(env.MCPGW_LIB)];
   const name = libraryFileName();
+  const candidates = [join(prebuildDir(), name)];
   const repo = resolve(PACKAGE_DIR, '..', '..');
-  return [
-    join(PACKAGE_DIR, name),
-    join(repo, 'target', 'release', name),
-    join(repo, 'target', 'debug', name),
-  ];
+  // An installed package lives in node_modules: never look into the user's project for target/.
+  if (existsSync(join(repo, 'include', 'mcpgw.h')) && existsSync(join(repo, 'Cargo.toml'))) {
+    candidates.push(join(repo, 'target', 'release', name), join(repo, 'target', 'debug', name));
+  }
+  return candidates;
 }
 
+/** Why a bundled linux-x64 library may not load here, for the error message. */
+function platformHint() {
+  if (process.platform !== 'linux' || process.arch !== 'x64') {
+    return ` The package bundles libmcpgw for linux-x64 (glibc) only; on ${process.platform}-${process.arch} build it and set MCPGW_LIB.`;
+  }
+  const header = /** @type {any} */ (process.report?.getReport())?.header;
+  if (header && !header.glibcVersionRuntime) {
+    return ' The bundled libmcpgw needs glibc; on musl (e.g. Alpine) build it there and set MCPGW_LIB.';
+  }
+  return '';
+}
+
+/** @type {any} */
 let loaded = null;
 
 /**
- * Loads the library once per process and declares its functions. Throws an Error naming every
- * path tried when none holds a loadable library of the expected ABI.
+ * Loads the library once per process, checks its ABI version, declares its functions and reads
+ * its result codes. Throws an Error naming every path tried when none holds a loadable library
+ * of the expected ABI.
+ *
+ * @returns {any} the declared functions, plus `path`, `RESULT` (code by name) and `codes`
+ *   (name and message by code)
  */
 export function native() {
   if (loaded) return loaded;
@@ -71,86 +99,125 @@ export function native() {
   if (!path) {
     throw new Error(
       `libmcpgw was not found; tried ${candidates.join(', ')}. ` +
-        'Build it with `cargo build -p mcpgw` (or --release) in the mcpgw repository, ' +
-        'put it next to the package, or set MCPGW_LIB to its path.',
+        'Build it with `cargo build -p mcpgw-ffi` (or --release) in the mcpgw repository, ' +
+        `or set MCPGW_LIB to its path.${platformHint()}`,
     );
   }
   let lib;
   try {
     lib = koffi.load(path);
   } catch (e) {
-    throw new Error(`libmcpgw at ${path} could not be loaded: ${e.message}`, { cause: e });
+    throw new Error(
+      `libmcpgw at ${path} could not be loaded: ${/** @type {Error} */ (e).message}.${platformHint()}`,
+      { cause: e },
+    );
   }
-  const api = declare(lib);
-  const abi = api.mcpgw_abi_version();
+  // Checked before anything else is declared: a library of another ABI may lack the symbols.
+  let abi;
+  try {
+    abi = lib.func('uint32_t mcpgw_abi_version(void)')();
+  } catch (e) {
+    throw new Error(`${path} is not libmcpgw (it has no mcpgw_abi_version)`, { cause: e });
+  }
   if (abi !== ABI_VERSION) {
     throw new Error(
       `libmcpgw at ${path} has ABI version ${abi}, but this binding needs ${ABI_VERSION}; ` +
-        'rebuild the library or use the binding of the same release',
+        'use the library and the binding of the same release',
     );
   }
-  loaded = { path, ...api };
+  const api = declare(lib);
+  const table = resultTable(api);
+  for (const name of NEEDED_CODES) {
+    if (!(name in table.RESULT)) {
+      throw new Error(`libmcpgw at ${path} lacks the result code ${name}`);
+    }
+  }
+  loaded = { path, ...api, ...table };
   return loaded;
+}
+
+/**
+ * The library's result codes, from `mcpgw_result_codes`, `mcpgw_result_name` and
+ * `mcpgw_result_message`: the one list of codes is the library's.
+ */
+function resultTable(api) {
+  const codesOut = [null];
+  const lenOut = [0];
+  api.mcpgw_result_codes(codesOut, lenOut);
+  /** @type {number[]} */
+  const list = koffi.decode(codesOut[0], 'uint32_t', Number(lenOut[0]));
+  /** @type {Record<string, number>} */
+  const RESULT = {};
+  /** @type {Map<number, {name: string, message: string}>} */
+  const codes = new Map();
+  for (const code of list) {
+    const name = api.mcpgw_result_name(code);
+    RESULT[name] = code;
+    codes.set(code, { name, message: api.mcpgw_result_message(code) });
+  }
+  return { RESULT: Object.freeze(RESULT), codes };
 }
 
 /** Declares every function of mcpgw.h the binding uses. */
 function declare(lib) {
   koffi.opaque('mcpgw_client');
   koffi.opaque('mcpgw_client_config');
+  koffi.opaque('mcpgw_call_options');
   koffi.opaque('mcpgw_op');
   koffi.opaque('mcpgw_error');
   koffi.opaque('mcpgw_tool_chunk');
-  koffi.opaque('mcpgw_block');
-  koffi.struct('mcpgw_call_options', {
-    agent_id: 'const char *',
-    session_id: 'const char *',
-    timeout_ms: 'uint32_t',
-  });
-  // C enums are int-sized; the result codes are read as plain numbers.
+  koffi.opaque('mcpgw_session');
+  koffi.opaque('mcpgw_session_event');
   koffi.alias('mcpgw_result', 'uint32_t');
 
   const f = (sig) => lib.func(sig);
-  const fns = {
+  const setter = (name, type) =>
+    f(`mcpgw_result ${name}(mcpgw_client_config *config, ${type} value)`);
+  const optionSetter = (name, type) =>
+    f(`mcpgw_result ${name}(mcpgw_call_options *options, ${type} value)`);
+  const prepare = (name, extra = '') =>
+    f(
+      `mcpgw_result ${name}(const mcpgw_client *client, const mcpgw_call_options *options${extra}, _Out_ mcpgw_op **op_out)`,
+    );
+  return {
     mcpgw_version: f('const char *mcpgw_version(void)'),
     mcpgw_abi_version: f('uint32_t mcpgw_abi_version(void)'),
     mcpgw_result_message: f('const char *mcpgw_result_message(uint32_t result)'),
-    // Strings the caller must free come back as raw pointers (BigInt), not decoded strings.
+    mcpgw_result_name: f('const char *mcpgw_result_name(uint32_t result)'),
+    mcpgw_result_codes: f('void mcpgw_result_codes(_Out_ void **codes_out, _Out_ size_t *len_out)'),
+    // Strings the caller must free come back as raw pointers, not decoded strings.
     mcpgw_string_free: f('void mcpgw_string_free(void *s)'),
 
     mcpgw_client_config_new: f(
       'mcpgw_result mcpgw_client_config_new(_Out_ mcpgw_client_config **out)',
     ),
     mcpgw_client_config_free: f('void mcpgw_client_config_free(mcpgw_client_config *config)'),
-    mcpgw_client_config_set_gateway_path: f(
-      'mcpgw_result mcpgw_client_config_set_gateway_path(mcpgw_client_config *c, const char *v)',
+    mcpgw_client_config_set_gateway_path: setter(
+      'mcpgw_client_config_set_gateway_path',
+      'const char *',
     ),
-    mcpgw_client_config_set_host: f(
-      'mcpgw_result mcpgw_client_config_set_host(mcpgw_client_config *c, const char *v)',
+    mcpgw_client_config_set_host: setter('mcpgw_client_config_set_host', 'const char *'),
+    mcpgw_client_config_set_port: setter('mcpgw_client_config_set_port', 'uint16_t'),
+    mcpgw_client_config_set_token_file: setter(
+      'mcpgw_client_config_set_token_file',
+      'const char *',
     ),
-    mcpgw_client_config_set_port: f(
-      'mcpgw_result mcpgw_client_config_set_port(mcpgw_client_config *c, uint16_t v)',
+    mcpgw_client_config_set_state_dir: setter('mcpgw_client_config_set_state_dir', 'const char *'),
+    mcpgw_client_config_set_instance_nonce: setter(
+      'mcpgw_client_config_set_instance_nonce',
+      'const char *',
     ),
-    mcpgw_client_config_set_token_file: f(
-      'mcpgw_result mcpgw_client_config_set_token_file(mcpgw_client_config *c, const char *v)',
+    mcpgw_client_config_set_staging_dir: setter(
+      'mcpgw_client_config_set_staging_dir',
+      'const char *',
     ),
-    mcpgw_client_config_set_state_dir: f(
-      'mcpgw_result mcpgw_client_config_set_state_dir(mcpgw_client_config *c, const char *v)',
+    mcpgw_client_config_set_transport: setter('mcpgw_client_config_set_transport', 'uint32_t'),
+    mcpgw_client_config_set_timeout_ms: setter('mcpgw_client_config_set_timeout_ms', 'uint32_t'),
+    mcpgw_client_config_set_max_command_bytes: setter(
+      'mcpgw_client_config_set_max_command_bytes',
+      'size_t',
     ),
-    mcpgw_client_config_set_instance_nonce: f(
-      'mcpgw_result mcpgw_client_config_set_instance_nonce(mcpgw_client_config *c, const char *v)',
-    ),
-    mcpgw_client_config_set_staging_dir: f(
-      'mcpgw_result mcpgw_client_config_set_staging_dir(mcpgw_client_config *c, const char *v)',
-    ),
-    mcpgw_client_config_set_transport: f(
-      'mcpgw_result mcpgw_client_config_set_transport(mcpgw_client_config *c, uint32_t v)',
-    ),
-    mcpgw_client_config_set_timeout_ms: f(
-      'mcpgw_result mcpgw_client_config_set_timeout_ms(mcpgw_client_config *c, uint32_t v)',
-    ),
-    mcpgw_client_config_set_max_command_bytes: f(
-      'mcpgw_result mcpgw_client_config_set_max_command_bytes(mcpgw_client_config *c, size_t v)',
-    ),
+    mcpgw_client_config_set_exec_stdin: setter('mcpgw_client_config_set_exec_stdin', 'bool'),
 
     mcpgw_client_new: f(
       'mcpgw_result mcpgw_client_new(const mcpgw_client_config *config, void *exec, void *userdata, void *userdata_free, _Out_ mcpgw_client **client_out, _Out_ mcpgw_error **error_out)',
@@ -158,54 +225,59 @@ function declare(lib) {
     mcpgw_client_free: f('void mcpgw_client_free(mcpgw_client *client)'),
     mcpgw_client_port: f('uint16_t mcpgw_client_port(const mcpgw_client *client)'),
 
-    mcpgw_client_prepare_start_gateway: f(
-      'mcpgw_result mcpgw_client_prepare_start_gateway(const mcpgw_client *c, const mcpgw_call_options *o, _Out_ mcpgw_op **op)',
+    mcpgw_call_options_new: f(
+      'mcpgw_result mcpgw_call_options_new(_Out_ mcpgw_call_options **options_out)',
     ),
-    mcpgw_client_prepare_stop_gateway: f(
-      'mcpgw_result mcpgw_client_prepare_stop_gateway(const mcpgw_client *c, const mcpgw_call_options *o, _Out_ mcpgw_op **op)',
+    mcpgw_call_options_free: f('void mcpgw_call_options_free(mcpgw_call_options *options)'),
+    mcpgw_call_options_set_agent_id: optionSetter(
+      'mcpgw_call_options_set_agent_id',
+      'const char *',
     ),
-    mcpgw_client_prepare_ensure_gateway_binary: f(
-      'mcpgw_result mcpgw_client_prepare_ensure_gateway_binary(const mcpgw_client *c, const mcpgw_call_options *o, const char *host_path, _Out_ mcpgw_op **op)',
+    mcpgw_call_options_set_session_id: optionSetter(
+      'mcpgw_call_options_set_session_id',
+      'const char *',
     ),
-    mcpgw_client_prepare_health: f(
-      'mcpgw_result mcpgw_client_prepare_health(const mcpgw_client *c, const mcpgw_call_options *o, _Out_ mcpgw_op **op)',
-    ),
-    mcpgw_client_prepare_list_mcps: f(
-      'mcpgw_result mcpgw_client_prepare_list_mcps(const mcpgw_client *c, const mcpgw_call_options *o, _Out_ mcpgw_op **op)',
-    ),
-    mcpgw_client_prepare_add_mcp: f(
-      'mcpgw_result mcpgw_client_prepare_add_mcp(const mcpgw_client *c, const mcpgw_call_options *o, const char *spec_json, _Out_ mcpgw_op **op)',
-    ),
-    mcpgw_client_prepare_remove_mcp: f(
-      'mcpgw_result mcpgw_client_prepare_remove_mcp(const mcpgw_client *c, const mcpgw_call_options *o, const char *name, _Out_ mcpgw_op **op)',
-    ),
-    mcpgw_client_prepare_list_tools: f(
-      'mcpgw_result mcpgw_client_prepare_list_tools(const mcpgw_client *c, const mcpgw_call_options *o, const char *mcp, _Out_ mcpgw_op **op)',
-    ),
-    mcpgw_client_prepare_call_tool: f(
-      'mcpgw_result mcpgw_client_prepare_call_tool(const mcpgw_client *c, const mcpgw_call_options *o, const char *mcp, const char *tool, const char *arguments_json, _Out_ mcpgw_op **op)',
-    ),
-    mcpgw_client_prepare_set_runtime_headers: f(
-      'mcpgw_result mcpgw_client_prepare_set_runtime_headers(const mcpgw_client *c, const mcpgw_call_options *o, const char *mcp, const char *headers_json, _Out_ mcpgw_op **op)',
+    mcpgw_call_options_set_timeout_ms: optionSetter(
+      'mcpgw_call_options_set_timeout_ms',
+      'uint32_t',
     ),
 
-    // The command text is borrowed from the op: read as a pointer and decoded at once.
+    mcpgw_client_prepare_start_gateway: prepare('mcpgw_client_prepare_start_gateway'),
+    mcpgw_client_prepare_stop_gateway: prepare('mcpgw_client_prepare_stop_gateway'),
+    mcpgw_client_prepare_ensure_gateway_binary: prepare(
+      'mcpgw_client_prepare_ensure_gateway_binary',
+      ', const char *host_path',
+    ),
+    mcpgw_client_prepare_health: prepare('mcpgw_client_prepare_health'),
+    mcpgw_client_prepare_list_mcps: prepare('mcpgw_client_prepare_list_mcps'),
+    mcpgw_client_prepare_add_mcp: prepare('mcpgw_client_prepare_add_mcp', ', const char *spec'),
+    mcpgw_client_prepare_remove_mcp: prepare('mcpgw_client_prepare_remove_mcp', ', const char *n'),
+    mcpgw_client_prepare_list_tools: prepare('mcpgw_client_prepare_list_tools', ', const char *m'),
+    mcpgw_client_prepare_call_tool: prepare(
+      'mcpgw_client_prepare_call_tool',
+      ', const char *mcp, const char *tool, const char *arguments_json',
+    ),
+    mcpgw_client_prepare_set_runtime_headers: prepare(
+      'mcpgw_client_prepare_set_runtime_headers',
+      ', const char *mcp, const char *headers_json',
+    ),
+
+    // Command text and stdin are borrowed from the op: read as pointers and copied at once.
     mcpgw_op_command: f(
       'mcpgw_result mcpgw_op_command(const mcpgw_op *op, _Out_ void **command_out, _Out_ uint32_t *timeout_ms_out)',
+    ),
+    mcpgw_op_command_stdin: f(
+      'mcpgw_result mcpgw_op_command_stdin(const mcpgw_op *op, _Out_ void **buf_out, _Out_ size_t *len_out)',
     ),
     mcpgw_op_complete: f(
       'mcpgw_result mcpgw_op_complete(mcpgw_op *op, int32_t exit_code, const uint8_t *out_buf, size_t out_len, const uint8_t *err_buf, size_t err_len)',
     ),
     mcpgw_op_fail_exec: f('mcpgw_result mcpgw_op_fail_exec(mcpgw_op *op, const char *reason)'),
-    mcpgw_op_is_finished: f('bool mcpgw_op_is_finished(const mcpgw_op *op)'),
     mcpgw_op_result: f('mcpgw_result mcpgw_op_result(const mcpgw_op *op)'),
     mcpgw_op_error: f('const mcpgw_error *mcpgw_op_error(const mcpgw_op *op)'),
     mcpgw_op_name: f('const char *mcpgw_op_name(const mcpgw_op *op)'),
     mcpgw_op_result_json: f(
       'mcpgw_result mcpgw_op_result_json(const mcpgw_op *op, _Out_ void **json_out)',
-    ),
-    mcpgw_op_tool_chunk: f(
-      'mcpgw_result mcpgw_op_tool_chunk(const mcpgw_op *op, _Out_ mcpgw_tool_chunk **chunk_out, _Out_ mcpgw_error **error_out)',
     ),
     mcpgw_op_free: f('void mcpgw_op_free(mcpgw_op *op)'),
 
@@ -215,46 +287,57 @@ function declare(lib) {
     mcpgw_error_detail: f('const char *mcpgw_error_detail(const mcpgw_error *error)'),
     mcpgw_error_free: f('void mcpgw_error_free(mcpgw_error *error)'),
 
-    mcpgw_tool_chunk_state: f('uint32_t mcpgw_tool_chunk_state(const mcpgw_tool_chunk *chunk)'),
-    mcpgw_tool_chunk_is_last: f('bool mcpgw_tool_chunk_is_last(const mcpgw_tool_chunk *chunk)'),
-    mcpgw_tool_chunk_id: f('const char *mcpgw_tool_chunk_id(const mcpgw_tool_chunk *chunk)'),
-    mcpgw_tool_chunk_metadata_json: f(
-      'const char *mcpgw_tool_chunk_metadata_json(const mcpgw_tool_chunk *chunk)',
+    // A ToolChunk crosses as JSON, both ways: the wire's own shape, one decoding path.
+    mcpgw_tool_chunk_from_json: f(
+      'mcpgw_result mcpgw_tool_chunk_from_json(const char *json, _Out_ mcpgw_tool_chunk **chunk_out, _Out_ mcpgw_error **error_out)',
     ),
-    mcpgw_tool_chunk_block_count: f(
-      'size_t mcpgw_tool_chunk_block_count(const mcpgw_tool_chunk *chunk)',
-    ),
-    mcpgw_tool_chunk_block: f(
-      'mcpgw_result mcpgw_tool_chunk_block(const mcpgw_tool_chunk *chunk, size_t index, _Out_ const mcpgw_block **block_out)',
+    mcpgw_tool_chunk_to_json: f(
+      'mcpgw_result mcpgw_tool_chunk_to_json(const mcpgw_tool_chunk *chunk, _Out_ void **json_out)',
     ),
     mcpgw_tool_chunk_free: f('void mcpgw_tool_chunk_free(mcpgw_tool_chunk *chunk)'),
 
-    mcpgw_block_get_type: f('uint32_t mcpgw_block_get_type(const mcpgw_block *block)'),
-    mcpgw_block_id: f('const char *mcpgw_block_id(const mcpgw_block *block)'),
-    // Text may contain NUL and data is binary: both come back as pointer and length.
-    mcpgw_block_text: f(
-      'mcpgw_result mcpgw_block_text(const mcpgw_block *block, _Out_ void **text_out, _Out_ size_t *len_out)',
+    mcpgw_session_open: f(
+      'mcpgw_result mcpgw_session_open(const mcpgw_client *client, _Out_ mcpgw_session **session_out, _Out_ mcpgw_error **error_out)',
     ),
-    mcpgw_block_data: f(
-      'mcpgw_result mcpgw_block_data(const mcpgw_block *block, _Out_ void **data_out, _Out_ size_t *len_out)',
+    mcpgw_session_command: f('const char *mcpgw_session_command(const mcpgw_session *session)'),
+    mcpgw_session_submit: f(
+      'mcpgw_result mcpgw_session_submit(mcpgw_session *session, mcpgw_op *op, bool stream, _Out_ uint64_t *id_out)',
     ),
-    mcpgw_block_media_type: f('const char *mcpgw_block_media_type(const mcpgw_block *block)'),
-    mcpgw_block_url: f('const char *mcpgw_block_url(const mcpgw_block *block)'),
-    mcpgw_block_name: f('const char *mcpgw_block_name(const mcpgw_block *block)'),
+    mcpgw_session_cancel: f('bool mcpgw_session_cancel(mcpgw_session *session, uint64_t id)'),
+    mcpgw_session_output: f(
+      'mcpgw_result mcpgw_session_output(const mcpgw_session *session, _Out_ void **buf_out, _Out_ size_t *len_out)',
+    ),
+    mcpgw_session_consume: f('void mcpgw_session_consume(mcpgw_session *session, size_t n)'),
+    mcpgw_session_feed: f(
+      'mcpgw_result mcpgw_session_feed(mcpgw_session *session, const uint8_t *buf, size_t len)',
+    ),
+    mcpgw_session_feed_eof: f(
+      'void mcpgw_session_feed_eof(mcpgw_session *session, const char *reason)',
+    ),
+    mcpgw_session_close: f('void mcpgw_session_close(mcpgw_session *session)'),
+    mcpgw_session_is_lost: f('bool mcpgw_session_is_lost(const mcpgw_session *session)'),
+    mcpgw_session_next_event: f(
+      'mcpgw_result mcpgw_session_next_event(mcpgw_session *session, _Out_ mcpgw_session_event **event_out)',
+    ),
+    mcpgw_session_free: f('void mcpgw_session_free(mcpgw_session *session)'),
+    mcpgw_session_event_kind: f(
+      'uint32_t mcpgw_session_event_kind(const mcpgw_session_event *event)',
+    ),
+    mcpgw_session_event_id: f('uint64_t mcpgw_session_event_id(const mcpgw_session_event *event)'),
+    mcpgw_session_event_chunk: f(
+      'const mcpgw_tool_chunk *mcpgw_session_event_chunk(const mcpgw_session_event *event)',
+    ),
+    mcpgw_session_event_text: f(
+      'const char *mcpgw_session_event_text(const mcpgw_session_event *event)',
+    ),
+    mcpgw_session_event_free: f('void mcpgw_session_event_free(mcpgw_session_event *event)'),
   };
-  return fns;
 }
 
 /** A copy of `len` bytes of native memory at `ptr` (borrowed, not freed here). */
 export function copyBytes(ptr, len) {
-  if (!len) return new Uint8Array(0);
-  return new Uint8Array(koffi.view(ptr, len).slice(0));
-}
-
-/** The UTF-8 text of `len` bytes of native memory at `ptr` (borrowed, not freed here). */
-export function decodeText(ptr, len) {
-  if (!len) return '';
-  return Buffer.from(koffi.view(ptr, len)).toString('utf8');
+  if (!len) return Buffer.alloc(0);
+  return Buffer.from(koffi.view(ptr, len).slice(0));
 }
 
 /** A NUL-terminated string at `ptr`, decoded; the caller still owns the memory. */

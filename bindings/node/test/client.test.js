@@ -19,9 +19,9 @@ import {
   TimeoutError,
   nativeStats,
 } from '../index.js';
-import { gatewayPath, makeSandbox } from './helpers.js';
+import { makeSandbox } from './helpers.js';
 
-const ZERO = { clients: 0, ops: 0, chunks: 0, errors: 0, strings: 0 };
+const ZERO = { clients: 0, ops: 0, chunks: 0, errors: 0, strings: 0, sessions: 0 };
 
 /** A client attached to a gateway that is not there: every call runs commands through `exec`. */
 function attached(exec, extra = {}) {
@@ -56,6 +56,7 @@ test('bad options are refused before anything native is allocated', () => {
     { exec, gatewayPath: 'a\0b' },
     { exec, timeoutMs: 0 },
     { exec, agentId: 7 },
+    { exec, execStdin: 'yes' },
   ];
   for (const options of bad) {
     assert.throws(() => new Client(options), InvalidArgumentError, JSON.stringify(options));
@@ -144,13 +145,16 @@ test('the exec gets the command, its timeout and a signal', async () => {
 
 test('abort: a call is rejected at once even when the exec ignores its signal', async () => {
   let execSignal;
+  let execCalled;
+  const called = new Promise((resolve) => (execCalled = resolve));
   const client = attached((command, { signal }) => {
     execSignal = signal;
+    execCalled();
     return new Promise(() => {});
   });
   const ac = new AbortController();
   const call = client.callTool('x', 'y', {}, { signal: ac.signal });
-  await new Promise((r) => setTimeout(r, 50));
+  await called;
   assert.equal(nativeStats().ops, 1);
   ac.abort();
   const e = await rejectsWith(call, AbortError);
@@ -183,11 +187,17 @@ test('timeout: an exec that never finishes is given up on after the command time
 
 test('close: idempotent; later calls throw InvalidStateError; calls under way finish', async () => {
   let release;
+  let execCalled;
+  const called = new Promise((resolve) => (execCalled = resolve));
   const client = attached(
-    () => new Promise((resolve) => (release = () => resolve({ exitCode: 0, stdout: 'not http' }))),
+    () =>
+      new Promise((resolve) => {
+        release = () => resolve({ exitCode: 0, stdout: 'not http' });
+        execCalled();
+      }),
   );
   const pending = client.health();
-  await new Promise((r) => setTimeout(r, 20));
+  await called;
   client.close();
   client.close();
   assert.equal(client.closed, true);
@@ -211,8 +221,9 @@ test('arguments that cannot cross into C are refused', async () => {
   client.close();
 });
 
-test('ensureGatewayBinary uploads a file in pieces, checks it, and skips an identical one', async () => {
-  const sb = makeSandbox();
+/** Installs a random 300 kB "binary" into a local sandbox with `exec`; returns what happened. */
+async function install(stdin) {
+  const sb = makeSandbox({ stdin });
   try {
     const host = join(sb.dir, 'host');
     mkdirSync(host);
@@ -225,22 +236,42 @@ test('ensureGatewayBinary uploads a file in pieces, checks it, and skips an iden
     const first = await client.ensureGatewayBinary(source);
     assert.equal(first.uploaded, true);
     assert.equal(first.path, target);
-    assert.ok(sb.commands.length > 3, 'uploaded over several commands');
     assert.deepEqual(readFileSync(target), content);
     assert.equal(first.sha256, execFileSync('sha256sum', [source]).toString().split(' ')[0]);
+    const commands = sb.commands.length;
+    const stdins = [...sb.stdins];
     const again = await client.ensureGatewayBinary(source);
     assert.equal(again.uploaded, false);
     client.close();
+    return { commands, stdins };
   } finally {
     sb.remove();
   }
+}
+
+test('ensureGatewayBinary with an exec that passes stdin: the file goes in one command', async () => {
+  const { commands, stdins } = await install(true);
+  const withStdin = stdins.filter((n) => n > 0);
+  assert.deepEqual(withStdin, [300_000], `stdin sizes ${stdins}`);
+  assert.ok(commands <= 3, `${commands} commands`);
+});
+
+test('ensureGatewayBinary with an exec that passes no stdin: the file is staged in pieces', async () => {
+  const { commands, stdins } = await install(false);
+  assert.ok(commands > 3, `uploaded over ${commands} commands`);
+  assert.ok(
+    stdins.every((n) => n === 0),
+    'no stdin for an exec that did not declare it',
+  );
 });
 
 test('ensureGatewayBinary reads and hashes the host file off the event loop; close() meanwhile is safe', async () => {
-  // The gateway binary is large (over 100 MB in a debug build): reading and hashing it takes a
-  // while, on a worker thread. Measured as the call's synchronous part and as timer ticks while it
-  // runs, not as timer lag: the hashing thread competes for the CPU with everything else here.
-  const big = gatewayPath();
+  // Reading and hashing an 8 MB file takes a while (longer with a debug build of the library),
+  // on a worker thread. Measured as the call's synchronous part and as timer ticks while it runs,
+  // not as timer lag: the hashing thread competes for the CPU with everything else here.
+  const sb = makeSandbox();
+  const big = join(sb.dir, 'big');
+  writeFileSync(big, randomBytes(8 << 20));
   const stop = new Error('stop after the first command');
   const client = new Client({
     exec: async () => {
@@ -264,6 +295,7 @@ test('ensureGatewayBinary reads and hashes the host file off the event loop; clo
     assert.ok(ticks >= Math.min(20, took / 20), `${ticks} timer ticks in ${took} ms`);
   } finally {
     clearInterval(timer);
+    sb.remove();
   }
   assert.deepEqual(nativeStats(), ZERO);
 });

@@ -1,15 +1,25 @@
-// The examples work as documented, and the TypeScript types check.
+// The examples work as documented; the TypeScript declarations (types/, generated from the JSDoc
+// of the sources) are current, cover every export, and type-check the typed example.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import * as mcpgw from '../index.js';
-import { REPO, gatewayPath, testserverPath } from './helpers.js';
+import { PACKAGE, gatewayPath, testserverPath } from './helpers.js';
 
-const PACKAGE = join(REPO, 'bindings', 'node');
+const TSC = join(PACKAGE, 'node_modules', '.bin', 'tsc');
+
+/** Every file under `dir`, relative to it, sorted. */
+function filesUnder(dir) {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => relative(dir, join(e.parentPath ?? e.path, e.name)))
+    .sort();
+}
 
 test('examples/quickstart.mjs runs the whole cycle', () => {
   const r = spawnSync(
@@ -31,20 +41,46 @@ test('examples/quickstart.mjs runs the whole cycle', () => {
   }
 });
 
-test('index.d.ts declares every export of index.js, and type-checks with the typed example', () => {
-  const dts = readFileSync(join(PACKAGE, 'index.d.ts'), 'utf8');
-  const declared = new Set(
-    [...dts.matchAll(/^export (?:declare )?(?:class|function|const) (\w+)/gm)].map((m) => m[1]),
+test('types/ is what `npm run types` generates from the sources now', (t) => {
+  const out = mkdtempSync(join(tmpdir(), 'mcpgw-types-'));
+  t.after(() => rmSync(out, { recursive: true, force: true }));
+  const r = spawnSync(TSC, ['-p', join(PACKAGE, 'tsconfig.types.json'), '--outDir', out], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, `tsc failed:\n${r.stdout}${r.stderr}`);
+  const checkedIn = join(PACKAGE, 'types');
+  assert.deepEqual(filesUnder(checkedIn), filesUnder(out), 'run `npm run types`');
+  for (const file of filesUnder(out)) {
+    assert.equal(
+      readFileSync(join(checkedIn, file), 'utf8'),
+      readFileSync(join(out, file), 'utf8'),
+      `types/${file} is stale: run \`npm run types\``,
+    );
+  }
+});
+
+test('the declarations cover every export, and examples/typed.ts type-checks against them', (t) => {
+  // A project that depends on the package by name, as an installed one would.
+  const dir = mkdtempSync(join(tmpdir(), 'mcpgw-dts-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  mkdirSync(join(dir, 'node_modules'));
+  symlinkSync(PACKAGE, join(dir, 'node_modules', 'mcpgw'));
+  const names = Object.keys(mcpgw).sort();
+  writeFileSync(
+    join(dir, 'exports.ts'),
+    `import * as m from 'mcpgw';\nexport const names: (keyof typeof m)[] = ${JSON.stringify(names)};\n`,
   );
-  assert.deepEqual([...declared].sort(), Object.keys(mcpgw).sort());
-  const tsc = join(PACKAGE, 'node_modules', '.bin', 'tsc');
-  const r = spawnSync(tsc, ['-p', join(PACKAGE, 'tsconfig.json')], { encoding: 'utf8' });
+  const common = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext'];
+  const types = ['--types', 'node', '--typeRoots', join(PACKAGE, 'node_modules', '@types')];
+  let r = spawnSync(TSC, [...common, ...types, join(dir, 'exports.ts')], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `an export has no declaration:\n${r.stdout}${r.stderr}`);
+  r = spawnSync(TSC, ['-p', join(PACKAGE, 'tsconfig.json')], { encoding: 'utf8' });
   assert.equal(r.status, 0, `tsc failed:\n${r.stdout}${r.stderr}`);
 });
 
 test("the README's quickstart runs as written", () => {
   const readme = readFileSync(join(PACKAGE, 'README.md'), 'utf8');
-  const code = readme.split('## Quickstart')[1].match(/```js\n([\s\S]*?)```/)[1];
+  const code = readme.split('## Quickstart')[1].match(/```js\n([\s\S]*?)```/)?.[1] ?? '';
   const tmp = mkdtempSync(join(tmpdir(), 'mcpgw-readme-'));
   try {
     // From the package directory `import ... from 'mcpgw'` resolves to this package; `[eval]`

