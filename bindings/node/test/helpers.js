@@ -49,8 +49,8 @@ export function testserverSpec(name = 'ts', command = testserverPath()) {
 
 /**
  * Wraps an exec function to record every command it is given (`commands`), the size of its stdin
- * (`stdins`) and what it printed (`outputs`: `{command, stdout}` as Buffers), keeping its
- * `stdin` declaration.
+ * (`stdins`), what it printed (`outputs`: `{command, stdout}` as Buffers) and how long it took
+ * (`durations`, ms), keeping its `stdin` declaration.
  *
  * @param {import('../index.js').ExecFn} inner
  */
@@ -61,16 +61,20 @@ export function recording(inner) {
   const stdins = [];
   /** @type {{command: string, stdout: Buffer}[]} */
   const outputs = [];
+  /** @type {number[]} */
+  const durations = [];
   /** @type {import('../index.js').ExecFn} */
   const exec = async (command, opts) => {
     commands.push(command);
     stdins.push(opts?.stdin?.length ?? 0);
+    const started = performance.now();
     const r = await inner(command, opts);
+    durations.push(performance.now() - started);
     outputs.push({ command, stdout: Buffer.from(/** @type {Uint8Array} */ (r.stdout ?? '')) });
     return r;
   };
   exec.stdin = inner.stdin;
-  return { exec, commands, stdins, outputs };
+  return { exec, commands, stdins, outputs, durations };
 }
 
 /**
@@ -181,9 +185,12 @@ export function dockerImage() {
   return (dockerState = { image: image.stdout.split('\n').pop() ?? '' });
 }
 
-/** Starts a container of the test image; returns its name. */
-export function startContainer(image, name) {
-  const r = sandboxSh('start', image, name);
+/**
+ * Starts a container of the test image; returns its name. `extra` goes to sandbox.sh start (e.g.
+ * `'--', '-v', 'HOST:CONTAINER'`).
+ */
+export function startContainer(image, name, ...extra) {
+  const r = sandboxSh('start', image, name, ...extra);
   if (!r.ok) throw new Error(`starting container ${name} failed: ${r.stderr}`);
   return name;
 }
