@@ -72,7 +72,7 @@ test('the declarations cover every export, and examples/typed.ts type-checks aga
   );
   const common = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext'];
   const types = ['--types', 'node', '--typeRoots', join(PACKAGE, 'node_modules', '@types')];
-  let r = spawnSync(TSC, [...common, ...types, join(dir, 'exports.ts')], { encoding: 'utf8' });
+  let r = spawnSync(TSC, [...common, ...types, 'exports.ts'], { cwd: dir, encoding: 'utf8' });
   assert.equal(r.status, 0, `an export has no declaration:\n${r.stdout}${r.stderr}`);
   r = spawnSync(TSC, ['-p', join(PACKAGE, 'tsconfig.json')], { encoding: 'utf8' });
   assert.equal(r.status, 0, `tsc failed:\n${r.stdout}${r.stderr}`);
