@@ -22,11 +22,10 @@ prepare() {
     version=$(node -p "require('$package/package.json').version")
     tarball=$package/mcpgw-$version.tgz
     [ -f "$tarball" ] || fail "$tarball is missing: run make -C bindings/node pack"
-    mkdir -p "$stage/tools/node_modules/@types"
     cp "$tarball" "$stage/"
-    cp -R "$package/node_modules/typescript" "$stage/tools/node_modules/"
-    cp -R "$package/node_modules/@types/node" "$stage/tools/node_modules/@types/"
-    for dep in undici-types; do
+    # TypeScript (with its native compiler package) and Node's types, as npm installed them here.
+    mkdir -p "$stage/tools/node_modules"
+    for dep in typescript @typescript @types undici-types; do
         [ -d "$package/node_modules/$dep" ] && cp -R "$package/node_modules/$dep" "$stage/tools/node_modules/"
     done
     return 0
