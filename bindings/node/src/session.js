@@ -358,7 +358,12 @@ export class Session {
           case EVENT.PROGRESS: {
             const pending = this.#pending.get(id);
             if (pending?.onProgress) {
-              pending.onProgress(chunkJson(n, n.mcpgw_session_event_chunk(event)));
+              try {
+                pending.onProgress(chunkJson(n, n.mcpgw_session_event_chunk(event)));
+              } catch (e) {
+                // Runs inside the channel's data handler: a throw here must not crash the process.
+                this.#notice(`a progress chunk of call ${id} was dropped: ${e}`);
+              }
             }
             break;
           }
@@ -369,7 +374,7 @@ export class Session {
             this.#pending.get(id)?.settle('unsent');
             break;
           case EVENT.NOTICE:
-            this.#onNotice?.(n.mcpgw_session_event_text(event));
+            this.#notice(n.mcpgw_session_event_text(event));
             break;
           case EVENT.LOST:
             lostText = n.mcpgw_session_event_text(event) ?? 'the session channel is lost';
@@ -382,6 +387,15 @@ export class Session {
         this.#lose(lostText);
         return;
       }
+    }
+  }
+
+  /** Hands `text` to the `onNotice` callback, whose own failure is ignored. */
+  #notice(text) {
+    try {
+      this.#onNotice?.(text);
+    } catch {
+      // A logging callback that throws must not take the channel down.
     }
   }
 
