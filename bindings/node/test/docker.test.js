@@ -234,7 +234,9 @@ describe('docker kill during a session', { skip }, () => {
     const [e1, e2] = await Promise.all([rejection(it.next()), plain]);
     const took = performance.now() - killedAt;
     t.diagnostic(`in-flight calls failed ${took.toFixed(0)} ms after docker kill`);
-    console.log(`docker: in-flight calls failed ${took.toFixed(0)} ms after docker kill returned`);
+    console.log(
+      `docker: in-flight calls failed ${took.toFixed(0)} ms after docker kill was issued`,
+    );
     for (const e of [e1, e2]) {
       assert.ok(e instanceof SessionLostError, `${e}`);
       assert.match(e.message, /exit status 137/);
