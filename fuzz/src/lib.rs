@@ -18,8 +18,11 @@ use mcpgw::wire::frame::{GatewayFrame, HostFrame};
 use mcpgw::wire::{McpSpec, ToolChunk};
 use mcpgw::{CallOptions, Client, Config, ExecOutput, Operation, Output, Transport};
 
+/// A target's body.
+pub type Target = fn(&[u8]);
+
 /// Every target by name.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("response", response),
     ("chunk", chunk),
     ("quote", quote),
