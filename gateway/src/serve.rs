@@ -120,7 +120,7 @@ async fn serve(
             async move {
                 let name = spec.name.clone();
                 if let Err(e) = state.registry.add(&scope, spec, Default::default()).await {
-                    tracing::error!(mcp = %name, "preloading from the config failed: {}", e.detail);
+                    tracing::error!(mcp = %name, "preloading from the config failed: {e}");
                 }
             }
         });
