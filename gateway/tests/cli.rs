@@ -1,14 +1,12 @@
 //! The command line: token sources, refusals, the daemon launch, config preloading and the
 //! built-in `request` client, against the real binary.
 
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use mcpgw_testkit::*;
 use serde_json::{Value, json};
-use support::*;
 
 fn gateway(args: &[&str]) -> Command {
     let mut cmd = Command::new(gateway_bin());

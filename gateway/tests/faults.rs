@@ -1,12 +1,10 @@
 //! Faults against the real process: upstreams that die, hang or write garbage, floods of calls,
 //! oversized bodies, changing tool lists.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use mcpgw_testkit::*;
 use serde_json::{Value, json};
-use support::*;
 
 fn structured(r: Reply) -> Value {
     r.json()["chunk"]["metadata"]["structured_content"].clone()
