@@ -32,6 +32,8 @@ pub struct AppState {
     pub token: Option<Token>,
     /// Reported by `/health`.
     pub instance_nonce: Option<String>,
+    /// `/openapi.json`, rendered once.
+    pub openapi: Bytes,
 }
 
 type Shared = State<Arc<AppState>>;
@@ -68,7 +70,7 @@ async fn require_token(State(state): Shared, request: Request, next: Next) -> Re
             return (
                 StatusCode::UNAUTHORIZED,
                 [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                "invalid gateway token",
+                crate::openapi::UNAUTHORIZED,
             )
                 .into_response();
         }
@@ -205,11 +207,12 @@ async fn metrics(State(state): Shared) -> Response {
         .into_response()
 }
 
-/// The OpenAPI 3.1 description of this surface.
-const OPENAPI: &str = include_str!("openapi.json");
-
-async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+async fn openapi(State(state): Shared) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        state.openapi.clone(),
+    )
+        .into_response()
 }
 
 async fn list_mcps(State(state): Shared, RawQuery(raw): RawQuery) -> Result<Response, Error> {

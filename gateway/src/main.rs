@@ -12,6 +12,7 @@ mod client;
 mod config;
 mod error;
 mod metrics;
+mod openapi;
 mod registry;
 mod serve;
 mod upstream;

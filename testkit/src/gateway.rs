@@ -22,6 +22,9 @@ pub struct Gateway {
     pub dir: TempDir,
     /// The HTTP client.
     pub http: reqwest::Client,
+    /// The gateway's `/openapi.json`, fetched on first use: every answer a test gets is checked
+    /// against it.
+    openapi: tokio::sync::OnceCell<Value>,
 }
 
 /// Starts `mcpgw-gateway --port 0 --token-file DIR/state/token --log-file DIR/gateway.log`
@@ -78,6 +81,7 @@ pub fn start_gateway_with(extra: &[&str], configure: impl FnOnce(&mut Command)) 
         token,
         dir,
         http,
+        openapi: tokio::sync::OnceCell::new(),
     }
 }
 
@@ -167,11 +171,49 @@ impl Gateway {
             .get("content-type")
             .map(|v| v.to_str().unwrap().to_string())
             .unwrap_or_default();
-        Reply {
+        let reply = Reply {
             status,
             body: resp.bytes().await.unwrap().to_vec(),
             content_type,
-        }
+        };
+        self.assert_documented(method, path, &reply).await;
+        reply
+    }
+
+    /// The gateway's OpenAPI document.
+    pub async fn openapi(&self) -> &Value {
+        self.openapi
+            .get_or_init(|| async {
+                let resp = self
+                    .http
+                    .get(self.url("/openapi.json"))
+                    .header("authorization", format!("Bearer {}", self.token))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(resp.status(), 200);
+                serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap()
+            })
+            .await
+    }
+
+    /// Panics unless the document lists the reply's status for the request's route and method
+    /// (routes and methods it does not list are the router's fallbacks: not checked).
+    pub async fn assert_documented(&self, method: &str, path: &str, reply: &Reply) {
+        let doc = self.openapi().await;
+        let path = path.split('?').next().unwrap();
+        let Some((route, op)) = operation(doc, method, path) else {
+            return;
+        };
+        let documented = op["responses"]
+            .as_object()
+            .is_some_and(|r| r.contains_key(&reply.status.to_string()));
+        assert!(
+            documented,
+            "{method} {path} answered {} ({}), which /openapi.json does not list for {route}",
+            reply.status,
+            reply.text()
+        );
     }
 
     /// `GET`.
@@ -224,4 +266,19 @@ impl Drop for Gateway {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The route template of the document that `path` matches, and its operation for `method`.
+pub fn operation<'a>(doc: &'a Value, method: &str, path: &str) -> Option<(&'a str, &'a Value)> {
+    let segments: Vec<&str> = path.split('/').collect();
+    doc["paths"].as_object()?.iter().find_map(|(route, item)| {
+        let template: Vec<&str> = route.split('/').collect();
+        let matches = template.len() == segments.len()
+            && template
+                .iter()
+                .zip(&segments)
+                .all(|(t, s)| t == s || (t.starts_with('{') && t.ends_with('}') && !s.is_empty()));
+        let op = item.get(method.to_ascii_lowercase())?;
+        matches.then_some((route.as_str(), op))
+    })
 }
