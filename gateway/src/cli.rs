@@ -193,14 +193,9 @@ fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
         .map_err(|_| format!("--{flag}: {value:?} is not a valid number"))
 }
 
+/// Seconds as the wire contract bounds every deadline: positive, at most a day.
 fn seconds(flag: &str, value: &str) -> Result<Duration, String> {
-    let s: f64 = number(flag, value)?;
-    if !(s.is_finite() && s > 0.0 && s < 1e9) {
-        return Err(format!(
-            "--{flag}: {value:?} is not a positive number of seconds"
-        ));
-    }
-    Ok(Duration::from_secs_f64(s))
+    mcpgw::wire::spec::timeout_secs(&format!("--{flag}"), number(flag, value)?)
 }
 
 fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {

@@ -3,6 +3,7 @@
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,13 +22,70 @@ const HEALTH_LIMIT: Duration = Duration::from_secs(10);
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(5);
 
 /// Runs the gateway; returns when it has shut down (or, with `--daemon`, in the launching
-/// process once the detached gateway listens).
+/// process once the detached gateway listens). A start that fails says why on stderr (and in
+/// the log) and removes what it created: the token file it minted, the log file it opened, and
+/// the token file's directory when that is left empty.
 pub fn run(args: ServeArgs) -> ExitCode {
-    match start(args) {
-        Ok(code) => code,
+    let mut leftovers = Leftovers::before_start(&args);
+    let logged = args.log_file.is_some();
+    match start(args, &mut leftovers) {
+        Ok(code) => {
+            if code != ExitCode::SUCCESS {
+                leftovers.remove();
+            }
+            code
+        }
         Err(e) => {
+            if logged {
+                tracing::error!("{e}");
+            }
             eprintln!("mcpgw-gateway: {e}");
+            leftovers.remove();
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// What a start may create, so that a start that fails can remove it.
+#[derive(Debug, Default)]
+struct Leftovers {
+    /// Whether this process is the one to clean up (a detached gateway leaves it to its
+    /// launcher, which reads the log first).
+    owner: bool,
+    /// The token file, once this start minted it.
+    token_file: Option<PathBuf>,
+    /// The log file, when it did not exist before this start.
+    log_file: Option<PathBuf>,
+    /// The token file's directory: the launcher made it for this gateway (`mkdir -p`), so it
+    /// goes too when nothing else is in it.
+    state_dir: Option<PathBuf>,
+}
+
+impl Leftovers {
+    fn before_start(args: &ServeArgs) -> Leftovers {
+        Leftovers {
+            owner: true,
+            token_file: None,
+            log_file: args.log_file.clone().filter(|p| !p.exists()),
+            state_dir: args
+                .token_file
+                .as_ref()
+                .and_then(|t| t.parent())
+                .filter(|d| !d.as_os_str().is_empty())
+                .map(PathBuf::from),
+        }
+    }
+
+    fn remove(&self) {
+        if !self.owner {
+            return;
+        }
+        for file in [&self.token_file, &self.log_file].into_iter().flatten() {
+            let _ = std::fs::remove_file(file);
+        }
+        if let Some(dir) = &self.state_dir {
+            // Only an empty directory is removed.
+            let _ = std::fs::remove_dir(dir);
         }
     }
 }
@@ -51,9 +109,12 @@ fn bind_address(args: &ServeArgs) -> Result<SocketAddr, String> {
     Ok(SocketAddr::new(ip, args.port))
 }
 
-fn start(args: ServeArgs) -> Result<ExitCode, String> {
+fn start(args: ServeArgs, leftovers: &mut Leftovers) -> Result<ExitCode, String> {
+    // Logging first: every refusal below reaches the configured log too.
+    init_logging(&args)?;
     let addr = bind_address(&args)?;
-    let token = auth::resolve(&args)?;
+    let resolved = auth::resolve(&args)?;
+    leftovers.token_file = resolved.minted;
     let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let port = listener
         .local_addr()
@@ -63,31 +124,30 @@ fn start(args: ServeArgs) -> Result<ExitCode, String> {
     let mut ready_pipe = if args.daemon {
         match detach(&args)? {
             Detached::Parent(code) => return Ok(code),
-            Detached::Child(pipe) => Some(pipe),
+            Detached::Child(pipe) => {
+                leftovers.owner = false;
+                Some(pipe)
+            }
         }
     } else {
         None
     };
 
-    let result = init_logging(&args).and_then(|()| {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(match args.threads {
-                // Half the cores, at most 4: the upstreams and the sandbox's own work need the
-                // rest (measured: on 2 cores one worker serves more calls than two).
-                0 => std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4)),
-                n => n,
-            })
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-        let result = runtime.block_on(serve(args, token, listener, port, &mut ready_pipe));
-        // Upstream tasks may still hold process groups if a close timed out.
-        crate::upstream::stdio::kill_all_groups();
-        runtime.shutdown_timeout(Duration::from_millis(200));
-        result
-    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(match args.threads {
+            // Half the cores, at most 4: the upstreams and the sandbox's own work need the
+            // rest (measured: on 2 cores one worker serves more calls than two).
+            0 => std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4)),
+            n => n,
+        })
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let result = runtime.block_on(serve(args, resolved.token, listener, port, &mut ready_pipe));
+    // Upstream tasks may still hold process groups if a close timed out.
+    crate::upstream::stdio::kill_all_groups();
+    runtime.shutdown_timeout(Duration::from_millis(200));
     if let Err(e) = &result {
-        tracing::error!("{e}");
         // A detached gateway tells its launcher why it did not come up.
         if let Some(pipe) = ready_pipe.take() {
             let mut pipe = std::fs::File::from(pipe);

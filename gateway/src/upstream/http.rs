@@ -158,13 +158,16 @@ impl StreamableHttpClient for HeaderedClient {
     }
 }
 
+/// How long the plain request of [`diagnose`] may take at most.
+const DIAGNOSE_LIMIT: Duration = Duration::from_secs(10);
+
 /// Asks the server once more, plainly, why it cannot be reached: rmcp's transport error keeps
 /// only reqwest's summary ("error sending request"), while the cause a person can act on
 /// (connection refused, an untrusted certificate) sits further down the chain. Only on the
 /// failure path.
 pub async fn diagnose(config: &HttpConfig) -> Option<String> {
     let client = client_builder(config).ok()?.build().ok()?;
-    let limit = Duration::from_secs_f64(config.timeout.unwrap_or(10.0).min(10.0));
+    let limit = super::http_timeout(config).map_or(DIAGNOSE_LIMIT, |t| t.min(DIAGNOSE_LIMIT));
     match tokio::time::timeout(limit, client.get(config.url.as_str()).send()).await {
         Ok(Err(e)) => Some(super::error_chain(&e)),
         _ => None,
@@ -175,8 +178,8 @@ pub async fn diagnose(config: &HttpConfig) -> Option<String> {
 pub fn client_builder(config: &HttpConfig) -> Result<reqwest::ClientBuilder, String> {
     let mut builder =
         reqwest::Client::builder().tls_backend_preconfigured(super::tls::client_config()?);
-    if let Some(t) = config.timeout {
-        builder = builder.connect_timeout(Duration::from_secs_f64(t));
+    if let Some(t) = super::http_timeout(config) {
+        builder = builder.connect_timeout(t);
     }
     Ok(builder)
 }
