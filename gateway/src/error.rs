@@ -115,6 +115,17 @@ pub enum Error {
         /// How it died ("exited (exit status 3; stderr: ...)").
         report: String,
     },
+    /// The upstream's reply was larger than the gateway accepts; it was dropped unread.
+    ReplyTooLarge {
+        /// The MCP.
+        mcp: String,
+        /// The tool called.
+        tool: String,
+        /// The reply's size.
+        bytes: u64,
+        /// `--max-reply-bytes`.
+        limit: usize,
+    },
     /// The upstream answered with a JSON-RPC error.
     Rpc {
         /// The MCP.
@@ -221,6 +232,17 @@ impl fmt::Display for Error {
                 py_repr(mcp),
                 py_repr(tool)
             ),
+            Error::ReplyTooLarge {
+                mcp,
+                tool,
+                bytes,
+                limit,
+            } => write!(
+                f,
+                "the reply of {} to the call of {} was {bytes} bytes, more than --max-reply-bytes ({limit}); it was dropped",
+                py_repr(mcp),
+                py_repr(tool)
+            ),
             Error::Rpc { mcp, code, message } => {
                 write!(f, "{} answered with error {code}: {message}", py_repr(mcp))
             }
@@ -249,6 +271,7 @@ impl Error {
             | Error::Crashing { .. }
             | Error::Died { .. }
             | Error::Rpc { .. }
+            | Error::ReplyTooLarge { .. }
             | Error::Upstream(_) => StatusCode::BAD_GATEWAY,
             Error::Deadline { .. } | Error::SetupTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
         };

@@ -306,6 +306,15 @@ fn endpoints() -> Vec<Endpoint> {
                         "the upstream died during the call (it is not retried)",
                     ),
                     (
+                        Error::ReplyTooLarge {
+                            mcp: name(),
+                            tool: "read".into(),
+                            bytes: 1 << 30,
+                            limit: 64 << 20,
+                        },
+                        "the reply was larger than --max-reply-bytes",
+                    ),
+                    (
                         Error::Rpc {
                             mcp: name(),
                             code: -32602,

@@ -168,6 +168,8 @@ async fn serve(
         registry: Registry::new(Settings {
             call_timeout: args.call_timeout,
             connect_timeout: args.connect_timeout,
+            max_reply_bytes: args.max_reply_bytes,
+            log_lines_per_sec: args.log_rate,
         }),
         token,
         instance_nonce: args.instance_nonce.clone(),

@@ -131,3 +131,35 @@ pub fn rss_kib(pid: u32) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or_else(|| panic!("no VmRSS for {pid}"))
 }
+
+/// Samples a process's resident memory every few milliseconds until dropped.
+pub struct RssSampler {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl RssSampler {
+    /// Starts sampling `pid`.
+    pub fn start(pid: u32) -> RssSampler {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut peak = 0;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(rss_kib(pid));
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            peak.max(rss_kib(pid))
+        });
+        RssSampler {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops and returns the peak, in KiB.
+    pub fn peak(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}

@@ -173,3 +173,35 @@ pub fn everything_in_mode(mode: &str, path: &str) -> Server {
 pub fn everything_http() -> Server {
     everything_in_mode("streamableHttp", "/mcp")
 }
+
+/// A stdio spec for `gateway/tests/servers/rogue_mcp.py`, the server that misbehaves on
+/// request (junk, huge replies, endless lines, floods, escaping processes).
+pub fn rogue_stdio(name: &str) -> Value {
+    json!({"name": name, "mcp_config": {"type": "stdio_mcp", "command": "python3",
+        "args": [repo().join("gateway/tests/servers/rogue_mcp.py")]}})
+}
+
+/// `gateway/tests/servers/rogue_sse.py`: a legacy SSE MCP server whose tool `endless` answers
+/// with an event that never ends.
+pub fn rogue_sse() -> Server {
+    let mut child = Command::new("python3")
+        .arg(repo().join("gateway/tests/servers/rogue_sse.py"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    Server {
+        child,
+        url,
+        stderr: Captured::default(),
+    }
+}

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::progress::ProgressSender;
 use super::session::Session;
-use super::{Upstream, error_chain};
+use super::{Upstream, error_chain, stdio};
 use crate::error::{DeadlineSource, Error, py_repr};
 
 impl Upstream {
@@ -97,6 +97,19 @@ impl Upstream {
                     limit,
                     source,
                 }),
+                Err(ServiceError::McpError(e))
+                    if let Some(bytes) = e
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get(stdio::TOO_LARGE_KEY)?.as_u64()) =>
+                {
+                    Err(Error::ReplyTooLarge {
+                        mcp: name.clone(),
+                        tool: tool.to_string(),
+                        bytes,
+                        limit: self.settings.max_reply_bytes,
+                    })
+                }
                 Err(ServiceError::McpError(e)) => Err(Error::Rpc {
                     mcp: name.clone(),
                     code: e.code.0,

@@ -184,14 +184,13 @@ pub fn client_builder(config: &HttpConfig) -> Result<reqwest::ClientBuilder, Str
     Ok(builder)
 }
 
-/// The largest single response accepted from an HTTP upstream.
-const MAX_RESPONSE_BYTES: usize = 512 << 20;
-
 /// Builds the transport for one session: static headers from the spec, runtime headers from
-/// `runtime`, and the spec's `timeout` bounding how long a connection may take to open.
+/// `runtime`, the spec's `timeout` bounding how long a connection may take to open, and
+/// `max_reply_bytes` bounding one response or event.
 pub fn transport(
     config: &HttpConfig,
     runtime: SharedHeaders,
+    max_reply_bytes: usize,
 ) -> Result<StreamableHttpClientTransport<HeaderedClient>, String> {
     let static_headers = header_map(config.headers.as_ref().unwrap_or(&BTreeMap::new()))
         .map_err(|e| format!("mcp_config.headers: {e}"))?;
@@ -200,8 +199,8 @@ pub fn transport(
         .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
     let transport_config = StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
         .custom_headers(static_headers)
-        .max_sse_event_size(MAX_RESPONSE_BYTES)
-        .max_json_response_size(MAX_RESPONSE_BYTES);
+        .max_sse_event_size(max_reply_bytes)
+        .max_json_response_size(max_reply_bytes);
     Ok(StreamableHttpClientTransport::with_client(
         HeaderedClient { inner, runtime },
         transport_config,

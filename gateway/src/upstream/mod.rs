@@ -12,6 +12,8 @@
 
 pub mod call;
 pub mod http;
+pub mod lines;
+pub mod logs;
 pub mod progress;
 pub mod session;
 pub mod sse;
@@ -32,13 +34,18 @@ use session::Session;
 use supervisor::RestartPolicy;
 use tools::ToolCache;
 
-/// Timeouts that apply to every upstream.
+/// Limits that apply to every upstream.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
     /// A tool call's deadline when neither the MCP's `execution_timeout` nor the request sets one.
     pub call_timeout: Duration,
     /// How long spawning/connecting, initializing and the first tool listing may take.
     pub connect_timeout: Duration,
+    /// The largest single message accepted from an upstream: a stdio line, an SSE event, an
+    /// HTTP response.
+    pub max_reply_bytes: usize,
+    /// Log lines (log notifications and stderr lines) each upstream may write per second.
+    pub log_lines_per_sec: u32,
 }
 
 /// What `GET /mcps` shows of an upstream's health, and the restart policy behind it.
@@ -61,6 +68,7 @@ pub struct Upstream {
     session: Mutex<Option<Arc<Session>>>,
     reconnect: tokio::sync::Mutex<()>,
     tools: Arc<ToolCache>,
+    log: Arc<logs::UpstreamLog>,
     health: Mutex<Health>,
     closed: AtomicBool,
     /// Calls, errors and latency, for `/metrics`.
@@ -80,11 +88,14 @@ impl Upstream {
         let upstream = Arc::new(Upstream {
             name: spec.name.clone(),
             runtime_headers: Arc::new(RwLock::new(headers)),
-            spec,
             settings,
             session: Mutex::new(None),
             reconnect: tokio::sync::Mutex::new(()),
             tools: Arc::default(),
+            log: Arc::new(logs::UpstreamLog::new(
+                &spec.name,
+                settings.log_lines_per_sec,
+            )),
             health: Mutex::new(Health {
                 state: McpState::Connecting,
                 pid: None,
@@ -93,6 +104,7 @@ impl Upstream {
             }),
             closed: AtomicBool::new(false),
             metrics: Default::default(),
+            spec,
         });
         let session = upstream
             .open_session()
@@ -143,6 +155,8 @@ impl Upstream {
             runtime_headers: &self.runtime_headers,
             tools: &self.tools,
             limit: self.setup_limit(),
+            max_reply_bytes: self.settings.max_reply_bytes,
+            log: &self.log,
         })
         .await
     }

@@ -6,19 +6,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpgw::wire::McpConfig;
-#[allow(deprecated)]
-use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use rmcp::{ClientHandler, ServiceExt};
 
+use super::logs::UpstreamLog;
 use super::progress::{ProgressRoutes, ProgressTap};
 use super::stdio::ChildProcess;
 use super::tools::{ToolCache, fetch_tools};
 use super::{error_chain, http, sse, stdio};
 
-/// Receives what the upstream sends on its own: tool list changes, log messages. (Progress is
-/// routed by the transport tap, in order.)
+/// Receives what the upstream sends on its own: tool list changes. (Progress and log messages
+/// are taken out by the transport tap.)
 #[derive(Clone)]
 pub struct Handler {
     name: Arc<str>,
@@ -47,15 +46,6 @@ impl ClientHandler for Handler {
             }
         });
     }
-
-    #[allow(deprecated)] // MCP logging is deprecated upstream but servers still send it.
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        tracing::info!(mcp = %self.name, level = ?params.level, "upstream log: {}", params.data);
-    }
 }
 
 /// One live connection to the upstream.
@@ -68,7 +58,12 @@ pub struct Session {
     pub routes: Arc<ProgressRoutes>,
     /// The server promised `notifications/tools/list_changed`, so the cached list stays true.
     pub announces_tool_changes: bool,
+    /// Why the transport ended, when it ended the session itself (e.g. an oversized event).
+    closed_because: CloseReason,
 }
+
+/// Why a transport ended the session, set by the transport.
+pub type CloseReason = Arc<std::sync::Mutex<Option<String>>>;
 
 impl Session {
     /// Whether the transport is open and the child (if any) has not exited.
@@ -98,6 +93,9 @@ impl Session {
 
     /// Why the session is gone, for error messages.
     pub async fn death_report(&self) -> String {
+        if let Some(reason) = self.closed_because.lock().unwrap().clone() {
+            return reason;
+        }
         match &self.child {
             Some(child) => format!("exited ({})", child.death_report().await),
             None => "closed the connection".to_string(),
@@ -117,12 +115,17 @@ pub struct Opening<'a> {
     pub tools: &'a Arc<ToolCache>,
     /// How long spawning or connecting plus the handshake may take.
     pub limit: Duration,
+    /// The largest message accepted from the upstream.
+    pub max_reply_bytes: usize,
+    /// Where its log messages and stderr go.
+    pub log: &'a Arc<UpstreamLog>,
 }
 
 /// Starts a new session: spawn or connect, then the MCP handshake, within `limit`. The error is
 /// the reason, for a person.
 pub async fn open(o: Opening<'_>) -> Result<Arc<Session>, String> {
     let routes = Arc::new(ProgressRoutes::default());
+    let closed_because = CloseReason::default();
     let handler = Handler {
         name: o.name.into(),
         tools: o.tools.clone(),
@@ -130,10 +133,11 @@ pub async fn open(o: Opening<'_>) -> Result<Arc<Session>, String> {
     let limit = o.limit;
     let (service, child) = match o.config {
         McpConfig::Stdio(config) => {
-            let (child, transport) = stdio::spawn(o.name, config)?;
+            let (child, transport) =
+                stdio::spawn(o.name, config, o.max_reply_bytes, o.log.clone())?;
             match tokio::time::timeout(
                 limit,
-                handler.serve(ProgressTap::new(transport, routes.clone())),
+                handler.serve(ProgressTap::new(transport, routes.clone(), o.log.clone())),
             )
             .await
             {
@@ -157,9 +161,10 @@ pub async fn open(o: Opening<'_>) -> Result<Arc<Session>, String> {
         }
         McpConfig::Http(config) if config.is_legacy_sse() => {
             let opened = tokio::time::timeout(limit, async {
-                let transport = sse::connect(o.name, config).await?;
+                let transport =
+                    sse::connect(o.name, config, o.max_reply_bytes, closed_because.clone()).await?;
                 handler
-                    .serve(ProgressTap::new(transport, routes.clone()))
+                    .serve(ProgressTap::new(transport, routes.clone(), o.log.clone()))
                     .await
                     .map_err(|e| error_chain(&e))
             })
@@ -176,10 +181,10 @@ pub async fn open(o: Opening<'_>) -> Result<Arc<Session>, String> {
             }
         }
         McpConfig::Http(config) => {
-            let transport = http::transport(config, o.runtime_headers.clone())?;
+            let transport = http::transport(config, o.runtime_headers.clone(), o.max_reply_bytes)?;
             match tokio::time::timeout(
                 limit,
-                handler.serve(ProgressTap::new(transport, routes.clone())),
+                handler.serve(ProgressTap::new(transport, routes.clone(), o.log.clone())),
             )
             .await
             {
@@ -218,5 +223,6 @@ pub async fn open(o: Opening<'_>) -> Result<Arc<Session>, String> {
         child,
         routes,
         announces_tool_changes,
+        closed_because,
     }))
 }
