@@ -52,8 +52,24 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
         .fallback(|| async { Error::NoRoute })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(middleware::from_fn(move |request: Request, next: Next| {
+            refuse_declared_oversize(max_body_bytes, request, next)
+        }))
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
         .with_state(state)
+}
+
+/// `413` at once for a body whose `Content-Length` is over the limit, without waiting for a
+/// body that may never come.
+async fn refuse_declared_oversize(max: usize, request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Error::PayloadTooLarge.into_response();
+    }
+    next.run(request).await
 }
 
 async fn require_token(State(state): Shared, request: Request, next: Next) -> Response {

@@ -10,6 +10,7 @@ mod chunk;
 mod cli;
 mod client;
 mod config;
+mod conn;
 mod error;
 mod metrics;
 mod openapi;

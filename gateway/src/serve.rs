@@ -198,6 +198,21 @@ async fn serve(
     let listener = tokio::net::TcpListener::from_std(listener)
         .map_err(|e| format!("cannot register the listener: {e}"))?;
     let app = api::router(state.clone(), args.max_body_bytes);
+    let fd_limit = crate::conn::raise_fd_limit();
+    let limits = crate::conn::Limits {
+        header_timeout: args.header_timeout,
+        idle_timeout: args.idle_timeout,
+        // Half the descriptors at most: the upstreams' pipes and connections need the rest.
+        max_connections: args
+            .max_connections
+            .min(usize::try_from(fd_limit / 2).unwrap_or(usize::MAX))
+            .max(1),
+    };
+    tracing::debug!(
+        fd_limit,
+        max_connections = limits.max_connections,
+        "client connection limits"
+    );
 
     let ready = serde_json::to_string(&mcpgw::wire::DaemonReady {
         port,
@@ -219,25 +234,19 @@ async fn serve(
     }
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let server = tokio::spawn(async move {
-        let mut stop_rx = stop_rx;
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop_rx.wait_for(|stop| *stop).await;
-            })
-            .await
-    });
+    let server = tokio::spawn(crate::conn::serve(
+        listener,
+        app,
+        limits,
+        stop_rx,
+        Duration::from_secs(2),
+    ));
     wait_for_signal().await;
     tracing::info!("shutting down: closing every upstream");
     let _ = stop_tx.send(true);
     // Closing the upstreams fails their in-flight calls at once, so the server drains quickly.
     state.registry.shutdown(SHUTDOWN_LIMIT).await;
-    if tokio::time::timeout(Duration::from_secs(2), server)
-        .await
-        .is_err()
-    {
-        tracing::warn!("some requests were still open at shutdown");
-    }
+    let _ = server.await;
     tracing::info!("stopped");
     Ok(())
 }
