@@ -133,6 +133,7 @@ fn start(args: ServeArgs, leftovers: &mut Leftovers) -> Result<ExitCode, String>
         None
     };
 
+    crate::upstream::process::become_subreaper();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(match args.threads {
             // Half the cores, at most 4: the upstreams and the sandbox's own work need the
@@ -144,8 +145,11 @@ fn start(args: ServeArgs, leftovers: &mut Leftovers) -> Result<ExitCode, String>
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let result = runtime.block_on(serve(args, resolved.token, listener, port, &mut ready_pipe));
-    // Upstream tasks may still hold process groups if a close timed out.
+    // Upstream tasks may still hold process groups if a close timed out; and whatever an
+    // upstream left behind, wherever it went, ends with the gateway.
     crate::upstream::stdio::kill_all_groups();
+    crate::upstream::process::kill_everything();
+    crate::upstream::process::reap_orphans();
     runtime.shutdown_timeout(Duration::from_millis(200));
     if let Err(e) = &result {
         // A detached gateway tells its launcher why it did not come up.
@@ -164,6 +168,7 @@ async fn serve(
     port: u16,
     ready_pipe: &mut Option<OwnedFd>,
 ) -> Result<(), String> {
+    tokio::spawn(crate::upstream::process::reap_forever());
     let state = Arc::new(AppState {
         registry: Registry::new(Settings {
             call_timeout: args.call_timeout,

@@ -14,6 +14,7 @@ pub mod call;
 pub mod http;
 pub mod lines;
 pub mod logs;
+pub mod process;
 pub mod progress;
 pub mod session;
 pub mod sse;

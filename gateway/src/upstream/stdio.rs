@@ -12,6 +12,7 @@ use serde_json::json;
 
 use super::lines::{LineReader, Next};
 use super::logs::UpstreamLog;
+use super::process;
 use rmcp::model::{
     CallToolResult, ClientNotification, ClientRequest, ErrorCode, ErrorData, JsonRpcError,
     JsonRpcMessage, NumberOrString, RequestId, ServerResult,
@@ -46,6 +47,8 @@ pub struct ChildProcess {
     stderr_done: watch::Receiver<bool>,
     /// Set once the group was seen empty: its id may then be reused and must not be signalled.
     gone: AtomicBool,
+    /// The tag its processes carry in their environment.
+    tag: String,
 }
 
 /// The last bytes a child wrote to stderr.
@@ -78,6 +81,7 @@ pub fn spawn(
     max_reply_bytes: usize,
     log: Arc<UpstreamLog>,
 ) -> Result<(ChildProcess, StdioTransport), String> {
+    let tag = process::new_tag();
     let mut cmd = Command::new(&config.command);
     cmd.args(config.args.iter().flatten())
         .envs(config.env.iter().flatten())
@@ -85,12 +89,14 @@ pub fn spawn(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // Its own group, so the whole tree it starts (npx -> node, sh -> server) can be signalled
-        // at once and nothing is orphaned.
-        .process_group(0);
+        // at once and nothing is orphaned; and a tag its descendants inherit, for those that
+        // leave the group.
+        .process_group(0)
+        .env(process::TAG_ENV, &tag);
     if let Some(cwd) = config.cwd.as_deref().filter(|c| !c.is_empty()) {
         cmd.current_dir(cwd);
     }
-    let mut child = cmd.spawn().map_err(|e| match &config.cwd {
+    let mut child = process::spawn_waited(&mut cmd).map_err(|e| match &config.cwd {
         Some(cwd) if e.kind() == std::io::ErrorKind::NotFound => format!(
             "cannot start {:?} in {cwd:?}: {e} (is the command on PATH and the directory there?)",
             config.command
@@ -134,6 +140,7 @@ pub fn spawn(
     let log_name = name.to_string();
     tokio::spawn(async move {
         let status = child.wait().await;
+        process::reaped(pid);
         match &status {
             Ok(s) => tracing::info!(mcp = %log_name, pid, "upstream exited: {}", describe_exit(s)),
             Err(e) => tracing::warn!(mcp = %log_name, pid, "cannot wait for upstream: {e}"),
@@ -155,6 +162,7 @@ pub fn spawn(
             stderr,
             stderr_done,
             gone: AtomicBool::new(false),
+            tag,
         },
         transport,
     ))
@@ -207,28 +215,36 @@ impl ChildProcess {
         report
     }
 
-    /// Ends the child's whole process group: after stdin has been closed by the caller, a grace
-    /// period to exit by itself, then SIGTERM, then SIGKILL. Returns once no process of the group
-    /// is left (or the last step has waited its time).
+    /// Ends every process of the upstream: its process group, and those that left it (they
+    /// carry its tag, or descend from it). After stdin has been closed by the caller, a grace
+    /// period to exit by itself, then SIGTERM, then SIGKILL. Returns once none is left (or the
+    /// last step has waited its time).
     pub async fn terminate(&self, grace: Duration) {
         self.wait_exit(grace).await;
         for (signal, wait) in [
             (libc::SIGTERM, Duration::from_secs(2)),
             (libc::SIGKILL, Duration::from_secs(2)),
         ] {
-            if !self.group_alive() {
+            let escaped = process::of_upstream(&self.tag, self.pid);
+            let group = self.group_alive();
+            if !group && escaped.is_empty() {
                 return;
             }
-            signal_group(self.pid, signal);
+            if group {
+                signal_group(self.pid, signal);
+            }
+            process::signal(&escaped, signal);
             let deadline = tokio::time::Instant::now() + wait;
-            while self.group_alive() && tokio::time::Instant::now() < deadline {
+            while (self.group_alive() || process::any_alive(&escaped))
+                && tokio::time::Instant::now() < deadline
+            {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
-        if self.group_alive() {
+        if self.group_alive() || !process::of_upstream(&self.tag, self.pid).is_empty() {
             tracing::warn!(
                 pgid = self.pid,
-                "processes of the upstream's group outlived SIGKILL"
+                "processes of the upstream outlived SIGKILL"
             );
         }
     }
@@ -256,6 +272,7 @@ impl Drop for ChildProcess {
         if self.group_alive() {
             signal_group(self.pid, libc::SIGKILL);
         }
+        process::signal(&process::of_upstream(&self.tag, self.pid), libc::SIGKILL);
     }
 }
 
