@@ -701,12 +701,8 @@ async fn deadlines_and_streaming() {
         .expect(504);
     assert!(t.elapsed() < Duration::from_secs(3));
     assert!(r.detail().contains("0.3s"), "{}", r.detail());
-    let waited = Instant::now();
-    while !marker.exists() && waited.elapsed() < Duration::from_secs(5) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     assert!(
-        marker.exists(),
+        appears(&marker, Duration::from_secs(5)).await,
         "the cancellation did not reach the upstream"
     );
 
@@ -787,12 +783,7 @@ async fn sigterm_and_delete_leave_no_process_behind() {
     let mut pids = Vec::new();
     for name in ["a", "b"] {
         gw.add(testserver_stdio(name), "").await.expect(200);
-        let info = gw.call(name, "info", json!({})).await.expect(200).json();
-        pids.push(
-            info["chunk"]["metadata"]["structured_content"]["pid"]
-                .as_u64()
-                .unwrap() as u32,
-        );
+        pids.push(gw.testserver_pid(name).await);
     }
     // A wrapper that starts a grandchild: the whole group goes.
     gw.add(
@@ -802,13 +793,7 @@ async fn sigterm_and_delete_leave_no_process_behind() {
     )
     .await
     .expect(200);
-    let wrapped = gw
-        .call("wrapped", "info", json!({}))
-        .await
-        .expect(200)
-        .json()["chunk"]["metadata"]["structured_content"]["pid"]
-        .as_u64()
-        .unwrap() as u32;
+    let wrapped = gw.testserver_pid("wrapped").await;
     let group: Vec<u32> = processes_in_group(wrapped);
     assert!(
         group.len() >= 2,

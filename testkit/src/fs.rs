@@ -36,6 +36,19 @@ impl Drop for TempDir {
     }
 }
 
+/// Waits up to `limit` for `path` to exist without blocking an async test's runtime; whether
+/// it does.
+pub async fn appears(path: &Path, limit: Duration) -> bool {
+    let start = Instant::now();
+    while !path.exists() {
+        if start.elapsed() > limit {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
+}
+
 /// Waits up to `limit` for `path` to exist and returns its text.
 pub fn wait_for_file(path: &Path, limit: Duration) -> Option<String> {
     let start = Instant::now();

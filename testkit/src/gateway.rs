@@ -246,6 +246,14 @@ impl Gateway {
         .await
     }
 
+    /// The pid of a test server upstream, as its `info` tool reports it.
+    pub async fn testserver_pid(&self, mcp: &str) -> u32 {
+        let info = self.call(mcp, "info", json!({})).await.expect(200).json();
+        info["chunk"]["metadata"]["structured_content"]["pid"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no pid in {info}")) as u32
+    }
+
     /// The gateway's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path("gateway.log")).unwrap_or_default()

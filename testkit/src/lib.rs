@@ -10,7 +10,7 @@ pub mod net;
 pub mod process;
 pub mod servers;
 
-pub use fs::{TempDir, wait_for_file};
+pub use fs::{TempDir, appears, wait_for_file};
 pub use gateway::{Gateway, Reply, start_gateway, start_gateway_with, start_gateway_with_env};
 pub use net::{RawResponse, free_port, raw_request, wait_port};
 pub use process::{

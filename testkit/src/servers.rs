@@ -126,13 +126,11 @@ impl Drop for Server {
     }
 }
 
-/// Runs `mcpgw-testserver http --port 0`, reads the URL it prints, and captures its stderr.
-pub fn testserver_http() -> Server {
-    let mut child = Command::new(testserver_bin())
-        .args(["http", "--port", "0"])
+/// Spawns `cmd` (stdout piped) and reads the URL from its first line, `listening URL`.
+fn listening(cmd: &mut Command) -> (Child, String) {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -144,6 +142,14 @@ pub fn testserver_http() -> Server {
         .strip_prefix("listening ")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .to_string();
+    (child, url)
+}
+
+/// Runs `mcpgw-testserver http --port 0`, reads the URL it prints, and captures its stderr.
+pub fn testserver_http() -> Server {
+    let mut cmd = Command::new(testserver_bin());
+    cmd.args(["http", "--port", "0"]).stderr(Stdio::piped());
+    let (mut child, url) = listening(&mut cmd);
     let stderr = Captured::start(child.stderr.take().unwrap());
     Server { child, url, stderr }
 }
@@ -184,21 +190,8 @@ pub fn rogue_stdio(name: &str) -> Value {
 /// `gateway/tests/servers/rogue_sse.py`: a legacy SSE MCP server whose tool `endless` answers
 /// with an event that never ends.
 pub fn rogue_sse() -> Server {
-    let mut child = Command::new("python3")
-        .arg(repo().join("gateway/tests/servers/rogue_sse.py"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
+    let (child, url) =
+        listening(Command::new("python3").arg(repo().join("gateway/tests/servers/rogue_sse.py")));
     Server {
         child,
         url,
