@@ -14,7 +14,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use futures::StreamExt;
-use mcpgw::wire::rest::NDJSON;
+use mcpgw::wire::rest::{NDJSON, route};
 use mcpgw::wire::spec::{RUNTIME_HEADERS_NEED_HTTP, check_name};
 use mcpgw::wire::{CallToolAnswer, CallToolBody, Health, McpSpec, Query, RuntimeHeaders};
 use serde_json::Value;
@@ -41,14 +41,14 @@ type Shared = State<Arc<AppState>>;
 /// The router with auth and the body limit applied.
 pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
     Router::new()
-        .route("/health", get(health))
-        .route("/metrics", get(metrics))
-        .route("/openapi.json", get(openapi))
-        .route("/mcps", get(list_mcps).post(add_mcp))
-        .route("/mcps/{name}", axum::routing::delete(remove_mcp))
-        .route("/mcps/{name}/runtime-headers", put(set_runtime_headers))
-        .route("/mcps/{name}/tools", get(list_tools))
-        .route("/mcps/{name}/tools/{tool}", post(call_tool))
+        .route(route::HEALTH, get(health))
+        .route(route::METRICS, get(metrics))
+        .route(route::OPENAPI, get(openapi))
+        .route(route::MCPS, get(list_mcps).post(add_mcp))
+        .route(route::MCP, axum::routing::delete(remove_mcp))
+        .route(route::RUNTIME_HEADERS, put(set_runtime_headers))
+        .route(route::TOOLS, get(list_tools))
+        .route(route::TOOL, post(call_tool))
         .fallback(|| async { Error::NoRoute })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(max_body_bytes))
@@ -73,7 +73,7 @@ async fn refuse_declared_oversize(max: usize, request: Request, next: Next) -> R
 }
 
 async fn require_token(State(state): Shared, request: Request, next: Next) -> Response {
-    if request.uri().path() == "/health" {
+    if request.uri().path() == route::HEALTH {
         return next.run(request).await;
     }
     if let Some(token) = &state.token {
