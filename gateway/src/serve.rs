@@ -59,6 +59,8 @@ struct Leftovers {
     /// The token file's directory: the launcher made it for this gateway (`mkdir -p`), so it
     /// goes too when nothing else is in it.
     state_dir: Option<PathBuf>,
+    /// The log file's directory, when it did not exist before this start.
+    log_dir: Option<PathBuf>,
 }
 
 impl Leftovers {
@@ -67,6 +69,12 @@ impl Leftovers {
             owner: true,
             token_file: None,
             log_file: args.log_file.clone().filter(|p| !p.exists()),
+            log_dir: args
+                .log_file
+                .as_ref()
+                .and_then(|l| l.parent())
+                .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+                .map(PathBuf::from),
             state_dir: args
                 .token_file
                 .as_ref()
@@ -83,7 +91,7 @@ impl Leftovers {
         for file in [&self.token_file, &self.log_file].into_iter().flatten() {
             let _ = std::fs::remove_file(file);
         }
-        if let Some(dir) = &self.state_dir {
+        for dir in [&self.state_dir, &self.log_dir].into_iter().flatten() {
             // Only an empty directory is removed.
             let _ = std::fs::remove_dir(dir);
         }
@@ -271,14 +279,25 @@ fn init_logging(args: &ServeArgs) -> Result<(), String> {
     use tracing_subscriber::filter::{LevelFilter, Targets};
     use tracing_subscriber::prelude::*;
     let writer: Box<dyn Write + Send> = match &args.log_file {
-        Some(path) => Box::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .open(path)
-                .map_err(|e| format!("cannot open log file {}: {e}", path.display()))?,
-        ),
+        Some(path) => {
+            // Its directory is made private, as the token file's is (often the same one).
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|e| format!("cannot create directory {}: {e}", dir.display()))?;
+            }
+            Box::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .mode(0o600)
+                    .open(path)
+                    .map_err(|e| format!("cannot open log file {}: {e}", path.display()))?,
+            )
+        }
         None => Box::new(std::io::stderr()),
     };
     let writer = std::sync::Mutex::new(writer);

@@ -88,7 +88,8 @@ fn daemon_returns_once_listening_with_a_minted_private_token() {
     let dir = TempDir::new("daemon");
     let token_file = dir.path("state/token");
     let tf = token_file.to_str().unwrap();
-    let log = dir.path("gw.log");
+    // The log may go to a directory that does not exist yet.
+    let log = dir.path("logs/gw.log");
     let o = run(&mut gateway(&[
         "--daemon",
         "--port",
