@@ -134,13 +134,16 @@ async fn serve(
         .map_err(|e| format!("cannot register the listener: {e}"))?;
     let app = api::router(state.clone(), args.max_body_bytes);
 
-    let ready = serde_json::to_string(&mcpgw::wire::DaemonReady {
+    let ready = mcpgw::wire::DaemonReady {
         port,
         pid: std::process::id(),
         token_file: args.token_file.as_ref().map(|p| p.display().to_string()),
         instance_nonce: args.instance_nonce.clone(),
-    })
-    .expect("serializable");
+    };
+    if let Some(path) = &args.ready_file {
+        crate::ready_file::write(path, &ready)?;
+    }
+    let ready = serde_json::to_string(&ready).expect("serializable");
     tracing::info!(port, "listening on {}:{port}", args.host);
     match ready_pipe.take() {
         Some(pipe) => {
@@ -172,6 +175,9 @@ async fn serve(
         .is_err()
     {
         tracing::warn!("some requests were still open at shutdown");
+    }
+    if let Some(path) = &args.ready_file {
+        crate::ready_file::remove_if_ours(path);
     }
     tracing::info!("stopped");
     Ok(())
