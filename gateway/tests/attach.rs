@@ -48,6 +48,8 @@ struct Attach {
     stash: VecDeque<Frame>,
     stdout: Arc<Mutex<Vec<u8>>>,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// The threads reading stdout and stderr, done at their end of file.
+    drains: Vec<std::thread::JoinHandle<()>>,
     hello: Value,
 }
 
@@ -56,7 +58,7 @@ fn drain(
     pipe: impl Read + Send + 'static,
     all: Arc<Mutex<Vec<u8>>>,
     lines: Option<mpsc::Sender<Frame>>,
-) {
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut reader = BufReader::new(pipe);
         loop {
@@ -74,7 +76,7 @@ fn drain(
                 let _ = tx.send(Frame { at, value });
             }
         }
-    });
+    })
 }
 
 /// Starts attach without waiting for anything.
@@ -91,9 +93,12 @@ fn spawn_attach(args: &[&str]) -> Attach {
     let (tx, rx) = mpsc::channel();
     let stdout = Arc::new(Mutex::new(Vec::new()));
     let stderr = Arc::new(Mutex::new(Vec::new()));
-    drain(child.stdout.take().unwrap(), stdout.clone(), Some(tx));
-    drain(child.stderr.take().unwrap(), stderr.clone(), None);
+    let drains = vec![
+        drain(child.stdout.take().unwrap(), stdout.clone(), Some(tx)),
+        drain(child.stderr.take().unwrap(), stderr.clone(), None),
+    ];
     Attach {
+        drains,
         stdin: child.stdin.take(),
         child,
         frames: rx,
@@ -198,10 +203,19 @@ impl Attach {
         self.answer(id).pop().unwrap().value
     }
 
+    /// Waits for attach to exit and for all it wrote.
+    fn exit(&mut self) -> std::process::ExitStatus {
+        let status = wait_child(&mut self.child, LIMIT);
+        for drain in self.drains.drain(..) {
+            drain.join().unwrap();
+        }
+        status
+    }
+
     /// Closes stdin and waits for attach to exit.
     fn finish(&mut self) -> std::process::ExitStatus {
         self.stdin = None;
-        wait_child(&mut self.child, LIMIT)
+        self.exit()
     }
 }
 
@@ -340,19 +354,19 @@ fn a_gateway_of_another_instance_or_none_at_all_is_refused() {
         "--instance-nonce",
         "wrong",
     ]);
-    let status = wait_child(&mut a.child, LIMIT);
+    let status = a.exit();
     assert_eq!(status.code(), Some(7), "{}", a.stderr());
     assert!(a.stderr().contains("another instance"), "{}", a.stderr());
     assert!(a.stderr().contains("\"right\""), "{}", a.stderr());
     assert_eq!(a.stdout(), "", "nothing is relayed to another instance");
 
     let mut a = spawn_attach(&["--port", &free_port().to_string()]);
-    assert_eq!(wait_child(&mut a.child, LIMIT).code(), Some(7));
+    assert_eq!(a.exit().code(), Some(7));
     assert!(a.stderr().contains("no gateway answers"), "{}", a.stderr());
 
     let state = TempDir::new("attach-empty");
     let mut a = spawn_attach(&["--state-dir", &state.0.display().to_string()]);
-    assert_eq!(wait_child(&mut a.child, LIMIT).code(), Some(7));
+    assert_eq!(a.exit().code(), Some(7));
     assert!(a.stderr().contains("--launch"), "{}", a.stderr());
 
     // The right nonce attaches; the gateway's pid is found from its port.
@@ -381,7 +395,7 @@ fn launch_replaces_a_gateway_of_another_instance() {
     assert!(first.finish().success());
 
     let mut refused = spawn_attach(&["--state-dir", &dir, "--instance-nonce", "b"]);
-    assert_eq!(wait_child(&mut refused.child, LIMIT).code(), Some(7));
+    assert_eq!(refused.exit().code(), Some(7));
     assert!(
         refused.stderr().contains("another instance"),
         "{}",
@@ -921,4 +935,59 @@ fn on_a_terminal_the_session_runs_raw_and_restores_it() {
         .read_to_string(&mut stderr)
         .unwrap();
     assert!(stderr.contains("SIGTERM"), "{stderr}");
+}
+
+#[test]
+fn a_host_that_stops_reading_does_not_keep_the_session_alive() {
+    let gw = start_gateway(&[]);
+    let mut child = Command::new(gateway_bin())
+        .args(["attach", "--port", &gw.port.to_string(), "--token-file"])
+        .arg(gw.dir.path("state/token"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Answers of a few KiB each, never read: stdout's pipe fills and attach's queue behind it.
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut batch = String::new();
+    for id in 0..2000 {
+        batch.push_str(&format!(
+            "{}\n",
+            json!({"t": "req", "id": id, "method": "GET", "path": "/openapi.json"})
+        ));
+    }
+    stdin.write_all(batch.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    // Wait until attach is stuck writing: its stdout pipe holds 64 KiB nobody reads.
+    let full = Instant::now();
+    loop {
+        let mut queued: libc::c_int = 0;
+        unsafe {
+            libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(&stdout),
+                libc::FIONREAD,
+                &mut queued,
+            );
+        }
+        if queued >= 60 * 1024 {
+            break;
+        }
+        assert!(
+            full.elapsed() < LIMIT,
+            "stdout never filled ({queued} bytes)"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let status = wait_child(&mut child, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(1), "{status}");
+    let mut text = String::new();
+    BufReader::new(stderr).read_to_string(&mut text).unwrap();
+    assert!(text.contains("not all written"), "{text}");
+    drop(stdout);
 }

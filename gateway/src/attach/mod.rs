@@ -22,6 +22,9 @@ use mcpgw::wire::frame::{GatewayFrame, Hello, VERSION};
 
 use crate::cli::AttachArgs;
 
+/// How long the end of a session waits for stdout to take the last frames.
+const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A reason to exit before the session starts, with the exit status.
 #[derive(Debug)]
 pub struct Failure {
@@ -85,15 +88,14 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
     let (out, writer) = output::start(relay::encode(&hello));
     let frames = input::start(args.max_frame_bytes);
     let relay = Arc::new(relay::Relay::new(client, &gateway, auth, out));
-    let ending = runtime.block_on(relay::run(relay, frames));
+    let ending = runtime.block_on(relay::run(relay, frames, FLUSH_LIMIT));
     // Dropping the runtime drops every request task (closing its connection, which cancels the
     // call in the gateway) and with them the last senders to the writer, which then drains.
     drop(runtime);
-    let written = writer.join().unwrap_or_else(|_| {
-        Err(std::io::Error::other(
-            "the stdout writer panicked".to_string(),
-        ))
-    });
+    let written = writer.finish(FLUSH_LIMIT);
+    if let Err(e) = &written {
+        tracing::warn!("the last frames were not all written: {e}");
+    }
     tracing::info!("session ended: {ending}");
     match (ending, written) {
         (relay::Ending::OutputClosed, _) | (_, Err(_)) => Ok(ExitCode::FAILURE),

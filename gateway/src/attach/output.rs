@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
-use std::thread::JoinHandle;
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 
@@ -17,11 +17,30 @@ const GATHER_BYTES: usize = 256 * 1024;
 /// Where encoded frames (each one line) go.
 pub type Sender = mpsc::Sender<Vec<u8>>;
 
+/// The stdout thread, to wait for at the end.
+pub struct Writer {
+    done: std::sync::mpsc::Receiver<std::io::Result<()>>,
+}
+
+impl Writer {
+    /// Waits until everything sent is written, at most `limit`: a host that stopped reading
+    /// must not keep the session from ending.
+    pub fn finish(self, limit: Duration) -> std::io::Result<()> {
+        self.done.recv_timeout(limit).unwrap_or_else(|_| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("stdout took no more frames for {limit:?}"),
+            ))
+        })
+    }
+}
+
 /// Starts the stdout thread with `first` to write before anything else. The thread ends once
 /// every sender is gone and everything sent is written, or when stdout fails.
-pub fn start(first: Vec<u8>) -> (Sender, JoinHandle<std::io::Result<()>>) {
+pub fn start(first: Vec<u8>) -> (Sender, Writer) {
     let (tx, rx) = mpsc::channel(QUEUE);
-    let thread = std::thread::Builder::new()
+    let (done_tx, done) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
         .name("attach-stdout".into())
         .spawn(move || {
             // SAFETY: fd 1 stays open for the life of the process; ManuallyDrop never closes it.
@@ -30,10 +49,10 @@ pub fn start(first: Vec<u8>) -> (Sender, JoinHandle<std::io::Result<()>>) {
             if let Err(e) = &result {
                 tracing::warn!("writing to stdout failed, ending the session: {e}");
             }
-            result
+            let _ = done_tx.send(result);
         })
         .expect("spawning the stdout thread");
-    (tx, thread)
+    (tx, Writer { done })
 }
 
 fn write_frames(

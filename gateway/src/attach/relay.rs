@@ -106,11 +106,6 @@ impl Relay {
         }
     }
 
-    async fn send(&self, frame: &GatewayFrame<'_>) {
-        // A closed stdout ends the session; the dispatcher sees it.
-        let _ = self.out.send(encode(frame)).await;
-    }
-
     fn start(self: &Arc<Self>, call: Call, permit: OwnedSemaphorePermit) {
         let id = call.id;
         let task = tokio::spawn(self.clone().serve(call, permit));
@@ -122,20 +117,23 @@ impl Relay {
             .insert(id, task.abort_handle());
     }
 
-    async fn admit(
+    fn admit(
         self: &Arc<Self>,
         call: Call,
         permits: &Arc<Semaphore>,
         waiting: &mut VecDeque<Call>,
+        outbox: &mut Outbox,
     ) {
         let id = call.id;
         if self.in_flight.lock().unwrap().contains_key(&id) || waiting.iter().any(|c| c.id == id) {
             let message = format!("request id {id} is already in flight: this request was dropped");
-            self.send(&GatewayFrame::Error {
-                id: None,
-                message: message.into(),
-            })
-            .await;
+            outbox.push(
+                &self.out,
+                &GatewayFrame::Error {
+                    id: None,
+                    message: message.into(),
+                },
+            );
             return;
         }
         match permits.clone().try_acquire_owned() {
@@ -144,7 +142,7 @@ impl Relay {
         }
     }
 
-    async fn cancel(&self, id: u64, waiting: &mut VecDeque<Call>) {
+    fn cancel(&self, id: u64, waiting: &mut VecDeque<Call>, outbox: &mut Outbox) {
         let task = self.in_flight.lock().unwrap().remove(&id);
         let known = match task {
             Some(task) => {
@@ -158,7 +156,7 @@ impl Relay {
             },
         };
         if known {
-            self.send(&GatewayFrame::Cancelled { id }).await;
+            outbox.push(&self.out, &GatewayFrame::Cancelled { id });
         } else {
             tracing::debug!(
                 id,
@@ -167,7 +165,7 @@ impl Relay {
         }
     }
 
-    async fn cancel_all(&self, waiting: VecDeque<Call>) {
+    fn cancel_all(&self, waiting: VecDeque<Call>, outbox: &mut Outbox) {
         let tasks: Vec<_> = self.in_flight.lock().unwrap().drain().collect();
         let ids = tasks
             .into_iter()
@@ -177,8 +175,13 @@ impl Relay {
             })
             .chain(waiting.into_iter().map(|c| c.id));
         for id in ids {
-            self.send(&GatewayFrame::Cancelled { id }).await;
+            outbox.push(&self.out, &GatewayFrame::Cancelled { id });
         }
+    }
+
+    async fn send(&self, frame: &GatewayFrame<'_>) {
+        // A closed stdout ends the session; the dispatcher sees it.
+        let _ = self.out.send(encode(frame)).await;
     }
 
     /// One request from start to its last frame.
@@ -332,15 +335,41 @@ impl Relay {
     }
 }
 
+/// The dispatcher's own frames (`error`, `cancelled`) that the output queue could not take
+/// yet: the dispatcher never waits on stdout, so a signal or a cancel is always seen.
+#[derive(Default)]
+struct Outbox(VecDeque<Vec<u8>>);
+
+impl Outbox {
+    fn push(&mut self, out: &output::Sender, frame: &GatewayFrame<'_>) {
+        let bytes = encode(frame);
+        if !self.0.is_empty() {
+            self.0.push_back(bytes);
+        } else if let Err(mpsc::error::TrySendError::Full(bytes)) = out.try_send(bytes) {
+            self.0.push_back(bytes);
+        }
+    }
+
+    /// Hands every frame to the output queue, waiting for room.
+    async fn flush(&mut self, out: &output::Sender) {
+        while let Some(bytes) = self.0.pop_front() {
+            if out.send(bytes).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
 /// Relays until stdin ends, a signal arrives or stdout fails; then cancels whatever is still
-/// in flight (answering `cancelled` for each while stdout works).
-pub async fn run(relay: Arc<Relay>, mut frames: mpsc::Receiver<Input>) -> Ending {
+/// in flight, answering `cancelled` for each while stdout takes them (at most `limit`).
+pub async fn run(relay: Arc<Relay>, mut frames: mpsc::Receiver<Input>, limit: Duration) -> Ending {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
     let mut int = signal(SignalKind::interrupt()).expect("installing a SIGINT handler");
     let mut hup = signal(SignalKind::hangup()).expect("installing a SIGHUP handler");
     let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut waiting: VecDeque<Call> = VecDeque::new();
+    let mut outbox = Outbox::default();
     let ending = loop {
         tokio::select! {
             biased;
@@ -348,22 +377,35 @@ pub async fn run(relay: Arc<Relay>, mut frames: mpsc::Receiver<Input>) -> Ending
             _ = int.recv() => break Ending::Signal("SIGINT"),
             _ = hup.recv() => break Ending::Signal("SIGHUP"),
             () = relay.out.closed() => break Ending::OutputClosed,
+            slot = relay.out.reserve(), if !outbox.0.is_empty() => match slot {
+                Ok(slot) => slot.send(outbox.0.pop_front().expect("not empty")),
+                Err(_) => break Ending::OutputClosed,
+            },
             permit = permits.clone().acquire_owned(), if !waiting.is_empty() => {
                 let call = waiting.pop_front().expect("not empty");
                 relay.start(call, permit.expect("the semaphore is never closed"));
             }
-            input = frames.recv(), if waiting.len() < MAX_WAITING => match input {
+            // Input waits while the dispatcher's own frames wait for stdout.
+            input = frames.recv(), if waiting.len() < MAX_WAITING && outbox.0.is_empty() => match input {
                 None => break Ending::Eof,
-                Some(Input::Request(call)) => relay.admit(call, &permits, &mut waiting).await,
-                Some(Input::Cancel(id)) => relay.cancel(id, &mut waiting).await,
+                Some(Input::Request(call)) => relay.admit(call, &permits, &mut waiting, &mut outbox),
+                Some(Input::Cancel(id)) => relay.cancel(id, &mut waiting, &mut outbox),
                 Some(Input::Invalid { id, message }) => {
-                    relay.send(&GatewayFrame::Error { id, message: message.into() }).await
+                    outbox.push(&relay.out, &GatewayFrame::Error { id, message: message.into() })
                 }
             },
         }
     };
     if ending != Ending::OutputClosed {
-        relay.cancel_all(waiting).await;
+        relay.cancel_all(waiting, &mut outbox);
+        if tokio::time::timeout(limit, outbox.flush(&relay.out))
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "stdout took no frames for {limit:?}: the last cancelled frames are lost"
+            );
+        }
     }
     ending
 }
