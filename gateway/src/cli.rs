@@ -28,7 +28,8 @@ environment variable MCPGW_TOKEN, else --auth-token (visible to ps: for compatib
 attach relays the session channel's frames (one JSON object a line) between its stdin and stdout
 and a running gateway: the one of --port, or the one DIR/gateway.json names (token file
 DIR/token). With --launch it first starts one there when none answers (--gateway-arg passes
-arguments on to it). The first line it writes is its hello frame.
+arguments on to it). The first line it writes is its hello frame. Exit status: 0 at the end of
+input, 7 when no gateway (or one of another instance) answers, 1 on other failures.
 
 request sends one HTTP request to a local gateway with the token read from --token-file (or
 MCPGW_TOKEN) and prints the response body followed by the line `mcpgw-http-status:NNN`.

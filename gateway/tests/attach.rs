@@ -991,3 +991,49 @@ fn a_host_that_stops_reading_does_not_keep_the_session_alive() {
     assert!(text.contains("not all written"), "{text}");
     drop(stdout);
 }
+
+#[test]
+fn gateway_args_reach_the_launched_gateway_and_a_failed_launch_says_why() {
+    let state = TempDir::new("attach-args");
+    let dir = state.0.display().to_string();
+    let mut failed = spawn_attach(&["--state-dir", &dir, "--launch", "--gateway-arg=--bogus"]);
+    assert_eq!(failed.exit().code(), Some(1));
+    let stderr = failed.stderr();
+    assert!(stderr.contains("the gateway did not start"), "{stderr}");
+    assert!(stderr.contains("unknown option --bogus"), "{stderr}");
+    assert_eq!(failed.stdout(), "");
+
+    let mut a = Attach::start(&[
+        "--state-dir",
+        &dir,
+        "--launch",
+        "--gateway-arg",
+        "--call-timeout",
+        "--gateway-arg",
+        "0.5",
+    ]);
+    let pid = a.hello["pid"].as_u64().unwrap() as u32;
+    let _daemon = Daemon(pid);
+    let argv: Vec<String> = cmdline(pid)
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    assert!(
+        argv.windows(2).any(|w| w == ["--call-timeout", "0.5"]),
+        "{argv:?}"
+    );
+    assert!(argv.contains(&"--ready-file".to_string()), "{argv:?}");
+    let r = a.call(1, "POST", "/mcps", Some(testserver_stdio("ts")));
+    assert_eq!(ok_res(&r)["ok"], true);
+    let r = a.call(
+        2,
+        "POST",
+        "/mcps/ts/tools/slow",
+        Some(slow_args(30.0, 0, None)),
+    );
+    assert_eq!(
+        r["status"], 504,
+        "the gateway's own --call-timeout applies: {r}"
+    );
+    assert!(a.finish().success());
+}

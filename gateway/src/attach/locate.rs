@@ -323,7 +323,7 @@ pub fn authorization(gateway: &Gateway) -> Result<Option<HeaderValue>, Failure> 
             Ok(text) => Some(text.trim().to_string()),
             Err(e) => {
                 return Err(Failure::new(
-                    exit::TOKEN_UNREADABLE,
+                    exit::OTHER,
                     format!("cannot read the token file {}: {e}", path.display()),
                 ));
             }
@@ -335,7 +335,7 @@ pub fn authorization(gateway: &Gateway) -> Result<Option<HeaderValue>, Failure> 
     };
     if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(Failure::new(
-            exit::TOKEN_UNREADABLE,
+            exit::OTHER,
             "the token must be non-empty visible ASCII without spaces",
         ));
     }
