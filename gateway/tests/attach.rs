@@ -1037,3 +1037,87 @@ fn gateway_args_reach_the_launched_gateway_and_a_failed_launch_says_why() {
     );
     assert!(a.finish().success());
 }
+
+#[test]
+fn files_on_stdin_or_stdout_are_served_by_threads() {
+    let gw = start_gateway(&[]);
+    let dir = TempDir::new("attach-files");
+    let token_file = gw.dir.path("state/token");
+
+    // Stdout to a file (it cannot be polled): a writer thread, everything written by the exit.
+    let out = dir.path("out");
+    let mut child = Command::new(gateway_bin())
+        .args(["attach", "--port", &gw.port.to_string(), "--token-file"])
+        .arg(&token_file)
+        .stdin(Stdio::piped())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for id in 1..=20 {
+        writeln!(
+            stdin,
+            "{}",
+            json!({"t": "req", "id": id, "method": "GET", "path": "/mcps"})
+        )
+        .unwrap();
+    }
+    stdin.flush().unwrap();
+    // The answers are in the file once it holds 21 lines; then end the session.
+    let started = Instant::now();
+    while std::fs::read_to_string(&out).unwrap().lines().count() < 21 {
+        assert!(
+            started.elapsed() < LIMIT,
+            "{}",
+            std::fs::read_to_string(&out).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(stdin);
+    assert!(wait_child(&mut child, LIMIT).success());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let frames: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(frames[0]["t"], "hello");
+    let mut ids: Vec<u64> = frames[1..]
+        .iter()
+        .map(|f| {
+            assert_eq!(f["status"], 200, "{f}");
+            f["id"].as_u64().unwrap()
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(ids, (1..=20).collect::<Vec<_>>());
+
+    // Stdin from a file: a reader thread; its end cancels what is still in flight.
+    let input = dir.path("in");
+    std::fs::write(
+        &input,
+        "garbage\n{\"t\":\"cancel\",\"id\":99}\n{\"t\":\"req\",\"id\":5,\"method\":\"GET\",\"path\":\"/mcps\"}",
+    )
+    .unwrap();
+    let output = Command::new(gateway_bin())
+        .args(["attach", "--port", &gw.port.to_string(), "--token-file"])
+        .arg(&token_file)
+        .stdin(std::fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let frames: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(frames.len(), 3, "{frames:?}");
+    assert_eq!(frames[0]["t"], "hello");
+    assert_eq!(frames[1]["t"], "error");
+    assert_eq!(frames[1]["id"], Value::Null);
+    // The last line needs no newline; the request ends one way or the other.
+    assert_eq!(frames[2]["id"], 5, "{frames:?}");
+    assert!(
+        matches!(frames[2]["t"].as_str(), Some("res" | "cancelled")),
+        "{frames:?}"
+    );
+}

@@ -1,4 +1,5 @@
-//! Stdin: lines read with bounded memory and parsed into frames on a thread of their own.
+//! Stdin: lines read with bounded memory and parsed into frames, on the runtime's thread when
+//! stdin can be polled, else on a thread of its own.
 //!
 //! A line longer than the limit is refused as soon as it passes the limit and the rest of it is
 //! skipped as it arrives, never held. A request's body is not copied: it stays in the line's
@@ -13,6 +14,8 @@ use http::Method;
 use http::uri::PathAndQuery;
 use mcpgw::wire::frame::HostFrame;
 use tokio::sync::mpsc;
+
+use super::stdio;
 
 /// Frames parsed ahead of the relay; beyond, the reader waits (and stdin with it).
 const QUEUE: usize = 64;
@@ -54,43 +57,71 @@ pub enum Input {
     },
 }
 
-/// Starts the stdin thread; the receiver ends (`None`) at the end of input.
+/// Starts reading stdin (call it inside the runtime); the receiver ends (`None`) at the end of
+/// input.
 pub fn start(max_frame_bytes: usize) -> mpsc::Receiver<Input> {
     let (tx, rx) = mpsc::channel(QUEUE);
-    std::thread::Builder::new()
-        .name("attach-stdin".into())
-        .spawn(move || {
-            // SAFETY: fd 0 stays open for the life of the process; ManuallyDrop never closes it.
-            let stdin = ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
-            read_frames(&*stdin, max_frame_bytes, &tx);
-        })
-        .expect("spawning the stdin thread");
+    match stdio::pollable(0, tokio::io::Interest::READABLE) {
+        Some(stdin) => {
+            tokio::spawn(async move {
+                let mut buf = vec![0; READ_BYTES];
+                let mut lines = Splitter::new(max_frame_bytes);
+                loop {
+                    let n = match stdio::read(&stdin, &mut buf).await {
+                        Ok(n) => n,
+                        Err(e) => {
+                            ended(&e);
+                            0
+                        }
+                    };
+                    for input in lines.feed(&buf[..n]) {
+                        if tx.send(input).await.is_err() {
+                            return;
+                        }
+                    }
+                    if n == 0 {
+                        return;
+                    }
+                }
+            });
+        }
+        None => {
+            std::thread::Builder::new()
+                .name("attach-stdin".into())
+                .spawn(move || {
+                    // SAFETY: fd 0 stays open for the life of the process; ManuallyDrop never
+                    // closes it.
+                    let mut stdin = ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
+                    let mut buf = vec![0; READ_BYTES];
+                    let mut lines = Splitter::new(max_frame_bytes);
+                    loop {
+                        let n = match stdin.read(&mut buf) {
+                            Ok(n) => n,
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                            Err(e) => {
+                                ended(&e);
+                                0
+                            }
+                        };
+                        for input in lines.feed(&buf[..n]) {
+                            if tx.blocking_send(input).is_err() {
+                                return;
+                            }
+                        }
+                        if n == 0 {
+                            return;
+                        }
+                    }
+                })
+                .expect("spawning the stdin thread");
+        }
+    }
     rx
 }
 
-fn read_frames(stdin: impl Read, max_frame_bytes: usize, tx: &mpsc::Sender<Input>) {
-    let mut lines = Lines::new(stdin, max_frame_bytes);
-    loop {
-        let input = match lines.next() {
-            Ok(Line::Frame(line)) if line.trim_ascii().is_empty() => continue,
-            Ok(Line::Frame(line)) => parse(line),
-            Ok(Line::TooLong { id }) => Input::Invalid {
-                id,
-                message: format!(
-                    "line longer than {max_frame_bytes} bytes (the max_frame_bytes of hello): skipped"
-                ),
-            },
-            Ok(Line::End) => return,
-            Err(e) => {
-                // A terminal whose other end went away reads EIO: that too ends the session.
-                tracing::debug!("reading stdin failed, ending the session: {e}");
-                return;
-            }
-        };
-        if tx.blocking_send(input).is_err() {
-            return;
-        }
-    }
+fn ended(e: &std::io::Error) {
+    // A terminal whose other end went away reads EIO: that too ends the session.
+    tracing::debug!("reading stdin failed, ending the session: {e}");
 }
 
 /// Turns one line into what it asks for.
@@ -142,112 +173,97 @@ pub fn parse(line: Vec<u8>) -> Input {
     })
 }
 
-/// What [`Lines::next`] read.
+/// What [`Splitter::split`] found.
 #[derive(Debug, PartialEq)]
 pub enum Line {
     /// A line, without its `\n`.
     Frame(Vec<u8>),
-    /// A line longer than the limit; the rest of it is skipped by the next read.
+    /// A line longer than the limit; the rest of it is skipped as it arrives.
     TooLong {
         /// The request id at its start, when it has one.
         id: Option<u64>,
     },
-    /// The end of input.
-    End,
 }
 
-/// Reads lines of at most `max` bytes (without the `\n`).
-pub struct Lines<R> {
-    inner: R,
-    buf: Box<[u8]>,
-    start: usize,
-    end: usize,
+/// Cuts input into lines of at most `max` bytes (without the `\n`), whatever pieces it comes
+/// in: it holds at most one line, and none of a line past the limit.
+pub struct Splitter {
     max: usize,
+    line: Vec<u8>,
     skipping: bool,
 }
 
-impl<R: Read> Lines<R> {
-    /// Lines of `inner`, each at most `max` bytes long.
-    pub fn new(inner: R, max: usize) -> Self {
-        Lines {
-            inner,
-            buf: vec![0; READ_BYTES].into_boxed_slice(),
-            start: 0,
-            end: 0,
+impl Splitter {
+    /// Lines of at most `max` bytes.
+    pub fn new(max: usize) -> Self {
+        Splitter {
             max,
+            line: Vec::new(),
             skipping: false,
         }
     }
 
-    /// Fills the buffer when it is empty; false at the end of input.
-    fn fill(&mut self) -> std::io::Result<bool> {
-        if self.start < self.end {
-            return Ok(true);
-        }
-        loop {
-            match self.inner.read(&mut self.buf) {
-                Ok(n) => {
-                    (self.start, self.end) = (0, n);
-                    return Ok(n > 0);
+    /// Takes bytes from the front of `data`: how many it used, and the line they ended, if any.
+    pub fn split(&mut self, data: &[u8]) -> (usize, Option<Line>) {
+        let newline = memchr::memchr(b'\n', data);
+        if self.skipping {
+            return match newline {
+                Some(at) => {
+                    self.skipping = false;
+                    (at + 1, None)
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+                None => (data.len(), None),
+            };
+        }
+        let take = newline.unwrap_or(data.len());
+        if self.line.len() + take > self.max {
+            let mut head = std::mem::take(&mut self.line);
+            head.truncate(ID_SEARCH_BYTES);
+            let more = ID_SEARCH_BYTES.saturating_sub(head.len()).min(data.len());
+            head.extend_from_slice(&data[..more]);
+            let id = top_level_id(&head);
+            let used = match newline {
+                Some(at) => at + 1,
+                None => {
+                    self.skipping = true;
+                    data.len()
+                }
+            };
+            return (used, Some(Line::TooLong { id }));
+        }
+        self.line.extend_from_slice(&data[..take]);
+        match newline {
+            Some(at) => (at + 1, Some(Line::Frame(std::mem::take(&mut self.line)))),
+            None => (data.len(), None),
         }
     }
 
-    /// The next line; a line cut by the end of input counts as a line.
-    pub fn next(&mut self) -> std::io::Result<Line> {
-        while self.skipping {
-            if !self.fill()? {
-                return Ok(Line::End);
-            }
-            let avail = &self.buf[self.start..self.end];
-            match memchr::memchr(b'\n', avail) {
-                Some(i) => {
-                    self.start += i + 1;
-                    self.skipping = false;
-                }
-                None => self.start = self.end,
+    /// What `data` asks for, in order; empty `data` is the end of input, which ends a last line
+    /// that has no `\n`. Blank lines ask for nothing.
+    pub fn feed(&mut self, mut data: &[u8]) -> Vec<Input> {
+        let mut out = Vec::new();
+        let max = self.max;
+        let mut found = |line: Line| match line {
+            Line::Frame(line) if line.trim_ascii().is_empty() => {}
+            Line::Frame(line) => out.push(parse(line)),
+            Line::TooLong { id } => out.push(Input::Invalid {
+                id,
+                message: format!(
+                    "line longer than {max} bytes (the max_frame_bytes of hello): skipped"
+                ),
+            }),
+        };
+        if data.is_empty() && !self.skipping {
+            found(Line::Frame(std::mem::take(&mut self.line)));
+        }
+        while !data.is_empty() {
+            let (used, line) = self.split(data);
+            data = &data[used..];
+            if let Some(line) = line {
+                found(line);
             }
         }
-        let mut line = Vec::new();
-        loop {
-            if !self.fill()? {
-                return Ok(if line.is_empty() {
-                    Line::End
-                } else {
-                    Line::Frame(line)
-                });
-            }
-            let avail = &self.buf[self.start..self.end];
-            let newline = memchr::memchr(b'\n', avail);
-            let take = newline.unwrap_or(avail.len());
-            if line.len() + take > self.max {
-                let mut head = line;
-                head.truncate(ID_SEARCH_BYTES);
-                let more = ID_SEARCH_BYTES.saturating_sub(head.len()).min(avail.len());
-                head.extend_from_slice(&avail[..more]);
-                match newline {
-                    Some(i) => self.start += i + 1,
-                    None => {
-                        self.start = self.end;
-                        self.skipping = true;
-                    }
-                }
-                return Ok(Line::TooLong {
-                    id: top_level_id(&head),
-                });
-            }
-            line.extend_from_slice(&avail[..take]);
-            match newline {
-                Some(i) => {
-                    self.start += i + 1;
-                    return Ok(Line::Frame(line));
-                }
-                None => self.start = self.end,
-            }
-        }
+        out
     }
 }
 
@@ -297,28 +313,19 @@ pub fn top_level_id(head: &[u8]) -> Option<u64> {
 mod tests {
     use super::*;
 
-    /// Reads in pieces of `step` bytes, like a pipe.
-    struct Trickle<'a>(&'a [u8], usize);
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let n = self.0.len().min(self.1).min(buf.len());
-            buf[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
-
+    /// Every line of `input` fed in pieces of `step` bytes, like a pipe delivers them.
     fn all(input: &[u8], step: usize, max: usize) -> Vec<Line> {
-        let mut lines = Lines::new(Trickle(input, step), max);
+        let mut splitter = Splitter::new(max);
         let mut out = Vec::new();
-        loop {
-            let line = lines.next().unwrap();
-            if line == Line::End {
-                return out;
+        for mut piece in input.chunks(step) {
+            while !piece.is_empty() {
+                let (used, line) = splitter.split(piece);
+                piece = &piece[used..];
+                out.extend(line);
             }
-            out.push(line);
         }
+        out.extend((!splitter.line.is_empty()).then(|| Line::Frame(splitter.line.clone())));
+        out
     }
 
     #[test]
@@ -341,10 +348,32 @@ mod tests {
             );
         }
         // Nothing past the limit is kept, however long the line.
-        let huge = vec![b'x'; 3 * READ_BYTES + 5];
-        let mut lines = Lines::new(Trickle(&huge, READ_BYTES), 10);
-        assert_eq!(lines.next().unwrap(), Line::TooLong { id: None });
-        assert_eq!(lines.next().unwrap(), Line::End);
+        let mut splitter = Splitter::new(10);
+        let piece = vec![b'x'; READ_BYTES];
+        assert_eq!(
+            splitter.split(&piece),
+            (READ_BYTES, Some(Line::TooLong { id: None }))
+        );
+        for _ in 0..3 {
+            assert_eq!(splitter.split(&piece), (READ_BYTES, None));
+            assert!(splitter.line.capacity() <= 10);
+        }
+        assert_eq!(splitter.split(b"x\nok\n"), (2, None));
+        assert_eq!(
+            splitter.split(b"ok\n"),
+            (3, Some(Line::Frame(b"ok".to_vec())))
+        );
+    }
+
+    #[test]
+    fn feeding_skips_blank_lines_and_ends_a_last_line_at_the_end_of_input() {
+        let mut splitter = Splitter::new(1024);
+        let got = splitter.feed(b"\n \r\n{\"t\":\"cancel\",\"id\":1}\n{\"t\":\"cancel\",");
+        assert!(matches!(got[..], [Input::Cancel(1)]), "{got:?}");
+        let got = splitter.feed(b"\"id\":2}");
+        assert!(got.is_empty(), "{got:?}");
+        let got = splitter.feed(b"");
+        assert!(matches!(got[..], [Input::Cancel(2)]), "{got:?}");
     }
 
     #[test]

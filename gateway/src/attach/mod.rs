@@ -2,16 +2,18 @@
 //! background command with stdin, a local pipe) carries every request of a host, multiplexed,
 //! in the frames of [`mcpgw::wire::frame`].
 //!
-//! Three threads, so that no stage waits on another: one reads stdin and parses frames
-//! ([`input`]), one owns stdout and writes each burst of frames with one `write` ([`output`]),
-//! and a single-threaded async runtime relays requests to the gateway over a keep-alive
-//! connection pool, many at once ([`relay`]). Before any of it, [`locate`] finds the gateway
+//! One thread does it all when stdin and stdout can be polled (pipes, sockets, terminals: every
+//! exec channel), so a frame never waits for another thread to be scheduled: a single-threaded
+//! async runtime reads and parses frames ([`input`]), relays requests to the gateway over a
+//! keep-alive connection pool, many at once ([`relay`]), and writes each burst of answers with
+//! one `write` ([`output`]). Stdin or stdout that is a file gets a blocking thread instead. Before any of it, [`locate`] finds the gateway
 //! (and with `--launch` starts one) and checks that it is the one asked for.
 
 mod input;
 mod locate;
 mod output;
 mod relay;
+mod stdio;
 mod tty;
 
 use std::io::Write;
@@ -85,14 +87,18 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         launched: gateway.launched,
         max_frame_bytes: args.max_frame_bytes as u64,
     });
-    let (out, writer) = output::start(relay::encode(&hello));
-    let frames = input::start(args.max_frame_bytes);
-    let relay = Arc::new(relay::Relay::new(client, &gateway, auth, out));
-    let ending = runtime.block_on(relay::run(relay, frames, FLUSH_LIMIT));
-    // Dropping the runtime drops every request task (closing its connection, which cancels the
-    // call in the gateway) and with them the last senders to the writer, which then drains.
+    let flags = stdio::Restore::record();
+    let (ending, written) = runtime.block_on(async {
+        let (out, writer) = output::start(relay::encode(&hello));
+        let frames = input::start(args.max_frame_bytes);
+        let relay = Arc::new(relay::Relay::new(client, &gateway, auth, out.clone()));
+        let ending = relay::run(relay, frames, FLUSH_LIMIT).await;
+        (ending, writer.finish(&out, FLUSH_LIMIT).await)
+    });
+    // Dropping the runtime drops every request task left (its connection closes, which
+    // cancels the call in the gateway) and the stdin and stdout registrations.
     drop(runtime);
-    let written = writer.finish(FLUSH_LIMIT);
+    drop(flags);
     if let Err(e) = &written {
         tracing::warn!("the last frames were not all written: {e}");
     }
