@@ -80,6 +80,14 @@ pub async fn read(fd: &AsyncFd<Std>, buf: &mut [u8]) -> std::io::Result<usize> {
         });
         match done {
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Ok(Ok(n)) => {
+                // A short read emptied the pipe: skip the read that would only say so (as
+                // tokio's sockets do; a newer readiness event is not cleared by this).
+                if n > 0 && n < buf.len() {
+                    ready.clear_ready();
+                }
+                return Ok(n);
+            }
             Ok(result) => return result,
             Err(_would_block) => {}
         }
