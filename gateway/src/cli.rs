@@ -14,7 +14,7 @@ usage:
                 [--threads N] [--ready-file PATH]
   mcpgw-gateway attach [--state-dir DIR] [--port P] [--host H] [--token-file PATH]
                 [--instance-nonce N] [--launch] [--gateway-arg ARG]... [--max-frame-bytes N]
-                [--log-file PATH] [--log-level LEVEL]
+                [--max-in-flight N] [--log-file PATH] [--log-level LEVEL]
   mcpgw-gateway request METHOD PATH [--port P] [--host H] [--token-file PATH]
                 [--body-file FILE|-] [--data BODY] [--header 'Name: value']... [--max-time SECONDS]
   mcpgw-gateway --version
@@ -28,8 +28,9 @@ environment variable MCPGW_TOKEN, else --auth-token (visible to ps: for compatib
 attach relays the session channel's frames (one JSON object a line) between its stdin and stdout
 and a running gateway: the one of --port, or the one DIR/gateway.json names (token file
 DIR/token). With --launch it first starts one there when none answers (--gateway-arg passes
-arguments on to it). The first line it writes is its hello frame. Exit status: 0 at the end of
-input, 7 when no gateway (or one of another instance) answers, 1 on other failures.
+arguments on to it). The first line it writes is its hello frame. Past --max-in-flight requests
+(1024) the next ones wait, then stdin is no longer read. Exit status: 0 at the end of input, 7
+when no gateway (or one of another instance) answers, 1 on other failures.
 
 request sends one HTTP request to a local gateway with the token read from --token-file (or
 MCPGW_TOKEN) and prints the response body followed by the line `mcpgw-http-status:NNN`.
@@ -164,6 +165,8 @@ pub struct AttachArgs {
     pub gateway_args: Vec<String>,
     /// The longest input line accepted.
     pub max_frame_bytes: usize,
+    /// Requests relayed at once.
+    pub max_in_flight: usize,
     /// Log destination; stderr when absent.
     pub log_file: Option<PathBuf>,
     /// Least severe level logged.
@@ -311,6 +314,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         "instance-nonce",
         "gateway-arg",
         "max-frame-bytes",
+        "max-in-flight",
         "log-file",
         "log-level",
     ];
@@ -323,6 +327,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         launch: false,
         gateway_args: Vec::new(),
         max_frame_bytes: ServeArgs::default().max_body_bytes + mcpgw::wire::frame::ENVELOPE_BYTES,
+        max_in_flight: 1024,
         log_file: None,
         log_level: tracing::Level::INFO,
     };
@@ -341,6 +346,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
             "launch" => out.launch = true,
             "gateway-arg" => out.gateway_args.push(value),
             "max-frame-bytes" => out.max_frame_bytes = number(name, &value)?,
+            "max-in-flight" => out.max_in_flight = number(name, &value)?,
             "log-file" => out.log_file = Some(PathBuf::from(value)),
             "log-level" => {
                 out.log_level = value
@@ -358,6 +364,9 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
     }
     if out.max_frame_bytes < 1024 {
         return Err("--max-frame-bytes: at least 1024".into());
+    }
+    if out.max_in_flight == 0 {
+        return Err("--max-in-flight: at least 1".into());
     }
     Ok(out)
 }

@@ -451,6 +451,27 @@ fn requests_are_relayed_concurrently_and_answered_by_id() {
     }
     assert!((100..164).all(|id| answered.contains_key(&id)));
 
+    // Answers come as calls finish: a quick call overtakes a slow one sent before it.
+    a.req(
+        8,
+        "POST",
+        "/mcps/ts/tools/slow",
+        Some(slow_args(0.5, 0, None)),
+        false,
+    );
+    a.req(
+        9,
+        "POST",
+        "/mcps/ts/tools/echo",
+        Some(json!({"arguments": {"text": "quick"}})),
+        false,
+    );
+    let first = a.next();
+    assert_eq!(first.id(), Some(9), "{:?}", first.value);
+    let slow = a.next();
+    assert_eq!(slow.id(), Some(8), "{:?}", slow.value);
+    assert_eq!(chunk_text(ok_res(&slow.value)), "done after 0 steps");
+
     // Bodies that are not JSON, and none.
     let r = a.call(4, "DELETE", "/mcps/nope", None);
     assert_eq!(r["status"], 404);
@@ -1120,4 +1141,37 @@ fn files_on_stdin_or_stdout_are_served_by_threads() {
         matches!(frames[2]["t"].as_str(), Some("res" | "cancelled")),
         "{frames:?}"
     );
+}
+
+#[test]
+fn past_the_in_flight_bound_requests_wait_and_can_be_cancelled_while_waiting() {
+    let (_gw, mut a) = gateway_and_attach(&["--max-in-flight", "2"]);
+    for id in [2, 3] {
+        a.req(
+            id,
+            "POST",
+            "/mcps/ts/tools/slow",
+            Some(slow_args(100.0, 10_000, None)),
+            true,
+        );
+        assert_eq!(a.next_for(id).t(), "chunk");
+    }
+    // Both slots are taken: 4 waits, and its cancel is answered at once.
+    a.req(4, "GET", "/health", None, false);
+    a.cancel(4);
+    assert_eq!(a.next_for(4).value, json!({"t": "cancelled", "id": 4}));
+    // 5 waits until a slot frees.
+    a.req(5, "GET", "/health", None, false);
+    a.cancel(2);
+    let freed = a.answer(2).pop().unwrap();
+    assert_eq!(freed.t(), "cancelled");
+    let answered = a.next_for(5);
+    assert_eq!(answered.value["text"], "ok");
+    assert!(
+        answered.at >= freed.at,
+        "5 was relayed before a slot was free"
+    );
+    a.cancel(3);
+    assert_eq!(a.answer(3).last().unwrap().t(), "cancelled");
+    assert!(a.finish().success());
 }

@@ -92,7 +92,7 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         let (out, writer) = output::start(relay::encode(&hello));
         let frames = input::start(args.max_frame_bytes);
         let relay = Arc::new(relay::Relay::new(client, &gateway, auth, out.clone()));
-        let ending = relay::run(relay, frames, FLUSH_LIMIT).await;
+        let ending = relay::run(relay, frames, args.max_in_flight, FLUSH_LIMIT).await;
         (ending, writer.finish(&out, FLUSH_LIMIT).await)
     });
     // Dropping the runtime drops every request task left (its connection closes, which

@@ -29,9 +29,6 @@ use super::input::{Call, Input};
 use super::locate::Gateway;
 use super::output;
 
-/// Requests relayed at once; past it the next ones wait, then stdin is no longer read.
-const MAX_IN_FLIGHT: usize = 1024;
-
 /// Requests read ahead while all slots are taken, so a `cancel` behind them is still seen.
 const MAX_WAITING: usize = 64;
 
@@ -360,14 +357,20 @@ impl Outbox {
     }
 }
 
-/// Relays until stdin ends, a signal arrives or stdout fails; then cancels whatever is still
-/// in flight, answering `cancelled` for each while stdout takes them (at most `limit`).
-pub async fn run(relay: Arc<Relay>, mut frames: mpsc::Receiver<Input>, limit: Duration) -> Ending {
+/// Relays until stdin ends, a signal arrives or stdout fails, `max_in_flight` requests at once
+/// (past it the next ones wait, then stdin is no longer read); then cancels whatever is still in
+/// flight, answering `cancelled` for each while stdout takes them (at most `limit`).
+pub async fn run(
+    relay: Arc<Relay>,
+    mut frames: mpsc::Receiver<Input>,
+    max_in_flight: usize,
+    limit: Duration,
+) -> Ending {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
     let mut int = signal(SignalKind::interrupt()).expect("installing a SIGINT handler");
     let mut hup = signal(SignalKind::hangup()).expect("installing a SIGHUP handler");
-    let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let permits = Arc::new(Semaphore::new(max_in_flight));
     let mut waiting: VecDeque<Call> = VecDeque::new();
     let mut outbox = Outbox::default();
     let ending = loop {
