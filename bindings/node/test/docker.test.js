@@ -144,7 +144,9 @@ describe('a gateway in a Docker container', { skip }, () => {
         client.callTool('ts', 'echo', { text: `request ${i}` }).then(textOf),
       ),
     );
-    t.diagnostic(`64 concurrent calls: ${(performance.now() - started).toFixed(0)} ms`);
+    const line = `64 concurrent calls over one session: ${(performance.now() - started).toFixed(0)} ms`;
+    t.diagnostic(line);
+    console.log(`docker: ${line}`);
     answers.forEach((a, i) => assert.equal(a, `request ${i}`));
     assert.equal(rec.commands.length, from);
   });

@@ -131,6 +131,24 @@ describe('a session to a running gateway', () => {
   const untilCalled = (before) =>
     waitFor(async () => (await calls()) > before, { what: 'the call reaching the gateway' });
 
+  /** p50 of `n` sequential echo calls, in ms. */
+  async function echoP50(n) {
+    const took = [];
+    for (let i = 0; i < n; i++) {
+      const started = performance.now();
+      await client.callTool('ts', 'echo', { text: `${i}` });
+      took.push(performance.now() - started);
+    }
+    return percentile(took, 50);
+  }
+  let oneShotP50 = 0;
+
+  test('one-shot, for comparison: each call runs a command through exec', async () => {
+    const from = sb.commands.length;
+    oneShotP50 = await echoP50(40);
+    assert.equal(execsSince(from), 40);
+  });
+
   test('calls made before the hello are queued in the session and written when it comes', async () => {
     const from = sb.commands.length;
     const opening = client.attach(open);
@@ -141,6 +159,16 @@ describe('a session to a running gateway', () => {
     assert.equal(session.hello?.launched, false);
     assert.deepEqual(await Promise.all(early), ['early 0', 'early 1', 'early 2', 'early 3']);
     assert.equal(execsSince(from), 0, 'nothing went through exec');
+  });
+
+  test('a call over the session costs less than one through exec', async (t) => {
+    const from = sb.commands.length;
+    const p50 = await echoP50(40);
+    assert.equal(execsSince(from), 0);
+    const line = `callTool p50 over a local session ${p50.toFixed(1)} ms, one-shot ${oneShotP50.toFixed(1)} ms (40 calls each)`;
+    t.diagnostic(line);
+    console.log(`session: ${line}`);
+    assert.ok(p50 < oneShotP50, line);
   });
 
   test('64 concurrent calls over one session each get their own answer', async (t) => {
@@ -155,9 +183,9 @@ describe('a session to a running gateway', () => {
           : client.callTool('ts', 'echo', { text: `request ${i}` }).then(textOf),
       ),
     );
-    t.diagnostic(
-      `64 concurrent calls over one session: ${(performance.now() - started).toFixed(0)} ms`,
-    );
+    const line = `64 concurrent calls over one session: ${(performance.now() - started).toFixed(0)} ms`;
+    t.diagnostic(line);
+    console.log(`session: ${line}`);
     answers.forEach((a, i) => assert.equal(a, i % 2 ? i + 1000 : `request ${i}`));
     assert.equal(execsSince(from), 0);
     assert.equal(nativeStats().ops, 0);
