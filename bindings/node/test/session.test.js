@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { PassThrough } from 'node:stream';
 import { join } from 'node:path';
 import {
   AbortError,
@@ -214,6 +215,50 @@ describe('a session to a running gateway', () => {
       assert.ok(s.at < (k + 1) * 500 + 400, `step ${k + 1} only at ${s.at} ms`);
     });
     assert.ok(last.at - progress[0].at > 1200, 'the first step came long before the end');
+  });
+
+  test("what a session yields is the gateway's chunk frames, decoded and re-serialized unchanged", async () => {
+    // A second client on the same gateway, whose channel's output is recorded on its way in.
+    const info = /** @type {any} */ (client.session?.hello);
+    const other = new Client({
+      exec: sb.exec,
+      gatewayPath: gatewayPath(),
+      port: info.port,
+      tokenFile: info.token_file,
+      instanceNonce: info.instance_nonce,
+    });
+    /** @type {Buffer[]} */
+    const seen = [];
+    try {
+      const session = await other.attach((command) => {
+        const child = spawn('sh', ['-c', command], { cwd: sb.dir, stdio: 'pipe' });
+        const tee = new PassThrough();
+        child.stdout.on('data', (b) => seen.push(b));
+        child.stdout.pipe(tee);
+        return { stdin: child.stdin, stdout: tee };
+      });
+      const chunks = [];
+      for await (const c of other.callToolStream('ts', 'slow', { seconds: 0.3, steps: 3 })) {
+        chunks.push(c);
+      }
+      const media = await other.callTool('ts', 'media', {});
+      await session.close();
+      const frames = Buffer.concat(seen)
+        .toString('utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line));
+      const streamed = frames.filter((f) => f.t === 'chunk').map((f) => f.chunk);
+      assert.equal(streamed.length, 4, 'three progress chunks and the last one');
+      assert.deepEqual(chunks, streamed);
+      assert.deepEqual(JSON.parse(JSON.stringify(chunks)), streamed);
+      assert.ok(progressOf(chunks[0]));
+      const answer = frames.find((f) => f.t === 'res' && f.body?.chunk?.content?.length === 5);
+      assert.deepEqual(media, answer.body.chunk);
+      assert.deepEqual(JSON.parse(JSON.stringify(media)), answer.body.chunk);
+    } finally {
+      other.close();
+    }
   });
 
   test('abort over a session: a cancel frame, and the tool stops (its marker within 100 ms)', async (t) => {
