@@ -6,13 +6,14 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import { join } from 'node:path';
 import {
   AbortError,
   Client,
   SessionLostError,
+  kubectlSession,
   localSession,
   nativeStats,
   progressOf,
@@ -384,6 +385,37 @@ describe('a session to a running gateway', () => {
     } finally {
       other.close();
     }
+  });
+
+  test('kubectlSession runs kubectl exec -i (a stand-in kubectl running the command here)', async () => {
+    // No cluster here: the stand-in records its argv and runs what follows `sh -c` locally.
+    const fake = join(sb.dir, 'kubectl');
+    writeFileSync(
+      fake,
+      `#!/bin/sh\nprintf '%s\\n' "$@" > ${JSON.stringify(join(sb.dir, 'kubectl-argv'))}\n` +
+        'while [ "$1" != "-c" ]; do shift; done\nexec sh -c "$2"\n',
+    );
+    chmodSync(fake, 0o755);
+    const session = await kubectlSession(client, 'pod-0', { kubectl: fake, namespace: 'agents' });
+    const from = sb.commands.length;
+    assert.equal(
+      textOf(await client.callTool('ts', 'echo', { text: 'via kubectl' })),
+      'via kubectl',
+    );
+    assert.equal(execsSince(from), 0);
+    await session.close();
+    const argv = readFileSync(join(sb.dir, 'kubectl-argv'), 'utf8').split('\n');
+    assert.deepEqual(argv.slice(0, 7), [
+      'exec',
+      '-i',
+      '--namespace',
+      'agents',
+      'pod-0',
+      '--',
+      'sh',
+    ]);
+    assert.equal(argv[7], '-c');
+    assert.equal(argv[8], session.command);
   });
 
   test('closing the session ends its process; nothing native is left', async () => {
