@@ -675,6 +675,7 @@ export class Client {
       // a request for, so the call waits for the hello (or for the channel to fail).
       const opening = this.#sessionForCall();
       if (opening && !opening.hello) await untilOpened(opening, call.signal);
+      if (this.#ptr === null) throw errorNamed('INVALID_STATE', 'the client is closed');
     }
     const op = await this.#prepare(n, call, prepare);
     live.ops++;
