@@ -1,0 +1,167 @@
+"""The binding through real sandboxes: Linux namespaces entered with nsenter (tests/sandbox.sh),
+one with a minimal busybox root (no curl, no python), and Docker containers entered with
+``docker exec -i`` (tests/docker/sandbox.sh). Each skips, printing why, where it cannot run."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import GATEWAY, REPO, TESTSERVER, docker_reason, namespace_sandbox_reason, skip, ts_spec, wait_for
+
+import mcpgw
+
+SANDBOX_SH = REPO / "tests" / "sandbox.sh"
+DOCKER_SH = REPO / "tests" / "docker" / "sandbox.sh"
+
+
+@pytest.fixture
+def namespace(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[mcpgw.ArgvExec, Path]]:
+    reason = namespace_sandbox_reason()
+    if reason:
+        skip(f"no namespace sandbox: {reason}")
+    minimal = getattr(request, "param", False)
+    d = tmp_path / "ns"
+    args = ["sh", str(SANDBOX_SH), "start", str(d)]
+    if minimal:
+        args += ["--minimal", "--libs-for", str(GATEWAY)]
+    pid = subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        yield mcpgw.ArgvExec(["nsenter", "-t", pid, "-n", "-p", "-m", "-r", "-w"]), d
+    finally:
+        subprocess.run(["sh", str(SANDBOX_SH), "stop", str(d)], check=False)
+
+
+async def test_namespace_sandbox(namespace: tuple[mcpgw.ArgvExec, Path]) -> None:
+    exec, _ = namespace
+    async with mcpgw.AsyncClient(exec, gateway_path=str(GATEWAY)) as client:
+        info = await client.start_gateway()
+        # The host shares no network with the sandbox: the gateway is not reachable from here.
+        async with mcpgw.AsyncClient(
+            mcpgw.LocalExec(), port=info["port"], instance_nonce=info["instance_nonce"]
+        ) as host:
+            with pytest.raises(mcpgw.McpgwError):
+                await host.health(timeout=5)
+        await client.add_mcp(ts_spec())
+        chunk = await client.call_tool("ts", "echo", {"text": "inside the namespace"})
+        assert chunk["content"][0]["text"] == "inside the namespace"
+        big = "y" * (200 * 1024)
+        assert (await client.call_tool("ts", "echo", {"text": big}))["content"][0]["text"] == big
+        await client.stop_gateway()
+
+
+@pytest.mark.parametrize("namespace", [True], indirect=True, ids=["minimal-root"])
+async def test_minimal_root_without_curl(namespace: tuple[mcpgw.ArgvExec, Path], gateway_to_install: Path) -> None:
+    exec, d = namespace
+    # Only busybox and the gateway's libraries are there; the test server is copied in, the
+    # gateway installed through the exec (its bytes on stdin).
+    bindir = d / "root" / "usr" / "local" / "bin"
+    shutil.copy2(TESTSERVER, bindir / "mcpgw-testserver")
+    for lib in subprocess.run(["ldd", str(TESTSERVER)], capture_output=True, text=True).stdout.split():
+        if lib.startswith("/") and not (d / "root" / lib.lstrip("/")).exists():
+            (d / "root" / lib.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(lib, d / "root" / lib.lstrip("/"))
+    assert (await exec("command -v curl || echo none", 10, None)).stdout.strip() == b"none"
+    async with mcpgw.AsyncClient(exec, gateway_path="/usr/local/bin/mcpgw-gateway") as client:
+        installed = await client.ensure_gateway_binary(str(gateway_to_install))
+        assert installed["uploaded"] is True
+        await client.start_gateway()
+        await client.add_mcp(ts_spec(command="/usr/local/bin/mcpgw-testserver"))
+        chunk = await client.call_tool("ts", "echo", {"text": "no curl here"})
+        assert chunk["content"][0]["text"] == "no curl here"
+        await client.stop_gateway()
+
+
+# ── Docker ────────────────────────────────────────────────────────
+
+
+@pytest.fixture(scope="module")
+def docker_image() -> str:
+    reason = docker_reason()
+    if reason:
+        skip(f"no docker sandbox: {reason}")
+    return subprocess.run(["sh", str(DOCKER_SH), "image"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+async def container(docker_image: str) -> AsyncIterator[str]:
+    name = f"mcpgw-py-{uuid.uuid4().hex[:10]}"
+    subprocess.run(["sh", str(DOCKER_SH), "start", docker_image, name], capture_output=True, text=True, check=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(["sh", str(DOCKER_SH), "stop", name], capture_output=True, check=False)
+
+
+def docker(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=False)
+
+
+async def test_docker_exec(container: str) -> None:
+    exec = mcpgw.DockerExec(container)
+    async with mcpgw.AsyncClient(exec) as client:
+        await client.start_gateway()
+        await client.add_mcp(ts_spec(command="/usr/local/bin/mcpgw-testserver"))
+        chunk = await client.call_tool("ts", "echo", {"text": "in a container"})
+        assert chunk["content"][0]["text"] == "in a container"
+        big = "z" * (200 * 1024)
+        assert (await client.call_tool("ts", "echo", {"text": big}))["content"][0]["text"] == big
+
+        # Cancelling the task kills `docker exec`; the gateway cancels the call upstream.
+        before = _calls(await client.list_mcps())
+        task = asyncio.ensure_future(
+            client.call_tool("ts", "slow", {"seconds": 30, "steps": 300, "cancel_marker": "/tmp/cancelled"})
+        )
+
+        async def started() -> bool:
+            return _calls(await client.list_mcps()) > before
+
+        await wait_for(started, "the gateway to start the call")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await wait_for(
+            lambda: docker("exec", container, "cat", "/tmp/cancelled").stdout == "cancelled", "the cancel marker"
+        )
+
+        # The sandbox gone: docker says so with exit status 1, the call fails to run.
+        docker("rm", "-f", container)
+        with pytest.raises(mcpgw.ExecFailedError) as e:
+            await client.call_tool("ts", "echo", {"text": "anyone?"})
+        assert "Error response from daemon" in str(e.value)
+
+
+async def test_docker_container_killed_under_a_call(container: str) -> None:
+    async with mcpgw.AsyncClient(mcpgw.DockerExec(container)) as client:
+        await client.start_gateway()
+        await client.add_mcp(ts_spec(command="/usr/local/bin/mcpgw-testserver"))
+        before = _calls(await client.list_mcps())
+        task = asyncio.ensure_future(client.call_tool("ts", "slow", {"seconds": 30}))
+
+        async def started() -> bool:
+            return _calls(await client.list_mcps()) > before
+
+        await wait_for(started, "the gateway to start the call")
+        assert docker("kill", container).returncode == 0
+        with pytest.raises(mcpgw.ExecFailedError) as e:
+            await task
+        assert "killed" in str(e.value)
+
+
+def test_docker_blocking_client(container: str) -> None:
+    with mcpgw.Client(mcpgw.DockerExec(container)) as client:
+        client.start_gateway()
+        client.add_mcp(ts_spec(command="/usr/local/bin/mcpgw-testserver"))
+        assert client.call_tool("ts", "echo", {"text": "blocking docker"})["content"][0]["text"] == "blocking docker"
+        docker("rm", "-f", container)
+        with pytest.raises(mcpgw.ExecFailedError):
+            client.health()
+
+
+def _calls(mcps: list[mcpgw.McpSpec]) -> int:
+    return int(next(m for m in mcps if m["name"] == "ts")["status"]["calls"])
