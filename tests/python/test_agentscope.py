@@ -11,20 +11,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conftest import GATEWAY, TESTSERVER, skip, ts_spec
 
 pytest.importorskip("agentscope", reason="AgentScope is not installed (make deps)")
 
-from agentscope.mcp import MCPClient, StdioMCPConfig  # noqa: E402
-from agentscope.message import ToolCallBlock, ToolResultState  # noqa: E402
-from agentscope.state import AgentState  # noqa: E402
-from agentscope.tool import Toolkit  # noqa: E402
-from agentscope.tool._builtin._backend import LocalBackend  # noqa: E402
-from agentscope.workspace import BubblewrapWorkspace  # noqa: E402
-from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient  # noqa: E402
-from agentscope.workspace._gateway_client import GatewayMCPTool as StockGatewayMCPTool  # noqa: E402
+from agentscope.mcp import MCPClient, StdioMCPConfig
+from agentscope.message import ToolCallBlock, ToolResultState
+from agentscope.state import AgentState
+from agentscope.tool import Toolkit
+from agentscope.tool._builtin._backend import LocalBackend
+from agentscope.workspace import BubblewrapWorkspace
+from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
+from agentscope.workspace._gateway_client import GatewayMCPTool as StockGatewayMCPTool
 
-from mcpgw.agentscope import GatewayClient, GatewayMCPClient, use_mcpgw  # noqa: E402
+from mcpgw.agentscope import GatewayClient, GatewayMCPClient, use_mcpgw
 
 
 @pytest.fixture
@@ -111,18 +112,23 @@ async def test_same_chunks_as_the_stock_client_on_the_same_gateway(launched: Gat
 
 
 class RecordingBackend:
-    """Wraps a real backend's process primitives to see every argv it is given."""
+    """Wraps a real backend's process primitives to see every argv it is given while `active`
+    (the adapter's part: the gateway's set-up and the MCP operations, not AgentScope's own
+    workspace layout steps, one of which runs python3 for its skills directory)."""
 
     def __init__(self, backend: Any) -> None:
         self.argvs: list[list[str]] = []
+        self.active = False
         exec_shell, start_process = backend.exec_shell, backend.start_process
 
         async def recorded_exec_shell(command: list[str], **kwargs: Any) -> Any:
-            self.argvs.append(list(command))
+            if self.active:
+                self.argvs.append(list(command))
             return await exec_shell(command, **kwargs)
 
         async def recorded_start_process(command: list[str], **kwargs: Any) -> Any:
-            self.argvs.append(list(command))
+            if self.active:
+                self.argvs.append(list(command))
             return await start_process(command, **kwargs)
 
         backend.exec_shell = recorded_exec_shell
@@ -178,7 +184,22 @@ async def test_bubblewrap_workspace_through_agentscopes_toolkit(tmp_path: Path, 
         recorded = RecordingBackend(workspace._backend)
 
     workspace._provision_backend = provision_and_record
+    setup = workspace._setup_mcp_gateway
+
+    async def recorded_setup() -> None:
+        assert recorded is not None
+        recorded.active = True
+        try:
+            await setup()
+        finally:
+            recorded.active = False
+
+    workspace._setup_mcp_gateway = recorded_setup
     async with workspace:
+        assert recorded is not None
+        launch = list(recorded.argvs)
+        assert any("--daemon" in " ".join(a) for a in launch), launch
+        recorded.active = True
         assert isinstance(workspace._gateway, GatewayClient)
         assert await workspace._gateway.health()
         await workspace.add_mcp(

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import GATEWAY, REPO, Gateway, RecordingExec, processes_mentioning, ts_spec, wait_file, wait_for
 
 import mcpgw
+from conftest import GATEWAY, REPO, Gateway, RecordingExec, processes_mentioning, ts_spec, wait_file, wait_for
 from mcpgw import errors
 
 

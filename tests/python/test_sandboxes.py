@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import GATEWAY, REPO, TESTSERVER, docker_reason, namespace_sandbox_reason, skip, ts_spec, wait_for
 
 import mcpgw
+from conftest import GATEWAY, REPO, TESTSERVER, docker_reason, namespace_sandbox_reason, skip, ts_spec, wait_for
 
 SANDBOX_SH = REPO / "tests" / "sandbox.sh"
 DOCKER_SH = REPO / "tests" / "docker" / "sandbox.sh"
