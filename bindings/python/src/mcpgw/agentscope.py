@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import secrets
 import shlex
+import shutil
 import signal
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar, cast
@@ -37,8 +39,11 @@ from agentscope.workspace._gateway_client import GatewayMCPTool as _AsGatewayMCP
 
 from .client import AsyncClient, Transport, _prepare_start
 from .errors import McpgwError
-from .exec import ExecFailure, ExecTimeout
+from .exec import DockerExec, ExecFailure, ExecTimeout, KubectlExec, LocalExec
+from .session import Spawn
 from .wire import GatewayInfo
+
+log = logging.getLogger("mcpgw.agentscope")
 
 #: Where request bodies travel through the sandbox when a command needs its stdin.
 SANDBOX_TMP_DIR = "/tmp"
@@ -367,6 +372,27 @@ class GatewayClient:
         with contextlib.suppress(McpgwError):
             await client.stop_gateway(timeout=10.0)
 
+    # ── the session channel ───────────────────────────────────────
+
+    async def attach(self, spawn: Spawn | None = None, *, open_timeout: float = 30.0) -> dict[str, Any]:
+        """Opens a session channel (``mcpgw-gateway attach``, one long-lived process of the
+        backend) that every request then goes over, instead of one ``exec_shell`` each. `spawn`
+        starts it; by default it is found from the backend (see :func:`channel_spawn`).
+        Returns the channel's hello."""
+        spawn = spawn or channel_spawn(self.backend)
+        if spawn is None:
+            raise RuntimeError(
+                f"no session channel is known for a {type(self.backend).__name__}: pass spawn, an async "
+                "function starting a command in the sandbox with stdin and stdout piped"
+            )
+        client = await self.client()
+        return await client.attach(spawn, open_timeout=open_timeout)
+
+    async def detach(self) -> None:
+        """Closes the session channel; requests go back to one ``exec_shell`` each."""
+        if self._client is not None:
+            await self._client.detach()
+
     # ── AgentScope's interface ────────────────────────────────────
 
     async def health(self) -> bool:
@@ -402,7 +428,10 @@ class GatewayClient:
         return client
 
     async def aclose(self) -> None:
-        """Stops the gateway when this client launched it, and frees the native client."""
+        """Closes the session channel, stops the gateway when this client launched it, and
+        frees the native client."""
+        with contextlib.suppress(Exception):
+            await self.detach()
         with contextlib.suppress(Exception):
             await self.stop()
         client, self._client = self._client, None
@@ -420,6 +449,7 @@ def use_mcpgw(
     gateway_path: str | None = None,
     timeout: float | None = 30.0,
     transport: Transport | None = None,
+    session: bool = False,
 ) -> _W:
     """Makes a sandboxed AgentScope workspace (``BubblewrapWorkspace``, ``DockerWorkspace``,
     ``E2BWorkspace``, ``K8sWorkspace``) run ``mcpgw-gateway`` instead of its stock gateway, and
@@ -429,7 +459,9 @@ def use_mcpgw(
     by default the binary is expected on the sandbox's PATH, or at `gateway_path`), launches it
     with a token the gateway mints into its own 0600 token file, and binds the workspace's
     gateway facade to :class:`GatewayClient`. No gateway venv is bootstrapped and no Python runs
-    in the sandbox for the gateway.
+    in the sandbox for the gateway. With `session`, requests then go over one long-lived
+    session channel (:meth:`GatewayClient.attach`) where the backend has one, else one command
+    each as without.
     """
 
     async def setup_mcp_gateway() -> None:
@@ -457,6 +489,11 @@ def use_mcpgw(
             timeout=timeout,
             transport=transport,
         )
+        if session and channel_spawn(backend) is not None:
+            try:
+                await gc.attach()
+            except Exception as e:  # noqa: BLE001 - one command per request still works
+                log.warning("mcpgw: no session channel (%s); requests go one command each", e)
         ws.gateway_port = gc.gateway_port
         ws._gateway = gc
         if gc.keeper is not None and hasattr(ws, "_gateway_process"):
@@ -465,6 +502,37 @@ def use_mcpgw(
 
     setattr(workspace, "_setup_mcp_gateway", setup_mcp_gateway)  # noqa: B010 - an instance attribute on any workspace type
     return workspace
+
+
+def channel_spawn(backend: Any) -> Spawn | None:
+    """How to start a session channel's long-lived process through `backend`, when it is one
+    whose processes can stay: bubblewrap (``start_process``), the local backend (a local
+    process), Docker (``docker exec -i`` on its container), Kubernetes (``kubectl exec -i`` on
+    its pod); else None."""
+    start_process = getattr(backend, "start_process", None)
+    if callable(start_process):
+        start = cast(Callable[..., Awaitable[asyncio.subprocess.Process]], start_process)
+
+        async def spawn(command: str) -> asyncio.subprocess.Process:
+            return await start(
+                ["sh", "-c", command],
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+
+        return spawn
+    if type(backend).__name__ == "LocalBackend":
+        return LocalExec().spawn
+    container = getattr(getattr(backend, "_container", None), "id", None)
+    if isinstance(container, str) and shutil.which("docker"):
+        return DockerExec(container).spawn
+    pod = getattr(backend, "_pod_name", None)
+    if isinstance(pod, str) and shutil.which("kubectl"):
+        return KubectlExec(
+            pod, namespace=getattr(backend, "_namespace", None), container=getattr(backend, "_container_name", None)
+        ).spawn
+    return None
 
 
 async def _end_process_group(proc: asyncio.subprocess.Process) -> None:
