@@ -21,7 +21,7 @@ from agentscope.message import ToolCallBlock, ToolResultState
 from agentscope.state import AgentState
 from agentscope.tool import Toolkit
 from agentscope.tool._builtin._backend import LocalBackend
-from agentscope.workspace import BubblewrapWorkspace
+from agentscope.workspace import BubblewrapWorkspace, LocalWorkspace
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
 from agentscope.workspace._gateway_client import GatewayMCPTool as StockGatewayMCPTool
 
@@ -238,3 +238,28 @@ async def test_bubblewrap_workspace_through_agentscopes_toolkit(tmp_path: Path, 
         assert any("mcpgw-gateway" in c for c in tree) and any("mcpgw-testserver" in c for c in tree), tree
         assert not [c for c in tree if "python" in c], tree
     assert keeper.returncode is not None, "the gateway's sandbox ended with the workspace"
+
+
+async def test_local_workspace_with_a_gateway_backed_mcp(tmp_path: Path) -> None:
+    # LocalWorkspace has no gateway of its own: it is handed a gateway-backed MCP client.
+    gateway = await GatewayClient.launch(LocalBackend(), gateway_path=str(GATEWAY), state_dir=str(tmp_path / "gw"))
+    try:
+        async with LocalWorkspace(workdir=str(tmp_path / "ws")) as workspace:
+            await workspace.add_mcp(
+                gateway.make_client(ts_spec(), agent_id="agent", session_id="s1"), agent_id="agent", session_id="s1"
+            )
+            [client] = await workspace.list_mcps(agent_id="agent", session_id="s1")
+            assert isinstance(client, GatewayMCPClient) and client.is_connected
+            toolkit = Toolkit(mcps=[client])
+            outs = [
+                o
+                async for o in toolkit.call_tool(
+                    ToolCallBlock(id="c", name="mcp__ts__echo", input='{"text": "local"}'), AgentState()
+                )
+            ]
+            assert outs[-1].content[0].text == "local"
+            assert [m["name"] for m in await (await gateway.client()).list_mcps(agent_id="agent", session_id="s1")] == [
+                "ts"
+            ]
+    finally:
+        await gateway.aclose()
