@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,3 +170,29 @@ def docker_reason() -> str | None:
         if not (TARGET / "x86_64-unknown-linux-gnu" / "release" / name).is_file():
             return f"the static {name} is missing: run `make static`"
     return None
+
+
+DOCKER_SH = REPO / "tests" / "docker" / "sandbox.sh"
+STATIC_GATEWAY = TARGET / "x86_64-unknown-linux-gnu" / "release" / "mcpgw-gateway"
+
+
+@pytest.fixture(scope="session")
+def docker_image() -> str:
+    reason = docker_reason()
+    if reason:
+        skip(f"no docker sandbox: {reason}")
+    return subprocess.run(["sh", str(DOCKER_SH), "image"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+async def container(docker_image: str) -> AsyncIterator[str]:
+    name = f"mcpgw-py-{uuid.uuid4().hex[:10]}"
+    subprocess.run(["sh", str(DOCKER_SH), "start", docker_image, name], capture_output=True, text=True, check=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(["sh", str(DOCKER_SH), "stop", name], capture_output=True, check=False)
+
+
+def docker(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=False)

@@ -7,17 +7,15 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import mcpgw
-from conftest import GATEWAY, REPO, TESTSERVER, docker_reason, namespace_sandbox_reason, skip, ts_spec, wait_for
+from conftest import GATEWAY, REPO, TESTSERVER, docker, namespace_sandbox_reason, skip, ts_spec, wait_for
 
 SANDBOX_SH = REPO / "tests" / "sandbox.sh"
-DOCKER_SH = REPO / "tests" / "docker" / "sandbox.sh"
 
 
 @pytest.fixture
@@ -78,28 +76,6 @@ async def test_minimal_root_without_curl(namespace: tuple[mcpgw.ArgvExec, Path],
 
 
 # ── Docker ────────────────────────────────────────────────────────
-
-
-@pytest.fixture(scope="module")
-def docker_image() -> str:
-    reason = docker_reason()
-    if reason:
-        skip(f"no docker sandbox: {reason}")
-    return subprocess.run(["sh", str(DOCKER_SH), "image"], capture_output=True, text=True, check=True).stdout.strip()
-
-
-@pytest.fixture
-async def container(docker_image: str) -> AsyncIterator[str]:
-    name = f"mcpgw-py-{uuid.uuid4().hex[:10]}"
-    subprocess.run(["sh", str(DOCKER_SH), "start", docker_image, name], capture_output=True, text=True, check=True)
-    try:
-        yield name
-    finally:
-        subprocess.run(["sh", str(DOCKER_SH), "stop", name], capture_output=True, check=False)
-
-
-def docker(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["docker", *args], capture_output=True, text=True, check=False)
 
 
 async def test_docker_exec(container: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import mcpgw
-from conftest import GATEWAY, RecordingExec, skip, ts_spec, wait_file, wait_for
+from conftest import GATEWAY, STATIC_GATEWAY, RecordingExec, docker, skip, ts_spec, wait_file, wait_for
 
 # The gateway binary under test; MCPGW_ATTACH_GATEWAY may name another one with `attach`.
 ATTACH_GATEWAY = Path(os.environ.get("MCPGW_ATTACH_GATEWAY") or GATEWAY)
@@ -130,3 +130,28 @@ async def test_a_lost_channel_fails_what_it_carried_and_one_shot_goes_on(
     assert session.lost and client.session is None
     # The gateway lives on: the client falls back to one command per call.
     assert (await client.call_tool("ts", "echo", {"text": "one-shot again"}))["content"][0]["text"] == "one-shot again"
+
+
+async def test_session_over_docker_exec(container: str) -> None:
+    r = subprocess.run([str(STATIC_GATEWAY), "--help"], capture_output=True, text=True, check=False)
+    if "mcpgw-gateway attach" not in r.stdout + r.stderr:
+        skip(f"the image's gateway ({STATIC_GATEWAY}) has no `attach` subcommand")
+    async with mcpgw.AsyncClient(mcpgw.DockerExec(container)) as client:
+        hello = await client.attach()
+        assert hello["launched"] is True
+        await client.add_mcp(ts_spec(command="/usr/local/bin/mcpgw-testserver"))
+        got: list[mcpgw.ToolChunk] = []
+        last = await client.call_tool("ts", "slow", {"seconds": 0.3, "steps": 3}, on_progress=got.append)
+        assert len(got) == 3 and last["is_last"]
+        answers = await asyncio.gather(*(client.call_tool("ts", "echo", {"text": f"n{i}"}) for i in range(16)))
+        assert [a["content"][0]["text"] for a in answers] == [f"n{i}" for i in range(16)]
+        # The container gone: what the channel carried fails, and so does the next one-shot call.
+        call = asyncio.ensure_future(client.call_tool("ts", "slow", {"seconds": 30}))
+        session = client.session
+        assert session is not None
+        await wait_for(lambda: session._waiters, "the call to be written to the channel")
+        assert docker("rm", "-f", container).returncode == 0
+        with pytest.raises(mcpgw.SessionLostError):
+            await call
+        with pytest.raises(mcpgw.ExecFailedError):
+            await client.health()

@@ -114,7 +114,7 @@ class Op:
         self.ptr = ptr
         self.name = _native.text(lib.mcpgw_op_name(ptr)) or "operation"
 
-    def command(self) -> tuple[str, float, bytes | None] | None:
+    def command(self, *, with_stdin: bool = True) -> tuple[str, float, bytes | None] | None:
         """The next command (text, timeout in seconds, stdin), or None once finished."""
         text = c_void_p()
         timeout = c_uint32()
@@ -125,6 +125,8 @@ class Op:
         buf = c_void_p()
         size = c_size_t()
         stdin: bytes | None = None
+        if not with_stdin:
+            return command, timeout.value / 1000.0, None
         if lib.mcpgw_op_command_stdin(self.ptr, ctypes.byref(buf), ctypes.byref(size)) == OK and buf.value:
             stdin = ctypes.string_at(buf.value, size.value)
         return command, timeout.value / 1000.0, stdin

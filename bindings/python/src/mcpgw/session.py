@@ -160,7 +160,7 @@ class AsyncSession:
     async def _carry(self, op: Any, waiter: _Waiter, *, stream: bool) -> str:
         if self.lost:
             raise error_for(RESULT["SESSION_LOST"], f"{op.name}: the session channel is lost ({self.lost_reason})")
-        first = op.command()
+        first = op.command(with_stdin=False)
         limit = (first[1] if first else 60.0) + ANSWER_GRACE
         ident = c_uint64()
         rc = lib.mcpgw_session_submit(self._ptr, op.ptr, stream, ctypes.byref(ident))
