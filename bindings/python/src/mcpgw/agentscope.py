@@ -287,14 +287,11 @@ class GatewayClient:
         async with self._client_lock:
             if self._client is None:
                 token_file = self.token_file
-                if token_file is None:
-                    if self.auth_token is None:
-                        raise RuntimeError(
-                            "mcpgw needs the gateway's token: pass auth_token or token_file, or "
-                            "start the gateway with GatewayClient.launch()"
-                        )
+                if token_file is None and self.auth_token is not None:
                     token_file = await self._write_token_file(self.auth_token)
                     self.token_file = token_file
+                # Without a token only health works (the library then says the token file is
+                # unknown): mcpgw-gateway always runs with a token.
                 self._client = self._new_client(
                     port=self.gateway_port, token_file=token_file, instance_nonce=self.instance_nonce
                 )
