@@ -141,3 +141,42 @@ def test_docker_blocking_client(container: str) -> None:
 
 def _calls(mcps: list[mcpgw.McpSpec]) -> int:
     return int(next(m for m in mcps if m["name"] == "ts")["status"]["calls"])
+
+
+async def test_docker_daemon_unreachable_is_an_exec_failure() -> None:
+    if not shutil.which("docker"):
+        skip("no docker CLI")
+    exec = mcpgw.DockerExec("any", host="unix:///nonexistent/docker.sock")
+    async with mcpgw.AsyncClient(exec, port=1, token_file="/t") as client:
+        with pytest.raises(mcpgw.ExecFailedError) as e:
+            await client.health()
+    assert "Cannot connect to the Docker daemon" in str(e.value)
+
+
+def test_kubectl_says_the_pod_is_gone() -> None:
+    # kubectl's own failures, as it prints them, against a command's own exit status 1.
+    exec = mcpgw.KubectlExec("web-0", namespace="agents", container="main")
+    assert exec.argv("true") == [
+        "kubectl",
+        "exec",
+        "-i",
+        "--namespace",
+        "agents",
+        "--container",
+        "main",
+        "web-0",
+        "--",
+        "sh",
+        "-c",
+        "true",
+    ]
+    for stderr in (
+        b'Error from server (NotFound): pods "web-0" not found',
+        b"error: unable to upgrade connection: container not found",
+    ):
+        with pytest.raises(mcpgw.ExecFailure):
+            exec.classify(mcpgw.ExecResult(1, b"", stderr))
+    with pytest.raises(mcpgw.ExecFailure):
+        exec.classify(mcpgw.ExecResult(137))
+    own = mcpgw.ExecResult(1, b"", b"grep: no match")
+    assert exec.classify(own) is own

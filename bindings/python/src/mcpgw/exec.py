@@ -215,13 +215,15 @@ class DockerExec(ArgvExec):
         container: str,
         *,
         docker: str = "docker",
+        host: str | None = None,
         user: str | None = None,
         workdir: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
         if not container:
             raise ValueError("DockerExec needs a container name or id")
-        prefix = [docker, "exec", "-i"]
+        # `host`: the daemon to talk to (docker's --host), e.g. ssh://box or tcp://10.0.0.5:2376.
+        prefix = [docker, *(["--host", host] if host else []), "exec", "-i"]
         if user:
             prefix += ["--user", user]
         if workdir:
