@@ -27,16 +27,23 @@ sys.path.insert(0, str(REPO / "bindings" / "python" / "src"))
 import mcpgw  # noqa: E402
 
 
-def binary(name: str) -> Path:
-    """A binary of the repository's debug build; fails with the command that builds it."""
-    path = TARGET / "debug" / name
+def binary(name: str, env: str) -> Path:
+    """A binary of the repository's debug build (or the one `env` names); fails with the command
+    that builds it."""
+    path = Path(os.environ.get(env) or TARGET / "debug" / name)
     if not path.is_file():
         pytest.fail(f"{path} is missing: run `cargo build -p mcpgw-ffi -p mcpgw-gateway -p mcpgw-testserver`")
     return path
 
 
-GATEWAY = binary("mcpgw-gateway")
-TESTSERVER = binary("mcpgw-testserver")
+GATEWAY = binary("mcpgw-gateway", "MCPGW_GATEWAY")
+TESTSERVER = binary("mcpgw-testserver", "MCPGW_TESTSERVER")
+
+
+def gateway_has_attach(gateway: Path = GATEWAY) -> bool:
+    """Whether `gateway` has the session channel's side, `mcpgw-gateway attach`."""
+    r = subprocess.run([str(gateway), "--help"], capture_output=True, text=True, check=False)
+    return "mcpgw-gateway attach" in r.stdout + r.stderr
 
 
 def ts_spec(name: str = "ts", command: str | Path = TESTSERVER) -> dict[str, Any]:

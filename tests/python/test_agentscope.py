@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import GATEWAY, TESTSERVER, skip, ts_spec
+from conftest import GATEWAY, TESTSERVER, gateway_has_attach, skip, ts_spec
 
 pytest.importorskip("agentscope", reason="AgentScope is not installed (make deps)")
 
@@ -162,10 +162,15 @@ def cmdline(pid: int) -> str:
         return ""
 
 
-async def test_bubblewrap_workspace_through_agentscopes_toolkit(tmp_path: Path, gateway_to_install: Path) -> None:
+@pytest.mark.parametrize("session", [False, True], ids=["one-shot", "session"])
+async def test_bubblewrap_workspace_through_agentscopes_toolkit(
+    tmp_path: Path, gateway_to_install: Path, session: bool
+) -> None:
     reason = bwrap_reason()
     if reason:
         skip(reason)
+    if session and not gateway_has_attach():
+        skip(f"{GATEWAY} has no `attach` subcommand (the session channel's gateway side)")
     workdir = tmp_path / "work"
     workdir.mkdir()
     # The MCP server the agent uses lives in the workspace; the gateway binary is installed by
@@ -174,6 +179,7 @@ async def test_bubblewrap_workspace_through_agentscopes_toolkit(tmp_path: Path, 
     workspace = use_mcpgw(
         BubblewrapWorkspace(host_workdir=str(workdir), host_cache_dir=str(tmp_path / "cache")),
         gateway_binary=str(gateway_to_install),
+        session=session,
     )
     recorded: RecordingBackend | None = None
     provision = workspace._provision_backend
@@ -202,6 +208,7 @@ async def test_bubblewrap_workspace_through_agentscopes_toolkit(tmp_path: Path, 
         recorded.active = True
         assert isinstance(workspace._gateway, GatewayClient)
         assert await workspace._gateway.health()
+        assert ((await workspace._gateway.client()).session is not None) == session
         await workspace.add_mcp(
             MCPClient(
                 name="ts",
@@ -214,6 +221,7 @@ async def test_bubblewrap_workspace_through_agentscopes_toolkit(tmp_path: Path, 
         mcps = await workspace.list_mcps(agent_id="agent", session_id="s1")
         assert [type(m) for m in mcps] == [GatewayMCPClient]
         toolkit = Toolkit(mcps=mcps)
+        before_calls = len(recorded.argvs)
         state = AgentState(session_id="s1")
         results = []
         async for out in toolkit.call_tool(
@@ -227,6 +235,9 @@ async def test_bubblewrap_workspace_through_agentscopes_toolkit(tmp_path: Path, 
         ):
             results.append(out)
         assert results[0].metadata["structured_content"]["sum"] == 42
+        if session:
+            # Over the session channel the tool calls ran no command through the backend.
+            assert recorded.argvs[before_calls:] == []
 
         # No Python inside the sandbox for the gateway: not in any argv the backend was given,
         # nor in any process of the gateway's sandbox.

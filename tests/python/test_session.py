@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,16 +12,22 @@ from pathlib import Path
 import pytest
 
 import mcpgw
-from conftest import GATEWAY, STATIC_GATEWAY, RecordingExec, docker, skip, ts_spec, wait_file, wait_for
-
-# The gateway binary under test; MCPGW_ATTACH_GATEWAY may name another one with `attach`.
-ATTACH_GATEWAY = Path(os.environ.get("MCPGW_ATTACH_GATEWAY") or GATEWAY)
+from conftest import (
+    GATEWAY,
+    STATIC_GATEWAY,
+    RecordingExec,
+    docker,
+    gateway_has_attach,
+    skip,
+    ts_spec,
+    wait_file,
+    wait_for,
+)
 
 
 def attach_reason() -> str | None:
-    r = subprocess.run([str(ATTACH_GATEWAY), "--help"], capture_output=True, text=True, check=False)
-    if "mcpgw-gateway attach" not in r.stdout + r.stderr:
-        return f"{ATTACH_GATEWAY} has no `attach` subcommand (the session channel's gateway side)"
+    if not gateway_has_attach():
+        return f"{GATEWAY} has no `attach` subcommand (the session channel's gateway side)"
     return None
 
 
@@ -32,7 +37,7 @@ async def attached(sandbox_dir: Path) -> AsyncIterator[tuple[mcpgw.AsyncClient, 
     if reason:
         skip(reason)
     exec = RecordingExec(str(sandbox_dir))
-    client = mcpgw.AsyncClient(exec, gateway_path=str(ATTACH_GATEWAY), state_dir=str(sandbox_dir / "state"))
+    client = mcpgw.AsyncClient(exec, gateway_path=str(GATEWAY), state_dir=str(sandbox_dir / "state"))
     try:
         # No gateway is known: `attach --launch` starts one, in the same exec.
         hello = await client.attach()
@@ -133,8 +138,7 @@ async def test_a_lost_channel_fails_what_it_carried_and_one_shot_goes_on(
 
 
 async def test_session_over_docker_exec(container: str) -> None:
-    r = subprocess.run([str(STATIC_GATEWAY), "--help"], capture_output=True, text=True, check=False)
-    if "mcpgw-gateway attach" not in r.stdout + r.stderr:
+    if not gateway_has_attach(STATIC_GATEWAY):
         skip(f"the image's gateway ({STATIC_GATEWAY}) has no `attach` subcommand")
     async with mcpgw.AsyncClient(mcpgw.DockerExec(container)) as client:
         hello = await client.attach()

@@ -474,15 +474,12 @@ def use_mcpgw(
         if path is None:
             home = getattr(ws, "_gateway_home", None)
             path = f"{home}/bin/mcpgw-gateway" if gateway_binary is not None and home else "mcpgw-gateway"
-        state_dir = None
-        home = getattr(ws, "_gateway_home", None)
-        if home:
-            state_dir = f"{home}/mcpgw-{secrets.token_hex(8)}"
+        # The token file and log go to the library's default, a fresh 0700 directory under
+        # /tmp: not into a persistent workspace directory.
         gc = await GatewayClient.launch(
             backend,
             gateway_path=path,
             gateway_binary=gateway_binary,
-            state_dir=state_dir,
             timeout=timeout,
             transport=transport,
         )
