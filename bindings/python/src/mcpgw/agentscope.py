@@ -334,7 +334,11 @@ class GatewayClient:
                 with it (bubblewrap: ``start_process``). Default: when the backend has
                 ``start_process``.
         """
-        gc = cls(backend, 0, timeout=timeout, tmp_dir=tmp_dir, gateway_path=gateway_path, transport=transport)
+        # The gateway binary is there (it is launched from it), and its built-in client starts
+        # faster than curl: the requests use it unless told otherwise.
+        gc = cls(
+            backend, 0, timeout=timeout, tmp_dir=tmp_dir, gateway_path=gateway_path, transport=transport or "builtin"
+        )
         client = gc._new_client(state_dir=state_dir)
         try:
             if gateway_binary is not None:
