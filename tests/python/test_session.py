@@ -159,3 +159,21 @@ async def test_session_over_docker_exec(container: str) -> None:
             await call
         with pytest.raises(mcpgw.ExecFailedError):
             await client.health()
+
+
+async def test_attach_to_a_launched_gateway(sandbox_dir: Path) -> None:
+    reason = attach_reason()
+    if reason:
+        skip(reason)
+    exec = RecordingExec(str(sandbox_dir))
+    async with mcpgw.AsyncClient(exec, gateway_path=str(GATEWAY), state_dir=str(sandbox_dir / "st")) as client:
+        info = await client.start_gateway()
+        await client.add_mcp(ts_spec())
+        hello = await client.attach()
+        assert hello["launched"] is False and hello["port"] == info["port"]
+        assert hello["instance_nonce"] == info["instance_nonce"]
+        assert (await client.call_tool("ts", "echo", {"text": "relayed"}))["content"][0]["text"] == "relayed"
+        with pytest.raises(mcpgw.InvalidStateError):
+            await client.attach()
+        await client.detach()
+        await client.stop_gateway()
