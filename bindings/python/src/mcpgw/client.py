@@ -580,7 +580,8 @@ class AsyncClient:
     ) -> AsyncIterator[ToolChunk]:
         """Calls a tool and yields its chunks: over a session each progress chunk as it arrives
         (``is_last`` false, ``metadata.mcp_progress``), then the final chunk; without one, only
-        the final chunk. Leaving the loop early cancels the call."""
+        the final chunk. Leaving the loop early cancels the call once the iterator is closed
+        (at once with ``contextlib.aclosing``, else when it is collected)."""
         prepare = _Requests.call_tool(mcp, tool, arguments)
         session = self.session
         if session is None:
