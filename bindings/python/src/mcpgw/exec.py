@@ -71,6 +71,21 @@ class ExecTimeout(ExecFailure, TimeoutError):
     killed)."""
 
 
+# Runs "$1" in a session of its own inside the sandbox while watching the exec's stdin: when
+# stdin ends before the command does (the host killed `docker exec`, whose stdin the host keeps
+# open while it waits), the command's whole session is killed, so a call cancelled on the host
+# is cancelled in the sandbox too (its request connection closes, and the gateway cancels the
+# call upstream). Without setsid it runs the command as is.
+# (An asynchronous list reads /dev/null unless told otherwise: the watcher gets stdin as fd 3.)
+WATCHED = (
+    'command -v setsid >/dev/null 2>&1 || exec sh -c "$1" </dev/null; '
+    "exec 3<&0; "
+    'setsid sh -c "$1" </dev/null 3<&- & p=$!; '
+    '{ cat <&3 >/dev/null; kill -KILL -- -"$p"; } >/dev/null 2>&1 & w=$!; '
+    'exec 3<&-; wait "$p"; s=$?; kill "$w" 2>/dev/null; exit "$s"'
+)
+
+
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -102,9 +117,17 @@ class ArgvExec:
         self.env = dict(env) if env is not None else None
         self.shell = shell
 
+    #: Whether commands without stdin run under :data:`WATCHED`, so that cancelling them on the
+    #: host also ends them in the sandbox (for execs whose sandbox process outlives the host's).
+    watch_stdin: bool = False
+
     def argv(self, command: str) -> list[str]:
         """The argv that runs `command`."""
         return [*self.prefix, self.shell, "-c", command]
+
+    def watched_argv(self, command: str) -> list[str]:
+        """The argv that runs `command` under :data:`WATCHED`."""
+        return [*self.prefix, self.shell, "-c", WATCHED, self.shell, command]
 
     def classify(self, result: ExecResult) -> ExecResult:
         """Raises :class:`ExecFailure` when `result` says the sandbox could not run the command
@@ -115,11 +138,13 @@ class ArgvExec:
         return self.prefix[0] if self.prefix else self.shell
 
     async def __call__(self, command: str, timeout: float, stdin: bytes | None = None) -> ExecResult:
-        """Runs `command`; the whole process group is killed if the caller is cancelled."""
+        """Runs `command`; the whole process group is killed if the caller is cancelled (the
+        clients bound each command's time that way)."""
+        watch = self.watch_stdin and stdin is None
         try:
             proc = await asyncio.create_subprocess_exec(
-                *self.argv(command),
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                *(self.watched_argv(command) if watch else self.argv(command)),
+                stdin=asyncio.subprocess.PIPE if stdin is not None or watch else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=self.cwd,
@@ -129,7 +154,10 @@ class ArgvExec:
         except OSError as e:
             raise ExecFailure(f"cannot run {self._describe()}: {e}") from e
         try:
-            out, err = await proc.communicate(stdin)
+            if watch:
+                out, err = await self._collect_keeping_stdin(proc)
+            else:
+                out, err = await proc.communicate(stdin)
         except BaseException:
             # Cancelled (or timed out by the client): nothing of the command may live on.
             _kill_group(proc.pid)
@@ -137,6 +165,14 @@ class ArgvExec:
                 await asyncio.shield(proc.wait())
             raise
         return self.classify(ExecResult(_exit_status(proc.returncode or 0), out, err))
+
+    @staticmethod
+    async def _collect_keeping_stdin(proc: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
+        # stdin stays open (and empty) while the command runs: its end means "cancelled".
+        assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
+        out, err, _ = await asyncio.gather(proc.stdout.read(), proc.stderr.read(), proc.wait())
+        proc.stdin.close()
+        return out, err
 
     def run_sync(self, command: str, timeout: float, stdin: bytes | None = None) -> ExecResult:
         """The blocking form: runs `command`, kills its process group after `timeout` seconds
@@ -208,7 +244,12 @@ class DockerExec(ArgvExec):
     ``Error response from daemon:`` (no such container, not running, paused) or ``Cannot connect
     to the Docker daemon``, and with 137 and no output when the container was killed during the
     exec; those raise :class:`ExecFailure`. Anything else is the command's own result.
+
+    A process started by ``docker exec`` outlives the CLI, so a command without stdin runs
+    under :data:`WATCHED`: cancelling it on the host ends it in the container too.
     """
+
+    watch_stdin = True
 
     def __init__(
         self,
