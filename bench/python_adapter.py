@@ -108,7 +108,7 @@ async def over_session(
     try:
         await attach()
     except Exception as e:  # noqa: BLE001 - a gateway without `attach` still benches one-shot
-        print(f"(no session channel: {e})")
+        print(f"(no session channel: {str(e).splitlines()[0][:160]})")
         return None
     try:
         await per_call_ms(call, 3)
