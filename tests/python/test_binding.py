@@ -127,9 +127,19 @@ async def test_cancellation_frees_the_op_and_cancels_upstream(gateway: Gateway, 
         with pytest.raises(asyncio.CancelledError):
             await task
     else:
+
+        async def call_within_a_timeout() -> None:
+            async with asyncio.timeout(None) as limit:
+                waiter = asyncio.ensure_future(wait_for(lambda: _moved(client, before), "the call to start"))
+                # Once the gateway runs the call, the timeout expires at once.
+                waiter.add_done_callback(lambda _: limit.reschedule(asyncio.get_running_loop().time()))
+                try:
+                    await call
+                finally:
+                    waiter.cancel()
+
         with pytest.raises(TimeoutError):
-            async with asyncio.timeout(1.0):
-                await call
+            await call_within_a_timeout()
     # Killing the request's process closed its connection: the gateway cancelled upstream.
     assert await wait_file(marker) == "cancelled"
     assert not processes_mentioning(str(marker)), "no process of the cancelled call is left"
