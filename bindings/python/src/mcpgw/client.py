@@ -670,7 +670,8 @@ class Client:
 
     `exec` is a plain function ``(command, timeout, stdin) -> result``, or a ready-made exec
     (its :meth:`~mcpgw.exec.ArgvExec.run_sync` is used). Safe to share between threads: each
-    call drives its own operation. Use ``with`` or :meth:`close`.
+    call drives its own operation. Use ``with`` or :meth:`close`. Session channels are
+    :class:`AsyncClient`'s (they need an event loop to read the channel).
     """
 
     def __init__(
