@@ -303,7 +303,12 @@ class GatewayClient:
         if r.exit_code != 0:
             raise RuntimeError(f"cannot make {d} in the sandbox: {r.stderr.decode(errors='replace')}")
         path = f"{d}/token"
+        # Private from the start (nobody else may enter the directory), then 0600 as the
+        # gateway's client requires of a token file.
         await self.backend.write_file(path, token.encode())
+        r = await self.exec(f"chmod 600 {shlex.quote(path)}", 30.0)
+        if r.exit_code != 0:
+            raise RuntimeError(f"cannot make {path} private: {r.stderr.decode(errors='replace')}")
         return path
 
     # ── launch ────────────────────────────────────────────────────
