@@ -274,3 +274,32 @@ async def test_local_workspace_with_a_gateway_backed_mcp(tmp_path: Path) -> None
             ]
     finally:
         await gateway.aclose()
+
+
+async def test_constructed_like_agentscopes_with_a_token(launched: GatewayClient) -> None:
+    # As a workspace builds AgentScope's client for a gateway it launched with --auth-token.
+    assert launched.token_file is not None
+    token = Path(launched.token_file).read_text().strip()
+    for transport in ("builtin", "curl"):
+        gc = GatewayClient(
+            LocalBackend(),
+            launched.gateway_port,
+            auth_token=token,
+            instance_nonce=launched.instance_nonce,
+            gateway_path=str(GATEWAY),
+            transport=transport,  # type: ignore[arg-type]
+        )
+        try:
+            assert await gc.health()
+            client = gc.make_client(ts_spec(f"via-{transport}"))
+            await client.connect()
+            chunk = await (await client.get_tool("echo"))(text=transport)
+            assert chunk.content[0].text == transport
+            assert gc.token_file is not None and Path(gc.token_file).stat().st_mode & 0o777 == 0o600
+            await client.close(ignore_errors=False)
+        finally:
+            await gc.aclose()
+    wrong = GatewayClient(LocalBackend(), launched.gateway_port, auth_token="not-the-token")
+    with pytest.raises(RuntimeError, match="HTTP 401"):
+        await wrong.list_mcps()
+    await wrong.aclose()
