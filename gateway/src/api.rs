@@ -1,7 +1,6 @@
 //! The REST surface: small handlers that parse, call one method of the registry or an upstream,
 //! and answer; every error goes through [`Error`].
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,10 +13,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use futures::StreamExt;
+use mcpgw::wire::request;
 use mcpgw::wire::rest::{NDJSON, route};
-use mcpgw::wire::spec::{RUNTIME_HEADERS_NEED_HTTP, check_name};
-use mcpgw::wire::{CallToolAnswer, CallToolBody, Health, McpSpec, Query, RuntimeHeaders};
-use serde_json::Value;
+use mcpgw::wire::{CallToolAnswer, Health, Query};
 
 use crate::auth::{Token, constant_time_eq};
 use crate::chunk;
@@ -97,8 +95,18 @@ async fn require_token(State(state): Shared, request: Request, next: Next) -> Re
 /// The query every endpoint takes (the scope, and a call's timeout); unknown parameters are
 /// ignored.
 fn query(raw: Option<String>) -> Result<Query, Error> {
-    serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
-        .map_err(|e| Error::Invalid(format!("invalid query string: {e}")))
+    request::query(raw.as_deref().unwrap_or("")).map_err(Error::Invalid)
+}
+
+/// The body's bytes, or why they could not be read.
+fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, Error> {
+    body.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Error::PayloadTooLarge
+        } else {
+            Error::Invalid(format!("cannot read the request body: {r}"))
+        }
+    })
 }
 
 fn scope(q: &Query) -> Scope {
@@ -115,83 +123,6 @@ fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response {
 
 fn ok() -> Response {
     json_response(StatusCode::OK, &mcpgw::wire::Ok::TRUE)
-}
-
-/// The body as a JSON object; an empty body counts as `{}` when `empty_ok`.
-fn json_object(
-    body: Result<Bytes, BytesRejection>,
-    empty_ok: bool,
-) -> Result<serde_json::Map<String, Value>, Error> {
-    let body = body.map_err(|r| {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            Error::PayloadTooLarge
-        } else {
-            Error::Invalid(format!("cannot read the request body: {r}"))
-        }
-    })?;
-    if empty_ok && body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(serde_json::Map::new());
-    }
-    match serde_json::from_slice::<Value>(&body) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(Error::Invalid(format!(
-            "the body must be a JSON object, not {}",
-            kind(&other)
-        ))),
-        Err(e) => Err(Error::Invalid(format!("the body is not valid JSON: {e}"))),
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Deserializes with the path of the offending field in the message; `at` is where `value`
-/// sits in the body (`""` for the whole body).
-fn typed<T: serde::de::DeserializeOwned>(value: Value, what: &str, at: &str) -> Result<T, Error> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let path = match (at, path.as_str()) {
-            ("", ".") => String::new(),
-            ("", p) => format!("{p}: "),
-            (at, ".") => format!("{at}: "),
-            (at, p) => format!("{at}.{p}: "),
-        };
-        Error::Invalid(format!("invalid {what}: {path}{inner}"))
-    })
-}
-
-/// Checks `mcp_config` on its own first: inside the tagged spec serde loses the path to a bad
-/// field, here it names it (`mcp_config.args[0]: ...`).
-fn check_mcp_config(config: Option<&Value>) -> Result<(), Error> {
-    let Some(config) = config else {
-        return Err(Error::Invalid(
-            "invalid MCP spec: missing field `mcp_config`".into(),
-        ));
-    };
-    let (what, at) = ("MCP spec", "mcp_config");
-    match config.get("type").and_then(Value::as_str) {
-        Some("stdio_mcp") => typed::<mcpgw::wire::StdioConfig>(config.clone(), what, at).map(drop),
-        Some("http_mcp") => typed::<mcpgw::wire::HttpConfig>(config.clone(), what, at).map(drop),
-        Some(other) => Err(Error::Invalid(format!(
-            "invalid MCP spec: mcp_config.type must be \"stdio_mcp\" or \"http_mcp\", not {other:?}"
-        ))),
-        None if config.is_object() => Err(Error::Invalid(
-            "invalid MCP spec: mcp_config.type is required (\"stdio_mcp\" or \"http_mcp\")".into(),
-        )),
-        None => Err(Error::Invalid(format!(
-            "invalid MCP spec: mcp_config must be an object, not {}",
-            kind(config)
-        ))),
-    }
 }
 
 async fn health(State(state): Shared) -> Response {
@@ -245,24 +176,10 @@ async fn add_mcp(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
     let q = query(raw)?;
-    let mut body = json_object(body, false)?;
-    let runtime_headers = match body.remove("runtime_headers") {
-        None | Some(Value::Null) => BTreeMap::new(),
-        Some(v) => typed::<BTreeMap<String, String>>(v, "runtime_headers", "")?,
-    };
-    // The name first, then the config on its own (its errors name the field's path), then the
-    // whole spec: serde alone would report whichever field it met first.
-    check_name(body.get("name").and_then(Value::as_str).unwrap_or("")).map_err(Error::Invalid)?;
-    check_mcp_config(body.get("mcp_config"))?;
-    let spec: McpSpec = typed(Value::Object(body), "MCP spec", "")?;
-    spec.validate().map_err(Error::Invalid)?;
-    if !runtime_headers.is_empty() {
-        spec.check_runtime_headers(&runtime_headers)
-            .map_err(|e| match e.as_str() {
-                RUNTIME_HEADERS_NEED_HTTP => Error::Invalid(e),
-                _ => Error::Invalid(format!("runtime_headers: {e}")),
-            })?;
-    }
+    let request::Registration {
+        spec,
+        runtime_headers,
+    } = request::registration(&body_bytes(body)?).map_err(Error::Invalid)?;
     state
         .registry
         .add(&scope(&q), spec, runtime_headers)
@@ -287,11 +204,7 @@ async fn set_runtime_headers(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Error> {
     let q = query(raw)?;
-    let body = json_object(body, false)?;
-    if !body.get("headers").is_some_and(Value::is_object) {
-        return Err(Error::Invalid("headers must be a JSON object".into()));
-    }
-    let RuntimeHeaders { headers } = typed(Value::Object(body), "runtime headers", "")?;
+    let headers = request::runtime_headers(&body_bytes(body)?).map_err(Error::Invalid)?;
     let upstream = state.registry.get(&scope(&q), &name)?;
     upstream.set_runtime_headers(&headers)?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -317,16 +230,7 @@ async fn call_tool(
 ) -> Result<Response, Error> {
     let q = query(raw)?;
     let deadline = q.timeout().map_err(Error::Invalid)?;
-    let body = json_object(body, true)?;
-    if let Some(args) = body.get("arguments")
-        && !(args.is_object() || args.is_null())
-    {
-        return Err(Error::Invalid(format!(
-            "arguments must be a JSON object, not {}",
-            kind(args)
-        )));
-    }
-    let CallToolBody { arguments } = typed(Value::Object(body), "call body", "")?;
+    let arguments = request::call_body(&body_bytes(body)?).map_err(Error::Invalid)?;
     let upstream = state.registry.get(&scope(&q), &name)?;
     let streaming = headers
         .get_all(header::ACCEPT)
