@@ -16,7 +16,7 @@ STATIC_RUSTFLAGS := -C target-feature=+crt-static --cfg getrandom_backend="linux
 STATIC_GATEWAY := target/$(STATIC_TARGET)/release/mcpgw-gateway
 STATIC_TESTSERVER := target/$(STATIC_TARGET)/release/mcpgw-testserver
 
-.PHONY: all build release static docker-image demo test test-rust test-c test-go test-node lint deps bench soak fuzz clean
+.PHONY: all build release static docker-image demo test test-rust test-c test-go test-node test-python lint deps bench soak fuzz clean
 
 all: build
 
@@ -63,7 +63,10 @@ test-go: build
 test-node: build
 	$(MAKE) -C bindings/node test
 
-test: lint test-rust test-c test-go test-node
+test-python: deps
+	$(MAKE) -C bindings/python test
+
+test: lint test-rust test-c test-go test-node test-python
 	@echo "make test: every test passed"
 
 bench: deps
