@@ -214,7 +214,8 @@ impl TestServer {
         if let Some(marker) = marker
             && let Err(e) = {
                 let partial = marker.with_extension("partial");
-                std::fs::write(&partial, "cancelled").and_then(|()| std::fs::rename(&partial, &marker))
+                std::fs::write(&partial, "cancelled")
+                    .and_then(|()| std::fs::rename(&partial, &marker))
             }
         {
             log(&format!(

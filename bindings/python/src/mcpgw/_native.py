@@ -127,7 +127,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "mcpgw_session_is_lost": (c_bool, [_P]),
     "mcpgw_session_next_event": (_R, [_P, _PP]),
     "mcpgw_session_free": (None, [_P]),
-    "mcpgw_session_event_kind": (c_uint32, [_P]),
+    "mcpgw_session_event_get_kind": (c_uint32, [_P]),
     "mcpgw_session_event_id": (c_uint64, [_P]),
     "mcpgw_session_event_chunk": (_P, [_P]),
     "mcpgw_session_event_text": (c_char_p, [_P]),

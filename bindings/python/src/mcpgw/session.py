@@ -256,7 +256,7 @@ class AsyncSession:
                 lib.mcpgw_session_event_free(ev.value)
 
     def _route(self, ev: int) -> None:
-        kind = int(lib.mcpgw_session_event_kind(ev))
+        kind = int(lib.mcpgw_session_event_get_kind(ev))
         op_id = int(lib.mcpgw_session_event_id(ev))
         if kind == _OPENED:
             hello = json.loads(_native.text(lib.mcpgw_session_event_text(ev)) or "{}")
