@@ -16,7 +16,7 @@ STATIC_RUSTFLAGS := -C target-feature=+crt-static --cfg getrandom_backend="linux
 STATIC_GATEWAY := target/$(STATIC_TARGET)/release/mcpgw-gateway
 STATIC_TESTSERVER := target/$(STATIC_TARGET)/release/mcpgw-testserver
 
-.PHONY: all build release static docker-image demo test test-rust test-c test-go test-node lint deps bench clean
+.PHONY: all build release static docker-image demo test test-rust test-c test-go test-node test-newuser lint deps bench clean
 
 all: build
 
@@ -65,7 +65,11 @@ test-go: build
 test-node: build
 	$(MAKE) -C bindings/node test
 
-test: lint test-rust test-c test-go test-node
+# A new user's project in a temporary directory, built only from `make install`'s tree.
+test-newuser: build
+	sh tests/newuser/run.sh
+
+test: lint test-rust test-c test-go test-node test-newuser
 	@echo "make test: every test passed"
 
 bench: deps
