@@ -1,12 +1,13 @@
 /* docker.c: a gateway in a Docker container, every command through `docker exec -i`
  * (docker_exec.c), and the failures a Docker backend has, told apart.
  *
- *   docker CONTAINER GATEWAY_BINARY_ON_HOST
+ *   docker CONTAINER GATEWAY_BINARY_ON_HOST|-
  *
  * CONTAINER runs an image with `sh` (tests/docker/sandbox.sh makes a busybox-only one, with the
- * test MCP server at /usr/local/bin/mcpgw-testserver). The program
+ * gateway and the test MCP server in /usr/local/bin). The program
  *   1. installs the static gateway into the container twice and prints how long each took:
- *      with the binary on the command's stdin (one exec), and without (staged pieces);
+ *      with the binary on the command's stdin (one exec), and without (staged pieces); with
+ *      `-` it skips this and uses the image's /usr/local/bin/mcpgw-gateway;
  *   2. launches it, registers the test server, calls tools (a body too large for one command
  *      travels on stdin);
  *   3. shows "could not run" (MCPGW_RESULT_EXEC_FAILED: no such container, no daemon, the
@@ -134,7 +135,7 @@ static int echo_is(const char *json, const char *text) {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s CONTAINER GATEWAY_BINARY_ON_HOST\n", argv[0]);
+        fprintf(stderr, "usage: %s CONTAINER GATEWAY_BINARY_ON_HOST|-\n", argv[0]);
         return 2;
     }
     target t = {argv[1], PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
@@ -145,21 +146,27 @@ int main(int argc, char **argv) {
     char *args = NULL;
 
     /* 1. The binary through stdin in one command, then in staged pieces, to fresh paths. */
+    int upload = strcmp(argv[2], "-") != 0;
+    const char *gateway = upload ? "/opt/mcpgw-stdin/mcpgw-gateway" : "/usr/local/bin/mcpgw-gateway";
     double with_stdin, staged;
-    if (timed_upload(&t, "/opt/mcpgw-stdin/mcpgw-gateway", true, argv[2], &with_stdin) ||
-        timed_upload(&t, "/opt/mcpgw-staged/mcpgw-gateway", false, argv[2], &staged))
-        goto out;
-    printf("upload: %.1fx faster with stdin\n", staged / with_stdin);
+    if (upload) {
+        if (timed_upload(&t, gateway, true, argv[2], &with_stdin) ||
+            timed_upload(&t, "/opt/mcpgw-staged/mcpgw-gateway", false, argv[2], &staged))
+            goto out;
+        printf("upload: %.1fx faster with stdin\n", staged / with_stdin);
+    }
 
-    /* 2. The whole cycle on the gateway installed through stdin. */
-    client = new_client(&t, "/opt/mcpgw-stdin/mcpgw-gateway", true);
+    /* 2. The whole cycle on the gateway installed through stdin (found there the second time). */
+    client = new_client(&t, gateway, true);
     if (!client) goto out;
-    if (run(client, mcpgw_client_prepare_ensure_gateway_binary(client, NULL, argv[2], &op), &op,
-            &json, MCPGW_RESULT_OK) != MCPGW_RESULT_OK ||
-        !strstr(json, "\"uploaded\":false"))
-        goto out;
-    mcpgw_string_free(json);
-    json = NULL;
+    if (upload) {
+        if (run(client, mcpgw_client_prepare_ensure_gateway_binary(client, NULL, argv[2], &op),
+                &op, &json, MCPGW_RESULT_OK) != MCPGW_RESULT_OK ||
+            !strstr(json, "\"uploaded\":false"))
+            goto out;
+        mcpgw_string_free(json);
+        json = NULL;
+    }
     if (run(client, mcpgw_client_prepare_start_gateway(client, NULL, &op), &op, &json,
             MCPGW_RESULT_OK) != MCPGW_RESULT_OK)
         goto out;
@@ -203,7 +210,7 @@ int main(int argc, char **argv) {
     char missing[64];
     snprintf(missing, sizeof missing, "mcpgw-no-such-container-%ld", (long)time(NULL));
     target nowhere = {missing, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-    mcpgw_client *lost = new_client(&nowhere, "/opt/mcpgw-stdin/mcpgw-gateway", true);
+    mcpgw_client *lost = new_client(&nowhere, gateway, true);
     if (!lost) goto stop;
     mcpgw_result rc = run(lost, mcpgw_client_prepare_start_gateway(lost, NULL, &op), &op, NULL,
                           MCPGW_RESULT_EXEC_FAILED);
