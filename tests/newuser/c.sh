@@ -4,7 +4,9 @@
 # each run against the installed gateway. See README.md for the phases and the environment.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-NEWUSER_LANG=c
+NEWUSER_LANG=c # read by lib.sh
+export NEWUSER_LANG
+# shellcheck source=tests/newuser/lib.sh
 . "$here/lib.sh"
 
 case ${1:-} in
