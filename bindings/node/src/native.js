@@ -320,8 +320,8 @@ function declare(lib) {
       'mcpgw_result mcpgw_session_next_event(mcpgw_session *session, _Out_ mcpgw_session_event **event_out)',
     ),
     mcpgw_session_free: f('void mcpgw_session_free(mcpgw_session *session)'),
-    mcpgw_session_event_kind: f(
-      'uint32_t mcpgw_session_event_kind(const mcpgw_session_event *event)',
+    mcpgw_session_event_get_kind: f(
+      'uint32_t mcpgw_session_event_get_kind(const mcpgw_session_event *event)',
     ),
     mcpgw_session_event_id: f('uint64_t mcpgw_session_event_id(const mcpgw_session_event *event)'),
     mcpgw_session_event_chunk: f(

@@ -347,7 +347,7 @@ export class Session {
       if (n.mcpgw_session_next_event(this.#ptr, out) !== n.RESULT.OK) break;
       const event = out[0];
       try {
-        const kind = n.mcpgw_session_event_kind(event);
+        const kind = n.mcpgw_session_event_get_kind(event);
         const id = Number(n.mcpgw_session_event_id(event));
         switch (kind) {
           case EVENT.OPENED:
