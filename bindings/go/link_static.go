@@ -1,19 +1,14 @@
-//go:build !mcpgw_shared
+//go:build mcpgw_static && !mcpgw_intree
 
 package mcpgw
 
-// The default: libmcpgw.a of this checkout's release build (`make -C bindings/go lib`, or
-// `cargo build --release -p mcpgw`), linked into the Go binary, which then needs no
-// libmcpgw.so at run time. The extra libraries are what the Rust static library needs
-// besides libc (`rustc --print native-static-libs`). The check says what to do where the
-// linker would only say that the file is missing (the path is relative to the include
-// directory).
+// With `-tags mcpgw_static`: the installed libmcpgw.a, found through pkg-config like the default,
+// linked into the Go binary, which then needs no libmcpgw.so at run time. `pkg-config --static`
+// adds the libraries the Rust static library needs (mcpgw.pc's Libs.private, written by `make
+// install` from `rustc --print native-static-libs`). The linker flags here come before
+// pkg-config's, so -lmcpgw finds libmcpgw.a first (-L applies to every -l, wherever it is), and
+// --as-needed keeps pkg-config's own -lmcpgw (the shared library beside it) out of the binary.
 
-// #cgo CFLAGS: -I${SRCDIR}/../../include
-// #cgo LDFLAGS: ${SRCDIR}/../../target/release/libmcpgw.a -lgcc_s -lutil -lrt -lpthread -lm -ldl
-// #if defined(__has_include)
-// #if !__has_include("../target/release/libmcpgw.a")
-// #error "target/release/libmcpgw.a is missing: build it with `make -C bindings/go lib` (or `cargo build --release -p mcpgw`)"
-// #endif
-// #endif
+// #cgo LDFLAGS: -Wl,-Bstatic -lmcpgw -Wl,-Bdynamic -Wl,--as-needed
+// #cgo pkg-config: --static mcpgw
 import "C"
