@@ -147,7 +147,7 @@ func ExampleScope_CallTool_deadline() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, err := client.CallTool(ctx, "ts", "slow", map[string]int{"seconds": 30})
-	fmt.Println(errors.Is(err, mcpgw.ErrTimeout), errors.Is(err, context.DeadlineExceeded))
+	fmt.Println(errors.Is(err, mcpgw.ErrDeadline), errors.Is(err, context.DeadlineExceeded))
 	// Output: true true
 }
 

@@ -19,9 +19,20 @@ import (
 // The binaries every end-to-end test and example runs: the gateway (run "in the sandbox", a
 // temp dir driven with sh -c) and the project's MCP test server.
 var (
+	repoRoot      string
 	gatewayBin    string
 	testServerBin string
 )
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// local is LocalExec as a func(dir) Exec, the form newClient takes.
+func local(dir string) mcpgw.Exec { return mcpgw.LocalExec(dir) }
 
 func TestMain(m *testing.M) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
@@ -29,8 +40,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	gatewayBin = filepath.Join(root, "target", "debug", "mcpgw-gateway")
-	testServerBin = filepath.Join(root, "target", "debug", "mcpgw-testserver")
+	repoRoot = root
+	gatewayBin = envOr("MCPGW_TEST_GATEWAY", filepath.Join(root, "target", "debug", "mcpgw-gateway"))
+	testServerBin = envOr("MCPGW_TEST_SERVER", filepath.Join(root, "target", "debug", "mcpgw-testserver"))
 	for _, p := range []string{gatewayBin, testServerBin} {
 		if _, err := os.Stat(p); err != nil {
 			fmt.Fprintf(os.Stderr, "%s is missing: run `make -C bindings/go test`, or build it "+
@@ -38,7 +50,9 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	stopDockerSandboxes()
+	os.Exit(code)
 }
 
 // sandbox is a gateway launched in a temp dir through LocalExec.
@@ -57,7 +71,7 @@ func newClient(t *testing.T, exec func(dir string) mcpgw.Exec, opts ...mcpgw.Opt
 	t.Helper()
 	dir := t.TempDir()
 	if exec == nil {
-		exec = mcpgw.LocalExec
+		exec = local
 	}
 	all := append([]mcpgw.Option{
 		mcpgw.WithGatewayPath(gatewayBin),
@@ -78,13 +92,13 @@ func startSandbox(t *testing.T, opts ...mcpgw.Option) *sandbox {
 	t.Helper()
 	sb := &sandbox{}
 	recording := func(dir string) mcpgw.Exec {
-		local := mcpgw.LocalExec(dir)
-		return func(ctx context.Context, command string) (mcpgw.ExecResult, error) {
+		run := mcpgw.LocalExec(dir)
+		return mcpgw.StdinExecFunc(func(ctx context.Context, command string, stdin []byte) (mcpgw.ExecResult, error) {
 			sb.mu.Lock()
 			sb.commands = append(sb.commands, command)
 			sb.mu.Unlock()
-			return local(ctx, command)
-		}
+			return run(ctx, command, stdin)
+		})
 	}
 	c, dir := newClient(t, recording, opts...)
 	info, err := c.StartGateway(context.Background())
@@ -149,16 +163,42 @@ func waitGone(t *testing.T, what string, pid int) {
 	}
 }
 
-// waitFile waits up to a few seconds for path to hold want.
-func waitFile(t *testing.T, path, want string) {
+// waitFile waits up to a few seconds for path to hold want, and says how long it took.
+func waitFile(t *testing.T, path, want string) time.Duration {
 	t.Helper()
+	began := time.Now()
 	var got []byte
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := began.Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		if got, _ = os.ReadFile(path); string(got) == want {
-			return
+			return time.Since(began)
 		}
 	}
 	t.Errorf("%s holds %q, want %q", path, got, want)
+	return time.Since(began)
+}
+
+// waitFor polls cond until it holds, failing the test after a few seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// entered is an Exec that runs commands locally in dir and closes the returned channel when a
+// command containing marker starts: the moment a call is in flight.
+func entered(dir, marker string) (mcpgw.Exec, <-chan struct{}) {
+	run := mcpgw.LocalExec(dir)
+	ch := make(chan struct{})
+	var once sync.Once
+	return mcpgw.StdinExecFunc(func(ctx context.Context, command string, stdin []byte) (mcpgw.ExecResult, error) {
+		if strings.Contains(command, marker) {
+			once.Do(func() { close(ch) })
+		}
+		return run(ctx, command, stdin)
+	}), ch
 }
 
 // asError is the *mcpgw.Error in err, failing the test when there is none.

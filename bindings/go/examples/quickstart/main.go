@@ -118,7 +118,7 @@ func run(gateway, server string) error {
 	defer cancel()
 	_, err = client.CallTool(deadline, "test", "slow", map[string]int{"seconds": 30})
 	var e *mcpgw.Error
-	if !errors.Is(err, mcpgw.ErrTimeout) || !errors.As(err, &e) {
+	if !errors.Is(err, mcpgw.ErrDeadline) || !errors.As(err, &e) {
 		return fmt.Errorf("a slow call with a 1 s deadline: want a timeout, got %v", err)
 	}
 	fmt.Printf("slow, 1 s deadline: HTTP %d, %s\n", e.HTTPStatus, e.Detail)
