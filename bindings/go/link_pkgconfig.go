@@ -8,7 +8,7 @@ package mcpgw
 // outside this module, so the module builds from the module cache and from a vendor directory.
 // Which library is linked is the linker's choice: libmcpgw.so when it is installed (then found
 // at run time like any shared library: ldconfig, LD_LIBRARY_PATH or an rpath given in
-// CGO_LDFLAGS), else libmcpgw.a. The tag mcpgw_static links libmcpgw.a (link_static.go).
+// CGO_LDFLAGS), else libmcpgw.a. The tag mcpgw_static links libmcpgw.a (mcpgw-static.pc).
 
 // #cgo pkg-config: mcpgw
 import "C"

@@ -2,13 +2,10 @@
 
 package mcpgw
 
-// With `-tags mcpgw_static`: the installed libmcpgw.a, found through pkg-config like the default,
-// linked into the Go binary, which then needs no libmcpgw.so at run time. `pkg-config --static`
-// adds the libraries the Rust static library needs (mcpgw.pc's Libs.private, written by `make
-// install` from `rustc --print native-static-libs`). The linker flags here come before
-// pkg-config's, so -lmcpgw finds libmcpgw.a first (-L applies to every -l, wherever it is), and
-// --as-needed keeps pkg-config's own -lmcpgw (the shared library beside it) out of the binary.
+// With `-tags mcpgw_static`: the installed libmcpgw.a, linked into the Go binary, which then
+// needs no libmcpgw.so at run time. `make install` writes mcpgw-static.pc next to mcpgw.pc for
+// this: its Libs name libmcpgw.a and the native libraries the Rust static library needs, as
+// `rustc --print native-static-libs` reported them when the library was built.
 
-// #cgo LDFLAGS: -Wl,-Bstatic -lmcpgw -Wl,-Bdynamic -Wl,--as-needed
-// #cgo pkg-config: --static mcpgw
+// #cgo pkg-config: mcpgw-static
 import "C"
