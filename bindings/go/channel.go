@@ -39,7 +39,7 @@ func LocalSession(dir string) Opener {
 func DockerSession(container string, dockerFlags ...string) Opener {
 	return func(_ context.Context, command string) (io.ReadWriteCloser, error) {
 		return startChannel("", container, dockerArgv(container, dockerFlags, true, command), func(res ExecResult) string {
-			return dockerFailure(context.Background(), container, res)
+			return dockerFailure(context.Background(), container, res, true)
 		})
 	}
 }

@@ -99,7 +99,7 @@ func DockerExec(container string, dockerFlags ...string) StdinExecFunc {
 		if err != nil {
 			return res, err
 		}
-		if why := dockerFailure(ctx, container, res); why != "" {
+		if why := dockerFailure(ctx, container, res, false); why != "" {
 			return res, &BackendError{Backend: "docker", Target: container, ExitCode: res.ExitCode, Reason: why}
 		}
 		return res, nil
@@ -147,7 +147,9 @@ func (e *BackendError) Error() string {
 }
 
 // dockerFailure says why res is a failure of docker rather than the command's own exit, or "".
-func dockerFailure(ctx context.Context, container string, res ExecResult) string {
+// A channel's stderr is attach's log, not docker's: its exit 137 is judged by the container's
+// state alone.
+func dockerFailure(ctx context.Context, container string, res ExecResult, channel bool) string {
 	stderr := strings.TrimSpace(string(res.Stderr))
 	stdout := strings.TrimSpace(string(res.Stdout))
 	switch {
@@ -158,7 +160,7 @@ func dockerFailure(ctx context.Context, container string, res ExecResult) string
 		return "docker could not run the command: " + firstLine(stderr)
 	case res.ExitCode == 126 && strings.HasPrefix(stdout, "OCI runtime exec failed"):
 		return "the container cannot start sh: " + firstLine(stdout)
-	case res.ExitCode == 137 && stdout == "" && stderr == "":
+	case res.ExitCode == 137 && (channel || stdout == "" && stderr == ""):
 		// Both a command killed inside a live container and a container killed under the
 		// command exit 137 silently; only the container's state tells them apart.
 		if running, err := containerRunning(ctx, container); err != nil || !running {
