@@ -67,7 +67,7 @@ type sandbox struct {
 }
 
 // newClient makes a client whose sandbox is a fresh temp dir; it launches nothing.
-func newClient(t *testing.T, exec func(dir string) mcpgw.Exec, opts ...mcpgw.Option) (*mcpgw.Client, string) {
+func newClient(t testing.TB, exec func(dir string) mcpgw.Exec, opts ...mcpgw.Option) (*mcpgw.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if exec == nil {
