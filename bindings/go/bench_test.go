@@ -30,7 +30,7 @@ func benchmarkEcho(b *testing.B, session bool) {
 		}
 	}
 	b.ResetTimer()
-	for b.Loop() {
+	for range b.N {
 		if _, err := c.CallTool(ctx, "ts", "echo", map[string]string{"text": "bench"}); err != nil {
 			b.Fatal(err)
 		}
