@@ -179,14 +179,22 @@ mod tests {
             ))
             .unwrap_err();
         assert!(err.contains("did not finish"), "{err}");
-        // The background sleep went with it: its pid no longer runs.
+        // The background sleep went with it: its pid no longer runs (SIGKILL is delivered
+        // asynchronously, so this waits for it to take effect).
         let pid = std::fs::read_to_string(&pidfile).unwrap();
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).unwrap_or_default();
-        assert!(
-            status.is_empty() || status.contains("State:\tZ"),
-            "the background process survived: {status}"
-        );
+        let gone = || {
+            let status =
+                std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).unwrap_or_default();
+            status.is_empty() || status.contains("State:\tZ")
+        };
+        let waiting = Instant::now();
+        while !gone() {
+            assert!(
+                waiting.elapsed() < Duration::from_secs(3),
+                "the background process survived"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let _ = std::fs::remove_file(&pidfile);
         assert!(t.elapsed() < Duration::from_secs(5));
         assert!(

@@ -12,6 +12,8 @@
 //! built-in client, and with AgentScope's own python3 shim (`GatewayClient.exec_request`), all
 //! against the same gateway; and the library's own time to build a call and decode its result.
 
+mod channel;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,6 +30,8 @@ struct Paths {
     root: PathBuf,
     gateway: PathBuf,
     testserver: PathBuf,
+    /// The static test server, for the busybox-only container image.
+    static_testserver: PathBuf,
     python: PathBuf,
 }
 
@@ -43,10 +47,16 @@ impl Paths {
         let paths = Paths {
             gateway: target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway"),
             testserver: target.join("release/mcpgw-testserver"),
+            static_testserver: target.join("x86_64-unknown-linux-gnu/release/mcpgw-testserver"),
             python: root.join(".venv/bin/python"),
             root,
         };
-        for p in [&paths.gateway, &paths.testserver, &paths.python] {
+        for p in [
+            &paths.gateway,
+            &paths.testserver,
+            &paths.static_testserver,
+            &paths.python,
+        ] {
             assert!(p.exists(), "{} is missing: run `make bench`", p.display());
         }
         paths
@@ -71,7 +81,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i]
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     percentile(&v, 50.0)
 }
@@ -311,7 +321,7 @@ fn agentscope_cold_start(paths: &Paths) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
-fn verdict(ok: bool) -> &'static str {
+pub(crate) fn verdict(ok: bool) -> &'static str {
     if ok { "meets target" } else { "MISSES target" }
 }
 
@@ -489,6 +499,11 @@ fn main() {
 
     if !gateway_only {
         host_side(&paths, secs);
+        let wrk_direct = |port: u16, token: &str, callers: usize| {
+            let run = wrk(port, token, callers, secs, &script);
+            run.calls as f64 / run.secs
+        };
+        channel::channel_side(&paths, secs, &wrk_direct);
     }
     drop(service);
 }

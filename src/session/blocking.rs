@@ -22,6 +22,16 @@ enum Routed {
     Progress(ToolChunk),
     Finished(Result<HttpResponse, Error>),
     Unsent,
+    Cancelled,
+}
+
+/// An operation sent over a [`BlockingSession`], to wait for or cancel.
+#[derive(Debug)]
+pub struct Ticket {
+    /// The operation's id on the session.
+    pub id: u64,
+    limit: Duration,
+    rx: mpsc::Receiver<Routed>,
 }
 
 struct Shared {
@@ -146,32 +156,43 @@ impl BlockingSession {
         })
     }
 
-    /// Runs `op` over the session and leaves it finished; `progress` receives each progress
-    /// chunk of a tool call as it happens (the call streams when it is given). An operation the
-    /// session cannot carry fails; one it never wrote before the channel was lost fails with
-    /// [`ErrorKind::SessionLost`] too (drive it over one-shot commands instead, if wanted, after
-    /// [`Operation::resume`]).
-    pub fn run<T>(&self, op: &mut Operation<T>, mut progress: Option<&mut dyn FnMut(ToolChunk)>) {
+    /// Sends `op` over the session (streaming its progress when `stream`); wait for it with
+    /// [`BlockingSession::wait`], or abandon it from any thread with [`BlockingSession::cancel`].
+    /// An operation the session cannot carry fails at once.
+    pub fn submit<T>(&self, op: &mut Operation<T>, stream: bool) -> Result<Ticket, Error> {
         let (tx, rx) = mpsc::channel();
-        let (id, limit) = {
+        let id = {
             let mut session = lock(&self.shared.session);
-            let stream = progress.is_some();
-            match session.submit(op, stream) {
-                Ok(id) => {
-                    lock(&self.shared.waiters).insert(id, tx);
-                    (id, op.session_limit())
-                }
-                Err(e) => return op.abandon(e),
-            }
+            let id = session.submit(op, stream)?;
+            lock(&self.shared.waiters).insert(id, tx);
+            id
         };
         if let Err(e) = self.flush() {
             lock(&self.shared.session).close();
+            route_events(&self.shared);
             self.fail_everything(&e);
         }
-        let deadline = Instant::now() + limit + ANSWER_GRACE;
+        Ok(Ticket {
+            id,
+            limit: op.session_limit() + ANSWER_GRACE,
+            rx,
+        })
+    }
+
+    /// Waits for the answer of `ticket`'s operation and leaves `op` finished; `progress`
+    /// receives each progress chunk as it happens. Past the operation's time limit it is
+    /// cancelled and fails with [`ErrorKind::Deadline`]; on a lost channel with
+    /// [`ErrorKind::SessionLost`] (also when it was never written).
+    pub fn wait<T>(
+        &self,
+        ticket: Ticket,
+        op: &mut Operation<T>,
+        mut progress: Option<&mut dyn FnMut(ToolChunk)>,
+    ) {
+        let deadline = Instant::now() + ticket.limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
+            match ticket.rx.recv_timeout(left) {
                 Ok(Routed::Progress(chunk)) => {
                     if let Some(p) = progress.as_mut() {
                         p(chunk);
@@ -184,14 +205,20 @@ impl BlockingSession {
                         "the session channel was lost before the request was written",
                     ));
                 }
+                Ok(Routed::Cancelled) => {
+                    return op.abandon(Error::new(
+                        ErrorKind::Cancelled,
+                        "the operation was cancelled; the gateway was told to cancel it upstream",
+                    ));
+                }
                 Err(RecvTimeoutError::Timeout) => {
-                    self.cancel(id);
+                    self.cancel(ticket.id);
                     return op.abandon(Error::new(
                         ErrorKind::Deadline,
                         format!(
                             "no answer came over the session within {:?}; the operation was \
                              cancelled",
-                            limit + ANSWER_GRACE
+                            ticket.limit
                         ),
                     ));
                 }
@@ -205,6 +232,16 @@ impl BlockingSession {
         }
     }
 
+    /// Runs `op` over the session and leaves it finished: [`BlockingSession::submit`] then
+    /// [`BlockingSession::wait`]. `progress` receives each progress chunk of a tool call as it
+    /// happens (the call streams when it is given).
+    pub fn run<T>(&self, op: &mut Operation<T>, progress: Option<&mut dyn FnMut(ToolChunk)>) {
+        match self.submit(op, progress.is_some()) {
+            Ok(ticket) => self.wait(ticket, op, progress),
+            Err(e) => op.abandon(e),
+        }
+    }
+
     /// Runs `op` over the session and returns its result; see [`BlockingSession::run`].
     pub fn call<T>(
         &self,
@@ -215,9 +252,12 @@ impl BlockingSession {
         op.finish()
     }
 
-    /// Abandons operation `id`: the gateway cancels it upstream.
-    fn cancel(&self, id: u64) {
-        lock(&self.shared.waiters).remove(&id);
+    /// Abandons operation `id` (from [`Ticket::id`]): the gateway cancels it upstream
+    /// (`notifications/cancelled`), and its waiter finishes it with [`ErrorKind::Cancelled`].
+    pub fn cancel(&self, id: u64) {
+        if let Some(tx) = lock(&self.shared.waiters).remove(&id) {
+            let _ = tx.send(Routed::Cancelled);
+        }
         lock(&self.shared.session).cancel(id);
         let _ = self.flush();
     }
