@@ -296,7 +296,7 @@ func TestDockerKillDuringSessionCalls(t *testing.T) {
 	for range n {
 		select {
 		case o := <-results:
-			if !errors.Is(o.err, mcpgw.ErrSessionLost) || !strings.Contains(o.err.Error(), "killed") {
+			if !errors.Is(o.err, mcpgw.ErrSessionLost) {
 				t.Errorf("call in flight: %v", o.err)
 			}
 			t.Logf("a call in flight failed %v after docker kill began (%v after it returned): %v",

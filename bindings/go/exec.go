@@ -163,22 +163,28 @@ func dockerFailure(ctx context.Context, container string, res ExecResult, channe
 	case res.ExitCode == 137 && (channel || stdout == "" && stderr == ""):
 		// Both a command killed inside a live container and a container killed under the
 		// command exit 137 silently; only the container's state tells them apart.
-		if running, err := containerRunning(ctx, container); err != nil || !running {
+		if containerGone(ctx, container) {
 			return "the container was killed or removed during the command"
 		}
 	}
 	return ""
 }
 
-// containerRunning asks docker whether the container runs.
-func containerRunning(ctx context.Context, container string) (bool, error) {
+// containerGone asks docker whether the container has stopped or is gone. The exec of a
+// container being killed can end before the daemon marks the container stopped, so a container
+// still running is asked about again for a while (up to a second) before the answer is no.
+func containerGone(ctx context.Context, container string) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "docker", "inspect", "--format", "{{.State.Running}}", container).Output()
-	if err != nil {
-		return false, err
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, err := exec.CommandContext(ctx, "docker", "inspect", "--format", "{{.State.Running}}", container).Output()
+		if err != nil || strings.TrimSpace(string(out)) != "true" {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
-	return strings.TrimSpace(string(out)) == "true", nil
 }
 
 // kubectlFailure says why res is a failure of kubectl rather than the command's own exit, or "".
