@@ -25,6 +25,7 @@ func benchmarkEcho(b *testing.B, session bool) {
 		b.Fatal(err)
 	}
 	if session {
+		requireAttach(b)
 		if _, err := c.OpenSession(ctx, mcpgw.LocalSession(dir)); err != nil {
 			b.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,6 +31,24 @@ func envOr(name, fallback string) string {
 	}
 	return fallback
 }
+
+// requireAttach skips a session test when the gateway binary has no `attach` subcommand (a
+// build from before the session channel), saying so.
+func requireAttach(t testing.TB) {
+	t.Helper()
+	attachOnce.Do(func() {
+		out, _ := exec.Command(gatewayBin, "--help").CombinedOutput()
+		hasAttach = strings.Contains(string(out), "mcpgw-gateway attach")
+	})
+	if !hasAttach {
+		t.Skipf("SKIPPED: %s has no attach subcommand (the session channel's gateway side)", gatewayBin)
+	}
+}
+
+var (
+	attachOnce sync.Once
+	hasAttach  bool
+)
 
 // local is LocalExec as a func(dir) Exec, the form newClient takes.
 func local(dir string) mcpgw.Exec { return mcpgw.LocalExec(dir) }

@@ -110,6 +110,7 @@ func atoi(s string) int {
 // sessionSandbox is a sandbox whose client has a session open through a testOpener.
 func sessionSandbox(t *testing.T) (*sandbox, *testOpener) {
 	t.Helper()
+	requireAttach(t)
 	sb := startSandbox(t)
 	if err := sb.client.AddMCP(context.Background(), testServerSpec("ts")); err != nil {
 		t.Fatal(err)
@@ -184,6 +185,7 @@ func TestSessionCarriesEveryRESTCall(t *testing.T) {
 // A session opened by a client that knows no gateway launches one in the same exec.
 func TestSessionLaunchesTheGateway(t *testing.T) {
 	t.Parallel()
+	requireAttach(t)
 	ctx := context.Background()
 	c, dir := newClient(t, nil)
 	info, err := c.OpenSession(ctx, mcpgw.LocalSession(dir))
@@ -401,6 +403,7 @@ func TestSessionClose(t *testing.T) {
 // A session that cannot open says why, and leaves the client one-shot.
 func TestSessionOpenFailure(t *testing.T) {
 	t.Parallel()
+	requireAttach(t)
 	ctx := context.Background()
 	c, dir := newClient(t, nil, mcpgw.WithGatewayPath(filepath.Join(t.TempDir(), "no-such-gateway")))
 	_, err := c.OpenSession(ctx, mcpgw.LocalSession(dir))
