@@ -69,6 +69,19 @@ test: lint test-rust test-c test-go test-node
 bench: deps
 	sh bench/run.sh
 
+# Runs every fuzz target for FUZZ_SECONDS (cargo fuzz, libFuzzer; no nightly needed with
+# `-s none`), then minimizes its corpus into fuzz/corpus/, which `make test` replays. A crash
+# stops here with its input in fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := response chunk quote frame stream spec
+fuzz:
+	command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
+	for t in $(FUZZ_TARGETS); do \
+		$(CARGO) fuzz run --fuzz-dir fuzz --features libfuzzer -s none $$t -- \
+			-max_total_time=$(FUZZ_SECONDS) -max_len=65536 || exit 1; \
+		$(CARGO) fuzz cmin --fuzz-dir fuzz --features libfuzzer -s none $$t || exit 1; \
+	done
+
 clean:
 	$(CARGO) clean
 	rm -rf $(VENV) tests/servers/node_modules bindings/node/node_modules
