@@ -77,7 +77,6 @@ func (c *Client) perform(ctx context.Context, name string, s *Scope, result any,
 			// operation, prepared again, goes one-shot.
 			C.mcpgw_op_free(op)
 			if op, err = c.prepare(name, s, timeoutMS, prepare); err != nil {
-				op = nil
 				return err
 			}
 		}
