@@ -69,6 +69,11 @@ test: lint test-rust test-c test-go test-node
 bench: deps
 	sh bench/run.sh
 
+# 100,000 calls at 50 in flight with faults injected, through the gateway and the library.
+soak: static
+	$(CARGO) build --quiet --release -p mcpgw-testserver -p mcpgw-bench
+	target/release/mcpgw-soak
+
 # Runs every fuzz target for FUZZ_SECONDS (cargo fuzz, libFuzzer; no nightly needed with
 # `-s none`), then minimizes its corpus into fuzz/corpus/, which `make test` replays. A crash
 # stops here with its input in fuzz/artifacts/.

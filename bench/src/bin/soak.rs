@@ -1,0 +1,430 @@
+//! `make soak`: 100,000 tool calls at 50 in flight against the static release gateway, through
+//! its HTTP surface and through the library (a session channel), with faults injected all along:
+//! upstream kills, garbage lines from an upstream, slow calls, calls past their deadline,
+//! cancellations (callers that hang up, session cancels), registrations cancelled mid-connect.
+//!
+//! Every call that should succeed is checked against what it sent. It prints
+//! `soak: N calls, lost L, wrong W, rss start/end MiB, fds start/end` and fails on any loss or
+//! mismatch, on RSS growth over 20% or on any growth of the gateway's open descriptors.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use mcpgw::session::Session;
+use mcpgw::session::blocking::BlockingSession;
+use mcpgw::{CallOptions, Client, Config, ErrorKind};
+use serde_json::{Value, json};
+
+/// A keep-alive HTTP/1.1 connection to the gateway.
+struct Http {
+    port: u16,
+    token: String,
+    conn: Option<BufReader<TcpStream>>,
+}
+
+impl Http {
+    fn new(port: u16, token: &str) -> Http {
+        Http {
+            port,
+            token: token.to_owned(),
+            conn: None,
+        }
+    }
+
+    fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> std::io::Result<(u16, Vec<u8>)> {
+        if self.conn.is_none() {
+            let s = TcpStream::connect(("127.0.0.1", self.port))?;
+            s.set_nodelay(true)?;
+            s.set_read_timeout(Some(Duration::from_secs(60)))?;
+            self.conn = Some(BufReader::new(s));
+        }
+        let result = self.exchange(method, path, body);
+        if result.is_err() {
+            self.conn = None;
+        }
+        result
+    }
+
+    fn exchange(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> std::io::Result<(u16, Vec<u8>)> {
+        let conn = self.conn.as_mut().expect("connected");
+        let body = body.unwrap_or("");
+        write!(
+            conn.get_mut(),
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.token,
+            body.len()
+        )?;
+        let mut line = String::new();
+        conn.read_line(&mut line)?;
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
+        let mut len = 0usize;
+        loop {
+            line.clear();
+            conn.read_line(&mut line)?;
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut out = vec![0; len];
+        conn.read_exact(&mut out)?;
+        Ok((status, out))
+    }
+
+    /// Sends a call and hangs up before its answer: the gateway cancels it upstream.
+    fn hang_up(&self, path: &str, body: &str) {
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+            let _ = write!(
+                s,
+                "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                self.token,
+                body.len()
+            );
+            let _ = s.flush();
+            // Waits until the request is surely read, then drops the connection.
+            let _ = s.set_read_timeout(Some(Duration::from_millis(30)));
+            let _ = s.read(&mut [0u8; 1]);
+        }
+    }
+}
+
+fn echo_text(chunk: &Value) -> Option<&str> {
+    chunk["content"][0]["text"].as_str()
+}
+
+fn status_of(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+#[derive(Default)]
+struct Tally {
+    calls: AtomicU64,
+    lost: AtomicU64,
+    wrong: AtomicU64,
+    faults: AtomicU64,
+}
+
+fn main() -> ExitCode {
+    let mut total: usize = 100_000;
+    let mut in_flight: usize = 50;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--calls" => total = it.next().and_then(|v| v.parse().ok()).expect("--calls N"),
+            "--in-flight" => {
+                in_flight = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--in-flight N")
+            }
+            other => panic!("unknown argument {other} (use --calls N, --in-flight N)"),
+        }
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let gateway = std::env::var_os("MCPGW_SOAK_GATEWAY").map_or_else(
+        || target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway"),
+        PathBuf::from,
+    );
+    let testserver = std::env::var_os("MCPGW_SOAK_TESTSERVER")
+        .map_or_else(|| target.join("release/mcpgw-testserver"), PathBuf::from);
+    for p in [&gateway, &testserver] {
+        assert!(p.exists(), "{} is missing: run `make soak`", p.display());
+    }
+    let state = std::env::temp_dir().join(format!("mcpgw-soak-{}", std::process::id()));
+    let launch = Command::new(&gateway)
+        .args([
+            "--daemon",
+            "--port",
+            "0",
+            "--call-timeout",
+            "30",
+            "--instance-nonce",
+            "soak",
+        ])
+        .arg("--token-file")
+        .arg(state.join("token"))
+        .arg("--log-file")
+        .arg(state.join("gateway.log"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("the gateway launches");
+    assert!(launch.status.success(), "the gateway did not start");
+    let ready: Value = serde_json::from_slice(&launch.stdout).expect("a ready line");
+    let (port, pid) = (
+        ready["port"].as_u64().unwrap() as u16,
+        ready["pid"].as_u64().unwrap() as u32,
+    );
+    let token = std::fs::read_to_string(state.join("token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+
+    let mut admin = Http::new(port, &token);
+    let ts = testserver.to_string_lossy().into_owned();
+    for name in ["ts", "victim"] {
+        let spec = json!({"name": name, "mcp_config": {"type": "stdio_mcp", "command": ts, "args": ["stdio"]}});
+        let (status, body) = admin
+            .request("POST", "/mcps", Some(&spec.to_string()))
+            .unwrap();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    }
+
+    // The library's path: a session channel to the running gateway.
+    let client = Client::new(Config {
+        gateway_path: gateway.to_string_lossy().into_owned(),
+        port,
+        token_file: Some(state.join("token").to_string_lossy().into_owned()),
+        instance_nonce: Some("soak".into()),
+        ..Config::default()
+    })
+    .unwrap();
+    let (session, command) = Session::open(&client).unwrap();
+    let mut channel = Command::new("sh")
+        .args(["-c", &command.text])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (out, inp) = (
+        channel.stdout.take().unwrap(),
+        channel.stdin.take().unwrap(),
+    );
+    let session = BlockingSession::start(session, out, inp, Duration::from_secs(30)).unwrap();
+    let opts = CallOptions {
+        timeout: Some(Duration::from_secs(30)),
+        ..CallOptions::default()
+    };
+
+    let tally = Tally::default();
+    let next = AtomicUsize::new(0);
+    let warm = total / 20;
+    let mut start_mark = (0u64, 0usize);
+    let started = Instant::now();
+    let run = |upto: usize| {
+        std::thread::scope(|scope| {
+            for _ in 0..in_flight {
+                scope.spawn(|| {
+                    let mut http = Http::new(port, &token);
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= upto {
+                            break;
+                        }
+                        tally.calls.fetch_add(1, Ordering::Relaxed);
+                        one_call(i, &mut http, &client, &session, &opts, &ts, &tally);
+                    }
+                });
+            }
+        });
+    };
+    run(warm);
+    start_mark.0 = status_of(pid, "VmRSS:");
+    start_mark.1 = fds(pid);
+    run(total);
+    let secs = started.elapsed().as_secs_f64();
+    // Registrations cancelled mid-connect left nothing behind.
+    let (_, listed) = admin.request("GET", "/mcps", None).unwrap();
+    let names: Vec<String> = serde_json::from_slice::<Vec<Value>>(&listed)
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str().map(str::to_owned))
+        .collect();
+    let stuck: Vec<_> = names.iter().filter(|n| n.starts_with("slowreg")).collect();
+    if !stuck.is_empty() {
+        eprintln!("registrations cancelled mid-connect were left: {stuck:?}");
+        tally.lost.fetch_add(stuck.len() as u64, Ordering::Relaxed);
+    }
+    drop(admin);
+    let (rss_end, fds_end) = (status_of(pid, "VmRSS:"), fds(pid));
+    let lost = tally.lost.load(Ordering::Relaxed);
+    let wrong = tally.wrong.load(Ordering::Relaxed);
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    println!(
+        "soak: {} calls, lost {lost}, wrong {wrong}, rss start/end MiB {:.1}/{:.1}, fds start/end {}/{} \
+         ({} faults injected, {:.0} calls/s)",
+        tally.calls.load(Ordering::Relaxed),
+        mib(start_mark.0),
+        mib(rss_end),
+        start_mark.1,
+        fds_end,
+        tally.faults.load(Ordering::Relaxed),
+        tally.calls.load(Ordering::Relaxed) as f64 / secs
+    );
+    drop(session);
+    let _ = channel.wait();
+    let _ = Command::new("kill").arg(pid.to_string()).status();
+    let _ = std::fs::remove_dir_all(&state);
+    let rss_grew = rss_end as f64 > start_mark.0 as f64 * 1.2;
+    let fds_grew = fds_end > start_mark.1;
+    if lost > 0 || wrong > 0 || rss_grew || fds_grew {
+        eprintln!(
+            "soak FAILED: lost {lost}, wrong {wrong}, RSS grew over 20%: {rss_grew}, fds grew: {fds_grew}"
+        );
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// One call of the mix: mostly echoes (checked), through HTTP and through the session, and one
+/// fault of each kind in every hundred.
+fn one_call(
+    i: usize,
+    http: &mut Http,
+    client: &Client,
+    session: &BlockingSession,
+    opts: &CallOptions,
+    testserver: &str,
+    tally: &Tally,
+) {
+    let lose = |what: &str| {
+        eprintln!("lost: call {i}: {what}");
+        tally.lost.fetch_add(1, Ordering::Relaxed);
+    };
+    let text = format!("soak {i}");
+    let echo = json!({"arguments": {"text": text}}).to_string();
+    match i % 100 {
+        0 => {
+            // The upstream is killed mid-call: a 502 now, a fresh process for the next call.
+            tally.faults.fetch_add(1, Ordering::Relaxed);
+            let _ = http.request(
+                "POST",
+                "/mcps/victim/tools/crash",
+                Some(r#"{"arguments":{"code":3}}"#),
+            );
+        }
+        1 => match http.request("POST", "/mcps/ts/tools/garbage", Some("{}")) {
+            // A line that is not JSON from the upstream is skipped; the answer still comes.
+            Ok((200, body)) if String::from_utf8_lossy(&body).contains("ok after garbage") => {}
+            other => lose(&format!("garbage: {other:?}")),
+        },
+        2 => match http.request(
+            "POST",
+            "/mcps/ts/tools/slow?timeout=10",
+            Some(r#"{"arguments":{"seconds":0.05,"steps":2}}"#),
+        ) {
+            Ok((200, _)) => {}
+            other => lose(&format!("slow: {other:?}")),
+        },
+        3 => {
+            // Past its deadline: 504, and the upstream is told to cancel.
+            tally.faults.fetch_add(1, Ordering::Relaxed);
+            match http.request(
+                "POST",
+                "/mcps/ts/tools/slow?timeout=0.05",
+                Some(r#"{"arguments":{"seconds":5}}"#),
+            ) {
+                Ok((504, _)) => {}
+                other => lose(&format!("deadline: {other:?}")),
+            }
+        }
+        4 => {
+            tally.faults.fetch_add(1, Ordering::Relaxed);
+            http.hang_up("/mcps/ts/tools/slow", r#"{"arguments":{"seconds":5}}"#);
+        }
+        5 => {
+            // A session call cancelled while it runs.
+            tally.faults.fetch_add(1, Ordering::Relaxed);
+            let mut op = client.prepare_call_tool(opts, "ts", "slow", r#"{"seconds":5}"#);
+            match session.submit(&mut op, false) {
+                Ok(ticket) => {
+                    session.cancel(ticket.id);
+                    session.wait(ticket, &mut op, None);
+                    match op.finish() {
+                        Err(e) if e.kind() == ErrorKind::Cancelled => {}
+                        other => lose(&format!("session cancel: {other:?}")),
+                    }
+                }
+                Err(e) => lose(&format!("session submit: {e}")),
+            }
+        }
+        6 if i % 1000 == 6 => {
+            // A registration whose caller hangs up while it connects: nothing is left behind.
+            tally.faults.fetch_add(1, Ordering::Relaxed);
+            let spec = json!({
+                "name": format!("slowreg{i}"),
+                "mcp_config": {"type": "stdio_mcp", "command": "sh",
+                               "args": ["-c", format!("sleep 1; exec {testserver} stdio")]}
+            });
+            let body = spec.to_string();
+            if let Ok(mut c) = TcpStream::connect(("127.0.0.1", http.port)) {
+                let _ = write!(
+                    c,
+                    "POST /mcps HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\
+                     Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                    http.token,
+                    body.len()
+                );
+                let _ = c.set_read_timeout(Some(Duration::from_millis(100)));
+                let _ = c.read(&mut [0u8; 1]);
+            }
+        }
+        10..=29 => {
+            let r = session.call(
+                client.prepare_call_tool(opts, "ts", "echo", &json!({"text": text}).to_string()),
+                None,
+            );
+            match r {
+                Ok(chunk) => {
+                    if chunk.content.first().and_then(|b| match b {
+                        mcpgw::wire::Block::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    }) != Some(text.as_str())
+                    {
+                        tally.wrong.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Err(e) => lose(&format!("session echo: {e}")),
+            }
+        }
+        _ => match http.request("POST", "/mcps/ts/tools/echo", Some(&echo)) {
+            Ok((200, body)) => {
+                let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                if echo_text(&v["chunk"]) != Some(text.as_str()) {
+                    tally.wrong.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            other => lose(&format!("echo: {other:?}")),
+        },
+    }
+}
