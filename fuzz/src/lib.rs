@@ -8,7 +8,9 @@
 //! - `frame`: the session channel's frames, parsed and re-encoded;
 //! - `stream`: the bytes of a session channel (chunk frames of streamed calls included) fed to a
 //!   session carrying calls;
-//! - `spec`: an MCP registration through the validator the gateway and the library share.
+//! - `spec`: an MCP spec through the validator the gateway and the library share;
+//! - `request`: the gateway's request decoding: a registration body, a call body, runtime
+//!   headers and a query string.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -29,6 +31,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("frame", frame),
     ("stream", stream),
     ("spec", spec),
+    ("request", request),
 ];
 
 fn attached() -> &'static Client {
@@ -230,5 +233,41 @@ pub fn spec(data: &[u8]) {
         let text = serde_json::to_string(&spec).expect("a spec serializes");
         let again: McpSpec = serde_json::from_str(&text).expect("what it wrote parses");
         assert_eq!(again, spec);
+    }
+}
+
+/// The gateway's request decoding: the first byte picks a registration body, a call body,
+/// runtime headers or a query string. A decoded registration passes the validator; every
+/// refusal says what is wrong.
+pub fn request(data: &[u8]) {
+    use mcpgw::wire::request;
+    let Some((&which, body)) = data.split_first() else {
+        return;
+    };
+    match which % 4 {
+        0 => match request::registration(body) {
+            Ok(r) => {
+                assert!(r.spec.validate().is_ok());
+                assert!(!r.spec.extra.contains_key("runtime_headers"));
+            }
+            Err(e) => assert!(!e.is_empty()),
+        },
+        1 => {
+            if let Err(e) = request::call_body(body) {
+                assert!(!e.is_empty());
+            }
+        }
+        2 => {
+            if let Err(e) = request::runtime_headers(body) {
+                assert!(!e.is_empty());
+            }
+        }
+        _ => {
+            if let Ok(q) = request::query(&String::from_utf8_lossy(body))
+                && let Ok(Some(t)) = q.timeout()
+            {
+                assert!(t.as_secs_f64() <= mcpgw::wire::spec::MAX_TIMEOUT_SECS);
+            }
+        }
     }
 }

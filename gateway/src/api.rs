@@ -1,7 +1,6 @@
 //! The REST surface: small handlers that parse, call one method of the registry or an upstream,
-//! and answer; every error goes through [`ApiError`].
+//! and answer; every error goes through [`Error`].
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,13 +13,13 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use futures::StreamExt;
-use mcpgw::wire::{CallToolAnswer, CallToolBody, Health, McpSpec, RuntimeHeaders};
-use serde::Deserialize;
-use serde_json::Value;
+use mcpgw::wire::request;
+use mcpgw::wire::rest::{NDJSON, route};
+use mcpgw::wire::{CallToolAnswer, Health, Query};
 
 use crate::auth::{Token, constant_time_eq};
 use crate::chunk;
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::registry::{Registry, Scope};
 
 /// What the handlers share.
@@ -31,6 +30,8 @@ pub struct AppState {
     pub token: Option<Token>,
     /// Reported by `/health`.
     pub instance_nonce: Option<String>,
+    /// `/openapi.json`, rendered once.
+    pub openapi: Bytes,
 }
 
 type Shared = State<Arc<AppState>>;
@@ -38,25 +39,39 @@ type Shared = State<Arc<AppState>>;
 /// The router with auth and the body limit applied.
 pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
     Router::new()
-        .route("/health", get(health))
-        .route("/metrics", get(metrics))
-        .route("/openapi.json", get(openapi))
-        .route("/mcps", get(list_mcps).post(add_mcp))
-        .route("/mcps/{name}", axum::routing::delete(remove_mcp))
-        .route("/mcps/{name}/runtime-headers", put(set_runtime_headers))
-        .route("/mcps/{name}/tools", get(list_tools))
-        .route("/mcps/{name}/tools/{tool}", post(call_tool))
-        .fallback(|| async { ApiError::not_found("Not Found") })
-        .method_not_allowed_fallback(|| async {
-            ApiError::with_status(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
-        })
+        .route(route::HEALTH, get(health))
+        .route(route::METRICS, get(metrics))
+        .route(route::OPENAPI, get(openapi))
+        .route(route::MCPS, get(list_mcps).post(add_mcp))
+        .route(route::MCP, axum::routing::delete(remove_mcp))
+        .route(route::RUNTIME_HEADERS, put(set_runtime_headers))
+        .route(route::TOOLS, get(list_tools))
+        .route(route::TOOL, post(call_tool))
+        .fallback(|| async { Error::NoRoute })
+        .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(middleware::from_fn(move |request: Request, next: Next| {
+            refuse_declared_oversize(max_body_bytes, request, next)
+        }))
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
         .with_state(state)
 }
 
+/// `413` at once for a body whose `Content-Length` is over the limit, without waiting for a
+/// body that may never come.
+async fn refuse_declared_oversize(max: usize, request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Error::PayloadTooLarge.into_response();
+    }
+    next.run(request).await
+}
+
 async fn require_token(State(state): Shared, request: Request, next: Next) -> Response {
-    if request.uri().path() == "/health" {
+    if request.uri().path() == route::HEALTH {
         return next.run(request).await;
     }
     if let Some(token) = &state.token {
@@ -69,7 +84,7 @@ async fn require_token(State(state): Shared, request: Request, next: Next) -> Re
             return (
                 StatusCode::UNAUTHORIZED,
                 [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                "invalid gateway token",
+                crate::openapi::UNAUTHORIZED,
             )
                 .into_response();
         }
@@ -77,39 +92,27 @@ async fn require_token(State(state): Shared, request: Request, next: Next) -> Re
     next.run(request).await
 }
 
-/// The query parameters every endpoint takes; unknown ones are ignored.
-#[derive(Deserialize, Default)]
-struct Query {
-    #[serde(default)]
-    agent_id: String,
-    #[serde(default)]
-    session_id: String,
-    timeout: Option<String>,
+/// The query every endpoint takes (the scope, and a call's timeout); unknown parameters are
+/// ignored.
+fn query(raw: Option<String>) -> Result<Query, Error> {
+    request::query(raw.as_deref().unwrap_or("")).map_err(Error::Invalid)
 }
 
-fn query(raw: Option<String>) -> Result<Query, ApiError> {
-    serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
-        .map_err(|e| ApiError::bad_request(format!("invalid query string: {e}")))
+/// The body's bytes, or why they could not be read.
+fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, Error> {
+    body.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Error::PayloadTooLarge
+        } else {
+            Error::Invalid(format!("cannot read the request body: {r}"))
+        }
+    })
 }
 
-impl Query {
-    fn scope(&self) -> Scope {
-        Scope {
-            agent_id: self.agent_id.clone(),
-            session_id: self.session_id.clone(),
-        }
-    }
-
-    fn timeout(&self) -> Result<Option<Duration>, ApiError> {
-        let Some(raw) = &self.timeout else {
-            return Ok(None);
-        };
-        match raw.trim().parse::<f64>() {
-            Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
-            _ => Err(ApiError::bad_request(format!(
-                "timeout must be a positive number of seconds, not {raw:?}"
-            ))),
-        }
+fn scope(q: &Query) -> Scope {
+    Scope {
+        agent_id: q.agent_id.clone(),
+        session_id: q.session_id.clone(),
     }
 }
 
@@ -120,90 +123,6 @@ fn json_response(status: StatusCode, body: &impl serde::Serialize) -> Response {
 
 fn ok() -> Response {
     json_response(StatusCode::OK, &mcpgw::wire::Ok::TRUE)
-}
-
-/// The body as a JSON object; an empty body counts as `{}` when `empty_ok`.
-fn json_object(
-    body: Result<Bytes, BytesRejection>,
-    empty_ok: bool,
-) -> Result<serde_json::Map<String, Value>, ApiError> {
-    let body = body.map_err(|r| {
-        let status = r.status();
-        if status == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::with_status(status, "request body too large")
-        } else {
-            ApiError::with_status(status, format!("cannot read the request body: {r}"))
-        }
-    })?;
-    if empty_ok && body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(serde_json::Map::new());
-    }
-    match serde_json::from_slice::<Value>(&body) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(ApiError::bad_request(format!(
-            "the body must be a JSON object, not {}",
-            kind(&other)
-        ))),
-        Err(e) => Err(ApiError::bad_request(format!(
-            "the body is not valid JSON: {e}"
-        ))),
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Deserializes with the path of the offending field in the message; `at` is where `value`
-/// sits in the body (`""` for the whole body).
-fn typed<T: serde::de::DeserializeOwned>(
-    value: Value,
-    what: &str,
-    at: &str,
-) -> Result<T, ApiError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let path = match (at, path.as_str()) {
-            ("", ".") => String::new(),
-            ("", p) => format!("{p}: "),
-            (at, ".") => format!("{at}: "),
-            (at, p) => format!("{at}.{p}: "),
-        };
-        ApiError::bad_request(format!("invalid {what}: {path}{inner}"))
-    })
-}
-
-/// Checks `mcp_config` on its own first: inside the tagged spec serde loses the path to a bad
-/// field, here it names it (`mcp_config.args[0]: ...`).
-fn check_mcp_config(config: Option<&Value>) -> Result<(), ApiError> {
-    let Some(config) = config else {
-        return Err(ApiError::bad_request(
-            "invalid MCP spec: missing field `mcp_config`",
-        ));
-    };
-    let (what, at) = ("MCP spec", "mcp_config");
-    match config.get("type").and_then(Value::as_str) {
-        Some("stdio_mcp") => typed::<mcpgw::wire::StdioConfig>(config.clone(), what, at).map(drop),
-        Some("http_mcp") => typed::<mcpgw::wire::HttpConfig>(config.clone(), what, at).map(drop),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "invalid MCP spec: mcp_config.type must be \"stdio_mcp\" or \"http_mcp\", not {other:?}"
-        ))),
-        None if config.is_object() => Err(ApiError::bad_request(
-            "invalid MCP spec: mcp_config.type is required (\"stdio_mcp\" or \"http_mcp\")",
-        )),
-        None => Err(ApiError::bad_request(format!(
-            "invalid MCP spec: mcp_config must be an object, not {}",
-            kind(config)
-        ))),
-    }
 }
 
 async fn health(State(state): Shared) -> Response {
@@ -235,18 +154,19 @@ async fn metrics(State(state): Shared) -> Response {
         .into_response()
 }
 
-/// The OpenAPI 3.1 description of this surface.
-const OPENAPI: &str = include_str!("openapi.json");
-
-async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+async fn openapi(State(state): Shared) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        state.openapi.clone(),
+    )
+        .into_response()
 }
 
-async fn list_mcps(State(state): Shared, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+async fn list_mcps(State(state): Shared, RawQuery(raw): RawQuery) -> Result<Response, Error> {
     let q = query(raw)?;
     Ok(json_response(
         StatusCode::OK,
-        &state.registry.list(&q.scope()),
+        &state.registry.list(&scope(&q)),
     ))
 }
 
@@ -254,39 +174,15 @@ async fn add_mcp(
     State(state): Shared,
     RawQuery(raw): RawQuery,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+) -> Result<Response, Error> {
     let q = query(raw)?;
-    let mut body = json_object(body, false)?;
-    let runtime_headers = match body.remove("runtime_headers") {
-        None | Some(Value::Null) => BTreeMap::new(),
-        Some(v) => typed::<BTreeMap<String, String>>(v, "runtime_headers", "")?,
-    };
-    if body
-        .get("name")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-    {
-        return Err(ApiError::bad_request("name required"));
-    }
-    check_mcp_config(body.get("mcp_config"))?;
-    let spec: McpSpec = typed(Value::Object(body), "MCP spec", "")?;
-    spec.validate().map_err(ApiError::bad_request)?;
-    if !runtime_headers.is_empty() {
-        match &spec.mcp_config {
-            mcpgw::wire::McpConfig::Http(c) if !c.is_legacy_sse() => {
-                mcpgw::wire::validate_headers(&runtime_headers)
-                    .map_err(|e| ApiError::bad_request(format!("runtime_headers: {e}")))?
-            }
-            _ => {
-                return Err(ApiError::bad_request(
-                    "Runtime headers require a Streamable HTTP MCP client.",
-                ));
-            }
-        }
-    }
+    let request::Registration {
+        spec,
+        runtime_headers,
+    } = request::registration(&body_bytes(body)?).map_err(Error::Invalid)?;
     state
         .registry
-        .add(&q.scope(), spec, runtime_headers)
+        .add(&scope(&q), spec, runtime_headers)
         .await?;
     Ok(ok())
 }
@@ -295,9 +191,9 @@ async fn remove_mcp(
     State(state): Shared,
     Path(name): Path<String>,
     RawQuery(raw): RawQuery,
-) -> Result<Response, ApiError> {
+) -> Result<Response, Error> {
     let q = query(raw)?;
-    state.registry.remove(&q.scope(), &name).await?;
+    state.registry.remove(&scope(&q), &name).await?;
     Ok(ok())
 }
 
@@ -306,14 +202,10 @@ async fn set_runtime_headers(
     Path(name): Path<String>,
     RawQuery(raw): RawQuery,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+) -> Result<Response, Error> {
     let q = query(raw)?;
-    let body = json_object(body, false)?;
-    if !body.get("headers").is_some_and(Value::is_object) {
-        return Err(ApiError::bad_request("headers must be a JSON object"));
-    }
-    let RuntimeHeaders { headers } = typed(Value::Object(body), "runtime headers", "")?;
-    let upstream = state.registry.get(&q.scope(), &name)?;
+    let headers = request::runtime_headers(&body_bytes(body)?).map_err(Error::Invalid)?;
+    let upstream = state.registry.get(&scope(&q), &name)?;
     upstream.set_runtime_headers(&headers)?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -322,9 +214,9 @@ async fn list_tools(
     State(state): Shared,
     Path(name): Path<String>,
     RawQuery(raw): RawQuery,
-) -> Result<Response, ApiError> {
+) -> Result<Response, Error> {
     let q = query(raw)?;
-    let upstream = state.registry.get(&q.scope(), &name)?;
+    let upstream = state.registry.get(&scope(&q), &name)?;
     let tools = upstream.list_tools().await?;
     Ok(json_response(StatusCode::OK, &tools))
 }
@@ -335,20 +227,11 @@ async fn call_tool(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+) -> Result<Response, Error> {
     let q = query(raw)?;
-    let deadline = q.timeout()?;
-    let body = json_object(body, true)?;
-    if let Some(args) = body.get("arguments")
-        && !(args.is_object() || args.is_null())
-    {
-        return Err(ApiError::bad_request(format!(
-            "arguments must be a JSON object, not {}",
-            kind(args)
-        )));
-    }
-    let CallToolBody { arguments } = typed(Value::Object(body), "call body", "")?;
-    let upstream = state.registry.get(&q.scope(), &name)?;
+    let deadline = q.timeout().map_err(Error::Invalid)?;
+    let arguments = request::call_body(&body_bytes(body)?).map_err(Error::Invalid)?;
+    let upstream = state.registry.get(&scope(&q), &name)?;
     let streaming = headers
         .get_all(header::ACCEPT)
         .iter()
@@ -364,8 +247,6 @@ async fn call_tool(
         },
     ))
 }
-
-const NDJSON: &str = "application/x-ndjson";
 
 fn ndjson_line(chunk: &mcpgw::wire::ToolChunk) -> Bytes {
     let mut line = serde_json::to_vec(chunk).expect("wire types serialize");
@@ -383,8 +264,8 @@ async fn stream_call(
     tool: String,
     arguments: Option<mcpgw::wire::JsonObject>,
     deadline: Option<Duration>,
-) -> Result<Response, ApiError> {
-    let (line_tx, mut line_rx) = tokio::sync::mpsc::channel::<Result<Bytes, ApiError>>(64);
+) -> Result<Response, Error> {
+    let (line_tx, mut line_rx) = tokio::sync::mpsc::channel::<Result<Bytes, Error>>(64);
     tokio::spawn(async move {
         let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(1024);
         let call = upstream.call(&tool, arguments, deadline, Some(progress_tx));
@@ -419,12 +300,16 @@ async fn stream_call(
     let first = match line_rx.recv().await {
         Some(Ok(line)) => line,
         Some(Err(e)) => return Err(e),
-        None => return Err(ApiError::internal("the call ended without an answer")),
+        None => {
+            return Err(Error::Internal("the call ended without an answer".into()));
+        }
     };
     let rest = futures::stream::unfold(line_rx, |mut rx| async move {
         let item = rx.recv().await?;
-        let line =
-            item.unwrap_or_else(|e| ndjson_line(&chunk::failure(e.status.as_u16(), &e.detail)));
+        let line = item.unwrap_or_else(|e| {
+            let (status, detail) = e.status_and_detail();
+            ndjson_line(&chunk::failure(status.as_u16(), &detail))
+        });
         Some((Ok::<_, std::convert::Infallible>(line), rx))
     });
     let body = futures::stream::once(async move { Ok(first) }).chain(rest);

@@ -3,7 +3,7 @@
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::cli::ServeArgs;
 
@@ -53,14 +53,27 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
+/// Where the token came from.
+#[derive(Debug)]
+pub struct Resolved {
+    /// The token, `None` with `--no-auth`.
+    pub token: Option<Token>,
+    /// The token file this launch created (minted into), if it did: a start that fails removes
+    /// it again.
+    pub minted: Option<PathBuf>,
+}
+
 /// Picks the token: `--token-file` (minted when missing), then `MCPGW_TOKEN`, then
 /// `--auth-token`; none is an error unless `--no-auth`.
-pub fn resolve(args: &ServeArgs) -> Result<Option<Token>, String> {
+pub fn resolve(args: &ServeArgs) -> Result<Resolved, String> {
     let env = std::env::var(TOKEN_ENV)
         .ok()
         .filter(|t| !t.trim().is_empty());
+    let mut minted = None;
     let token = if let Some(path) = &args.token_file {
-        Some(load_or_mint(path)?)
+        let (token, made) = load_or_mint(path)?;
+        minted = made.then(|| path.clone());
+        Some(token)
     } else if let Some(t) = env {
         Some(checked(t.trim().to_string(), TOKEN_ENV)?)
     } else if let Some(t) = &args.auth_token {
@@ -73,7 +86,7 @@ pub fn resolve(args: &ServeArgs) -> Result<Option<Token>, String> {
         (None, false) => Err(format!(
             "no token: give --token-file PATH (minted when missing), set {TOKEN_ENV}, or pass --no-auth"
         )),
-        (token, _) => Ok(token),
+        (token, _) => Ok(Resolved { token, minted }),
     }
 }
 
@@ -87,52 +100,98 @@ fn checked(token: String, source: &str) -> Result<Token, String> {
     Ok(Token::new(token))
 }
 
-/// Reads the token file, or mints a fresh token into it: a 0700 directory (when it has to be
-/// made) and a 0600 file created exclusively, so two launches racing agree on one token.
-pub fn load_or_mint(path: &Path) -> Result<Token, String> {
+/// Refuses a token file others could read or replace, as ssh refuses such a private key: a
+/// symbolic link (it could point anywhere, and be changed), anything but a regular file, a file
+/// with any permission for group or others, and a directory everyone may write to without the
+/// sticky bit (anyone could swap the file).
+fn check_private(path: &Path) -> Result<Option<std::fs::Metadata>, String> {
     let shown = path.display();
-    match std::fs::File::open(path) {
-        Ok(mut f) => {
-            let mode = f.metadata().map(|m| m.permissions().mode()).unwrap_or(0);
-            if mode & 0o077 != 0 {
-                tracing::warn!(
-                    "token file {shown} is readable by others (mode {:o}); it should be 0600",
-                    mode & 0o777
-                );
-            }
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => dir.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    if let Ok(meta) = std::fs::metadata(&dir) {
+        let mode = meta.permissions().mode();
+        if mode & 0o002 != 0 && mode & 0o1000 == 0 {
+            return Err(format!(
+                "refusing token file {shown}: its directory {} is writable by everyone (mode {:o}) \
+                 without the sticky bit, so anyone could replace the token; use a private directory",
+                dir.display(),
+                mode & 0o7777
+            ));
+        }
+    }
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot inspect token file {shown}: {e}")),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(format!(
+            "refusing token file {shown}: it is a symbolic link; give the path of the file itself"
+        ));
+    }
+    if !meta.file_type().is_file() {
+        return Err(format!(
+            "refusing token file {shown}: it is not a regular file"
+        ));
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "refusing token file {shown}: others may read or change it (mode {mode:o}); \
+             make it private with `chmod 600 {shown}`"
+        ));
+    }
+    Ok(Some(meta))
+}
+
+/// Reads the token file, or mints a fresh token into it: a 0700 directory (when it has to be
+/// made) and a 0600 file created exclusively, so two launches racing agree on one token. The
+/// flag says whether this call created the file.
+pub fn load_or_mint(path: &Path) -> Result<(Token, bool), String> {
+    let shown = path.display();
+    // Two rounds at most: the second reads the file a racing launch created.
+    for _ in 0..2 {
+        if check_private(path)?.is_some() {
+            let mut f = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path)
+                .map_err(|e| format!("cannot open token file {shown}: {e}"))?;
             let mut text = String::new();
             f.read_to_string(&mut text)
                 .map_err(|e| format!("cannot read token file {shown}: {e}"))?;
-            checked(text.trim().to_string(), &format!("token file {shown}"))
+            let token = checked(text.trim().to_string(), &format!("token file {shown}"))?;
+            return Ok((token, false));
         }
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
-                    .map_err(|e| format!("cannot create directory {}: {e}", dir.display()))?;
-            }
-            let token = mcpgw::random::mint_token();
-            match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(path)
-            {
-                Ok(mut f) => {
-                    f.write_all(token.as_bytes())
-                        .and_then(|()| f.sync_all())
-                        .map_err(|e| format!("cannot write token file {shown}: {e}"))?;
-                    Ok(Token::new(token))
-                }
-                // Another launch minted it first: use theirs.
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => load_or_mint(path),
-                Err(e) => Err(format!("cannot create token file {shown}: {e}")),
-            }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| format!("cannot create directory {}: {e}", dir.display()))?;
         }
-        Err(e) => Err(format!("cannot open token file {shown}: {e}")),
+        let token = mcpgw::random::mint_token();
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+        {
+            Ok(mut f) => {
+                f.write_all(token.as_bytes())
+                    .and_then(|()| f.sync_all())
+                    .map_err(|e| format!("cannot write token file {shown}: {e}"))?;
+                return Ok((Token::new(token), true));
+            }
+            // Another launch minted it first: read theirs.
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot create token file {shown}: {e}")),
+        }
     }
+    Err(format!("token file {shown} keeps changing; refusing it"))
 }
 
 #[cfg(test)]
@@ -151,15 +210,56 @@ mod tests {
     fn mints_once_with_private_modes_then_reads() {
         let dir = std::env::temp_dir().join(format!("mcpgw-auth-{}", mcpgw::random::uuid4_hex()));
         let file = dir.join("sub/token");
-        let a = load_or_mint(&file).unwrap();
+        let (a, minted) = load_or_mint(&file).unwrap();
+        assert!(minted);
         assert_eq!(a.expose().len(), 64);
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&file), 0o600);
         assert_eq!(mode(file.parent().unwrap()), 0o700);
-        let b = load_or_mint(&file).unwrap();
+        let (b, minted) = load_or_mint(&file).unwrap();
+        assert!(!minted);
         assert_eq!(a.expose(), b.expose());
         std::fs::write(&file, " \n").unwrap();
         assert!(load_or_mint(&file).unwrap_err().contains("non-empty"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn refuses_token_files_others_could_read_or_replace() {
+        use std::os::unix::fs::symlink;
+        let dir = std::env::temp_dir().join(format!("mcpgw-auth-{}", mcpgw::random::uuid4_hex()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let set_mode = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        set_mode(&dir, 0o700);
+        // A dangling link: refused at once (it used to recurse until the stack overflowed).
+        let dangling = dir.join("dangling");
+        symlink(dir.join("nowhere"), &dangling).unwrap();
+        let e = load_or_mint(&dangling).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        // A link to a world-readable file, and the file itself.
+        let open = dir.join("open");
+        std::fs::write(&open, "tok").unwrap();
+        set_mode(&open, 0o644);
+        let link = dir.join("link");
+        symlink(&open, &link).unwrap();
+        assert!(load_or_mint(&link).unwrap_err().contains("symbolic link"));
+        let e = load_or_mint(&open).unwrap_err();
+        assert!(e.contains("mode 644") && e.contains("chmod 600"), "{e}");
+        set_mode(&open, 0o600);
+        assert_eq!(load_or_mint(&open).unwrap().0.expose(), "tok");
+        // A directory anyone may write to without the sticky bit; with it (like /tmp) is fine.
+        let shared = dir.join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        set_mode(&shared, 0o777);
+        let e = load_or_mint(&shared.join("token")).unwrap_err();
+        assert!(e.contains("writable by everyone"), "{e}");
+        assert!(!shared.join("token").exists());
+        set_mode(&shared, 0o1777);
+        assert!(load_or_mint(&shared.join("token")).unwrap().1);
+        // Not a file.
+        assert!(load_or_mint(&dir).unwrap_err().contains("regular file"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -3,6 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use mcpgw::wire::chunk::{ERROR_KEY, PROGRESS_KEY, STRUCTURED_CONTENT_KEY};
 use mcpgw::wire::{Block, DataBlock, JsonObject, Source, TextBlock, ToolChunk, ToolState};
 use serde_json::{Value, json};
 
@@ -58,7 +59,7 @@ pub fn from_call_result(mut result: Value) -> ToolChunk {
         if !content.iter().any(|b| matches!(b, Block::Text(_))) {
             content.push(text_block(python_json(&structured), &now));
         }
-        metadata.insert("structured_content".into(), structured);
+        metadata.insert(STRUCTURED_CONTENT_KEY.into(), structured);
     }
     let is_error = result
         .get("isError")
@@ -82,7 +83,7 @@ pub fn from_call_result(mut result: Value) -> ToolChunk {
 pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) -> ToolChunk {
     let mut metadata = JsonObject::new();
     metadata.insert(
-        "mcp_progress".into(),
+        PROGRESS_KEY.into(),
         json!({"progress": progress, "total": total, "message": message}),
     );
     ToolChunk {
@@ -98,7 +99,10 @@ pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) -> Too
 /// detail as text, and `{"status", "detail"}` under `metadata.error`.
 pub fn failure(status: u16, detail: &str) -> ToolChunk {
     let mut metadata = JsonObject::new();
-    metadata.insert("error".into(), json!({"status": status, "detail": detail}));
+    metadata.insert(
+        ERROR_KEY.into(),
+        json!({"status": status, "detail": detail}),
+    );
     ToolChunk {
         content: vec![text_block(detail.to_string(), &timestamp())],
         state: ToolState::Error,

@@ -10,8 +10,9 @@ usage:
   mcpgw-gateway [serve] [--port P] [--host H] [--token-file PATH | --auth-token T | --no-auth]
                 [--instance-nonce N] [--config FILE] [--log-file PATH] [--log-format text|json]
                 [--log-level error|warn|info|debug|trace] [--daemon] [--allow-remote]
-                [--max-body-bytes N] [--call-timeout SECONDS] [--connect-timeout SECONDS]
-                [--threads N]
+                [--max-body-bytes N] [--max-reply-bytes N] [--call-timeout SECONDS]
+                [--connect-timeout SECONDS] [--header-timeout SECONDS] [--idle-timeout SECONDS]
+                [--max-connections N] [--log-rate LINES] [--threads N]
   mcpgw-gateway request METHOD PATH [--port P] [--host H] [--token-file PATH]
                 [--body-file FILE|-] [--data BODY] [--header 'Name: value']... [--max-time SECONDS]
   mcpgw-gateway --version
@@ -20,6 +21,12 @@ serve (the default) runs the gateway on 127.0.0.1:P (5600 unless given; 0 picks 
 The token comes from --token-file (minted into a new 0600 file when missing), else the
 environment variable MCPGW_TOKEN, else --auth-token (visible to ps: for compatibility only).
 --daemon returns once the gateway listens and prints {\"port\",\"pid\",\"token_file\",\"instance_nonce\"}.
+Limits (defaults): --max-body-bytes 67108864 (a request body), --max-reply-bytes 67108864 (one
+message from an upstream), --call-timeout 600, --connect-timeout 60, --header-timeout 10 (a
+client's request head, from connecting or from its previous answer), --idle-timeout 60 (a
+keep-alive connection with nothing to do), --max-connections 1024 (at most half the open-file
+limit; past it the longest-idle connection is closed), --log-rate 20 (log lines per second per
+upstream; the excess is counted in one line).
 
 request sends one HTTP request to a local gateway with the token read from --token-file (or
 MCPGW_TOKEN) and prints the response body followed by the line `mcpgw-http-status:NNN`.
@@ -76,6 +83,16 @@ pub struct ServeArgs {
     pub allow_remote: bool,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
+    /// Largest single message accepted from an upstream.
+    pub max_reply_bytes: usize,
+    /// How long a client may take to send a request head.
+    pub header_timeout: Duration,
+    /// How long a keep-alive connection may sit idle.
+    pub idle_timeout: Duration,
+    /// Client connections served at once.
+    pub max_connections: usize,
+    /// Log lines per second per upstream.
+    pub log_rate: u32,
     /// Deadline of a tool call when neither the MCP nor the call sets one.
     pub call_timeout: Duration,
     /// Deadline of connecting to an upstream (spawn, initialize, first tool list).
@@ -100,6 +117,11 @@ impl Default for ServeArgs {
             no_auth: false,
             allow_remote: false,
             max_body_bytes: 64 << 20,
+            max_reply_bytes: 64 << 20,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 1024,
+            log_rate: 20,
             call_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(60),
             threads: 0,
@@ -193,14 +215,17 @@ fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
         .map_err(|_| format!("--{flag}: {value:?} is not a valid number"))
 }
 
-fn seconds(flag: &str, value: &str) -> Result<Duration, String> {
-    let s: f64 = number(flag, value)?;
-    if !(s.is_finite() && s > 0.0 && s < 1e9) {
-        return Err(format!(
-            "--{flag}: {value:?} is not a positive number of seconds"
-        ));
+fn at_least(flag: &str, value: &str, min: usize) -> Result<usize, String> {
+    let n: usize = number(flag, value)?;
+    if n < min {
+        return Err(format!("--{flag} must be at least {min}"));
     }
-    Ok(Duration::from_secs_f64(s))
+    Ok(n)
+}
+
+/// Seconds as the wire contract bounds every deadline: positive, at most a day.
+fn seconds(flag: &str, value: &str) -> Result<Duration, String> {
+    mcpgw::wire::spec::timeout_secs(&format!("--{flag}"), number(flag, value)?)
 }
 
 fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
@@ -215,6 +240,11 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
         "log-format",
         "log-level",
         "max-body-bytes",
+        "max-reply-bytes",
+        "header-timeout",
+        "idle-timeout",
+        "max-connections",
+        "log-rate",
         "call-timeout",
         "connect-timeout",
         "threads",
@@ -247,6 +277,11 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
                     .map_err(|_| format!("--log-level: {value:?} is not a level"))?
             }
             "max-body-bytes" => out.max_body_bytes = number(name, &value)?,
+            "max-reply-bytes" => out.max_reply_bytes = at_least(name, &value, 1024)?,
+            "header-timeout" => out.header_timeout = seconds(name, &value)?,
+            "idle-timeout" => out.idle_timeout = seconds(name, &value)?,
+            "max-connections" => out.max_connections = at_least(name, &value, 1)?,
+            "log-rate" => out.log_rate = number(name, &value)?,
             "call-timeout" => out.call_timeout = seconds(name, &value)?,
             "connect-timeout" => out.connect_timeout = seconds(name, &value)?,
             "threads" => out.threads = number(name, &value)?,

@@ -68,7 +68,7 @@ pub fn confirm_health(
 ) -> Result<(), String> {
     let args = RequestArgs {
         method: "GET".into(),
-        path: "/health".into(),
+        path: mcpgw::wire::rest::route::HEALTH.into(),
         port: addr.port(),
         host: addr.ip().to_string(),
         max_time: Some(limit),

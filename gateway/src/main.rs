@@ -10,8 +10,10 @@ mod chunk;
 mod cli;
 mod client;
 mod config;
+mod conn;
 mod error;
 mod metrics;
+mod openapi;
 mod registry;
 mod serve;
 mod upstream;
@@ -19,6 +21,7 @@ mod upstream;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    release_memory_promptly();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match cli::parse(&args) {
         Ok(cli::Command::Serve(args)) => serve::run(*args),
@@ -43,3 +46,43 @@ fn main() -> ExitCode {
 /// 9 MiB resident.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// mimalloc's `mi_option_purge_delay` (its place in mimalloc 3's `mi_option_t`; the binding
+/// names no constant for it): how many milliseconds freed memory waits before it goes back to
+/// the system.
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Freed memory goes back to the system at once. mimalloc delays it (a second by default) and
+/// only acts on the delay when it next allocates or frees on that thread, so a gateway that goes
+/// quiet after one large message kept the memory for good. `MIMALLOC_PURGE_DELAY` in the
+/// environment still wins.
+fn release_memory_promptly() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets one of mimalloc's numeric options; called before any other thread exists.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_purge_delay_option_is_the_one_set() {
+        // SAFETY: reads and sets mimalloc options.
+        unsafe {
+            // mimalloc 3's default delay is 1000 ms: the index names that option.
+            if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+                assert_eq!(
+                    libmimalloc_sys::mi_option_get(super::MI_OPTION_PURGE_DELAY),
+                    1000
+                );
+            }
+            super::release_memory_promptly();
+            if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+                assert_eq!(
+                    libmimalloc_sys::mi_option_get(super::MI_OPTION_PURGE_DELAY),
+                    0
+                );
+            }
+        }
+    }
+}

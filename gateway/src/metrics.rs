@@ -4,6 +4,8 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use mcpgw::wire::McpState;
+
 use crate::registry::Registry;
 
 /// Upper bounds (seconds) of the latency histogram's buckets.
@@ -109,6 +111,23 @@ pub fn render(registry: &Registry) -> String {
         "1 when the upstream has a live session (or is stateless).",
         &|u| u64::from(u.is_up()),
     );
+    // The state `GET /mcps` reports, as one 0/1 series per state.
+    let name = "mcpgw_upstream_state";
+    let _ = writeln!(
+        out,
+        "# HELP {name} 1 for the state the upstream is in (the status.state of GET /mcps).\n# TYPE {name} gauge"
+    );
+    for (labels, u) in &rows {
+        let current = u.state();
+        for state in McpState::ALL {
+            let _ = writeln!(
+                out,
+                "{name}{{{labels},state=\"{}\"}} {}",
+                state.as_str(),
+                u8::from(state == current)
+            );
+        }
+    }
     let name = "mcpgw_tool_call_duration_seconds";
     let _ = writeln!(
         out,

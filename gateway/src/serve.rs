@@ -3,6 +3,7 @@
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,13 +22,78 @@ const HEALTH_LIMIT: Duration = Duration::from_secs(10);
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(5);
 
 /// Runs the gateway; returns when it has shut down (or, with `--daemon`, in the launching
-/// process once the detached gateway listens).
+/// process once the detached gateway listens). A start that fails says why on stderr (and in
+/// the log) and removes what it created: the token file it minted, the log file it opened, and
+/// the token file's directory when that is left empty.
 pub fn run(args: ServeArgs) -> ExitCode {
-    match start(args) {
-        Ok(code) => code,
+    let mut leftovers = Leftovers::before_start(&args);
+    let logged = args.log_file.is_some();
+    match start(args, &mut leftovers) {
+        Ok(code) => {
+            if code != ExitCode::SUCCESS {
+                leftovers.remove();
+            }
+            code
+        }
         Err(e) => {
+            if logged {
+                tracing::error!("{e}");
+            }
             eprintln!("mcpgw-gateway: {e}");
+            leftovers.remove();
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// What a start may create, so that a start that fails can remove it.
+#[derive(Debug, Default)]
+struct Leftovers {
+    /// Whether this process is the one to clean up (a detached gateway leaves it to its
+    /// launcher, which reads the log first).
+    owner: bool,
+    /// The token file, once this start minted it.
+    token_file: Option<PathBuf>,
+    /// The log file, when it did not exist before this start.
+    log_file: Option<PathBuf>,
+    /// The token file's directory: the launcher made it for this gateway (`mkdir -p`), so it
+    /// goes too when nothing else is in it.
+    state_dir: Option<PathBuf>,
+    /// The log file's directory, when it did not exist before this start.
+    log_dir: Option<PathBuf>,
+}
+
+impl Leftovers {
+    fn before_start(args: &ServeArgs) -> Leftovers {
+        Leftovers {
+            owner: true,
+            token_file: None,
+            log_file: args.log_file.clone().filter(|p| !p.exists()),
+            log_dir: args
+                .log_file
+                .as_ref()
+                .and_then(|l| l.parent())
+                .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+                .map(PathBuf::from),
+            state_dir: args
+                .token_file
+                .as_ref()
+                .and_then(|t| t.parent())
+                .filter(|d| !d.as_os_str().is_empty())
+                .map(PathBuf::from),
+        }
+    }
+
+    fn remove(&self) {
+        if !self.owner {
+            return;
+        }
+        for file in [&self.token_file, &self.log_file].into_iter().flatten() {
+            let _ = std::fs::remove_file(file);
+        }
+        for dir in [&self.state_dir, &self.log_dir].into_iter().flatten() {
+            // Only an empty directory is removed.
+            let _ = std::fs::remove_dir(dir);
         }
     }
 }
@@ -51,9 +117,12 @@ fn bind_address(args: &ServeArgs) -> Result<SocketAddr, String> {
     Ok(SocketAddr::new(ip, args.port))
 }
 
-fn start(args: ServeArgs) -> Result<ExitCode, String> {
+fn start(args: ServeArgs, leftovers: &mut Leftovers) -> Result<ExitCode, String> {
+    // Logging first: every refusal below reaches the configured log too.
+    init_logging(&args)?;
     let addr = bind_address(&args)?;
-    let token = auth::resolve(&args)?;
+    let resolved = auth::resolve(&args)?;
+    leftovers.token_file = resolved.minted;
     let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let port = listener
         .local_addr()
@@ -63,31 +132,34 @@ fn start(args: ServeArgs) -> Result<ExitCode, String> {
     let mut ready_pipe = if args.daemon {
         match detach(&args)? {
             Detached::Parent(code) => return Ok(code),
-            Detached::Child(pipe) => Some(pipe),
+            Detached::Child(pipe) => {
+                leftovers.owner = false;
+                Some(pipe)
+            }
         }
     } else {
         None
     };
 
-    let result = init_logging(&args).and_then(|()| {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(match args.threads {
-                // Half the cores, at most 4: the upstreams and the sandbox's own work need the
-                // rest (measured: on 2 cores one worker serves more calls than two).
-                0 => std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4)),
-                n => n,
-            })
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-        let result = runtime.block_on(serve(args, token, listener, port, &mut ready_pipe));
-        // Upstream tasks may still hold process groups if a close timed out.
-        crate::upstream::stdio::kill_all_groups();
-        runtime.shutdown_timeout(Duration::from_millis(200));
-        result
-    });
+    crate::upstream::process::become_subreaper();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(match args.threads {
+            // Half the cores, at most 4: the upstreams and the sandbox's own work need the
+            // rest (measured: on 2 cores one worker serves more calls than two).
+            0 => std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4)),
+            n => n,
+        })
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let result = runtime.block_on(serve(args, resolved.token, listener, port, &mut ready_pipe));
+    // Upstream tasks may still hold process groups if a close timed out; and whatever an
+    // upstream left behind, wherever it went, ends with the gateway.
+    crate::upstream::stdio::kill_all_groups();
+    crate::upstream::process::kill_everything();
+    crate::upstream::process::reap_orphans();
+    runtime.shutdown_timeout(Duration::from_millis(200));
     if let Err(e) = &result {
-        tracing::error!("{e}");
         // A detached gateway tells its launcher why it did not come up.
         if let Some(pipe) = ready_pipe.take() {
             let mut pipe = std::fs::File::from(pipe);
@@ -104,13 +176,19 @@ async fn serve(
     port: u16,
     ready_pipe: &mut Option<OwnedFd>,
 ) -> Result<(), String> {
+    tokio::spawn(crate::upstream::process::reap_forever());
     let state = Arc::new(AppState {
         registry: Registry::new(Settings {
             call_timeout: args.call_timeout,
             connect_timeout: args.connect_timeout,
+            max_reply_bytes: args.max_reply_bytes,
+            log_lines_per_sec: args.log_rate,
         }),
         token,
         instance_nonce: args.instance_nonce.clone(),
+        openapi: serde_json::to_vec(&crate::openapi::document(args.max_body_bytes))
+            .expect("the document serializes")
+            .into(),
     });
     if let Some(path) = &args.config {
         let specs = config::load(path)?;
@@ -120,7 +198,7 @@ async fn serve(
             async move {
                 let name = spec.name.clone();
                 if let Err(e) = state.registry.add(&scope, spec, Default::default()).await {
-                    tracing::error!(mcp = %name, "preloading from the config failed: {}", e.detail);
+                    tracing::error!(mcp = %name, "preloading from the config failed: {e}");
                 }
             }
         });
@@ -133,6 +211,21 @@ async fn serve(
     let listener = tokio::net::TcpListener::from_std(listener)
         .map_err(|e| format!("cannot register the listener: {e}"))?;
     let app = api::router(state.clone(), args.max_body_bytes);
+    let fd_limit = crate::conn::raise_fd_limit();
+    let limits = crate::conn::Limits {
+        header_timeout: args.header_timeout,
+        idle_timeout: args.idle_timeout,
+        // Half the descriptors at most: the upstreams' pipes and connections need the rest.
+        max_connections: args
+            .max_connections
+            .min(usize::try_from(fd_limit / 2).unwrap_or(usize::MAX))
+            .max(1),
+    };
+    tracing::debug!(
+        fd_limit,
+        max_connections = limits.max_connections,
+        "client connection limits"
+    );
 
     let ready = serde_json::to_string(&mcpgw::wire::DaemonReady {
         port,
@@ -154,25 +247,19 @@ async fn serve(
     }
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let server = tokio::spawn(async move {
-        let mut stop_rx = stop_rx;
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop_rx.wait_for(|stop| *stop).await;
-            })
-            .await
-    });
+    let server = tokio::spawn(crate::conn::serve(
+        listener,
+        app,
+        limits,
+        stop_rx,
+        Duration::from_secs(2),
+    ));
     wait_for_signal().await;
     tracing::info!("shutting down: closing every upstream");
     let _ = stop_tx.send(true);
     // Closing the upstreams fails their in-flight calls at once, so the server drains quickly.
     state.registry.shutdown(SHUTDOWN_LIMIT).await;
-    if tokio::time::timeout(Duration::from_secs(2), server)
-        .await
-        .is_err()
-    {
-        tracing::warn!("some requests were still open at shutdown");
-    }
+    let _ = server.await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -192,14 +279,25 @@ fn init_logging(args: &ServeArgs) -> Result<(), String> {
     use tracing_subscriber::filter::{LevelFilter, Targets};
     use tracing_subscriber::prelude::*;
     let writer: Box<dyn Write + Send> = match &args.log_file {
-        Some(path) => Box::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .open(path)
-                .map_err(|e| format!("cannot open log file {}: {e}", path.display()))?,
-        ),
+        Some(path) => {
+            // Its directory is made private, as the token file's is (often the same one).
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|e| format!("cannot create directory {}: {e}", dir.display()))?;
+            }
+            Box::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .mode(0o600)
+                    .open(path)
+                    .map_err(|e| format!("cannot open log file {}: {e}", path.display()))?,
+            )
+        }
         None => Box::new(std::io::stderr()),
     };
     let writer = std::sync::Mutex::new(writer);

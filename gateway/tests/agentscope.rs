@@ -1,11 +1,9 @@
 //! Drop-in compatibility: AgentScope 2.0.11's own host client (`GatewayClient` with its
 //! `LocalBackend`, installed from PyPI) drives mcpgw-gateway launched with AgentScope's flags.
 
-mod support;
-
 use std::process::{Command, Stdio};
 
-use support::*;
+use mcpgw_testkit::*;
 
 #[test]
 fn agentscope_host_client_drives_the_gateway() {

@@ -1,14 +1,12 @@
 //! The command line: token sources, refusals, the daemon launch, config preloading and the
 //! built-in `request` client, against the real binary.
 
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use mcpgw_testkit::*;
 use serde_json::{Value, json};
-use support::*;
 
 fn gateway(args: &[&str]) -> Command {
     let mut cmd = Command::new(gateway_bin());
@@ -90,7 +88,8 @@ fn daemon_returns_once_listening_with_a_minted_private_token() {
     let dir = TempDir::new("daemon");
     let token_file = dir.path("state/token");
     let tf = token_file.to_str().unwrap();
-    let log = dir.path("gw.log");
+    // The log may go to a directory that does not exist yet.
+    let log = dir.path("logs/gw.log");
     let o = run(&mut gateway(&[
         "--daemon",
         "--port",
@@ -317,4 +316,97 @@ fn request_client_framing_bodies_and_exit_codes() {
         run(&mut gateway(&["request", "GET"])).status.code(),
         Some(2)
     );
+}
+
+#[test]
+fn a_start_that_fails_leaves_nothing_it_created() {
+    // The host library's launch: `mkdir -p DIR && exec mcpgw-gateway --daemon ... --token-file
+    // DIR/token --log-file DIR/gateway.log`, on a port that is taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let parent = TempDir::new("leftovers");
+    let dir = parent.path("mcpgw-0123456789abcdef");
+    for daemon in [true, false] {
+        std::fs::create_dir(&dir).unwrap();
+        let (token, log) = (dir.join("token"), dir.join("gateway.log"));
+        let mut args = vec![
+            "--port",
+            &port,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--log-file",
+            log.to_str().unwrap(),
+        ];
+        if daemon {
+            args.push("--daemon");
+        }
+        let o = run(&mut gateway(&args));
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains("cannot listen"), "{}", stderr(&o));
+        assert!(!dir.exists(), "daemon={daemon}: {dir:?} was left behind");
+    }
+    // A directory holding something else stays, with that thing.
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("mine"), "x").unwrap();
+    let token = dir.join("token");
+    let o = run(&mut gateway(&[
+        "--port",
+        &port,
+        "--token-file",
+        token.to_str().unwrap(),
+    ]));
+    assert!(!o.status.success());
+    assert!(dir.join("mine").exists() && !token.exists());
+}
+
+#[test]
+fn token_files_others_could_read_or_replace_are_refused_in_the_log() {
+    use std::os::unix::fs::symlink;
+    let dir = TempDir::new("tokenfile");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let log = dir.path("gw.log");
+    std::fs::write(&log, "").unwrap();
+    let start = |token: &std::path::Path| {
+        run(&mut gateway(&[
+            "--port",
+            "0",
+            "--token-file",
+            token.to_str().unwrap(),
+            "--log-file",
+            log.to_str().unwrap(),
+        ]))
+    };
+    // A dangling symbolic link used to overflow the stack.
+    let dangling = dir.path("dangling");
+    symlink(dir.path("nowhere"), &dangling).unwrap();
+    let o = start(&dangling);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
+    // World-readable, and a link to such a file.
+    let open = dir.path("open");
+    std::fs::write(&open, "t0ken").unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = start(&open);
+    assert!(stderr(&o).contains("chmod 600"), "{}", stderr(&o));
+    let link = dir.path("link");
+    symlink(&open, &link).unwrap();
+    assert!(stderr(&start(&link)).contains("symbolic link"));
+    // In a directory anyone may write to.
+    let shared = dir.path("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let o = start(&shared.join("token"));
+    assert!(
+        stderr(&o).contains("writable by everyone"),
+        "{}",
+        stderr(&o)
+    );
+    // Each refusal is in the configured log too.
+    let logged = std::fs::read_to_string(&log).unwrap();
+    for needle in ["symbolic link", "chmod 600", "writable by everyone"] {
+        assert!(
+            logged.contains(needle),
+            "{needle} not in the log:\n{logged}"
+        );
+    }
 }

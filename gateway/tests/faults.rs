@@ -1,16 +1,10 @@
 //! Faults against the real process: upstreams that die, hang or write garbage, floods of calls,
 //! oversized bodies, changing tool lists.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use mcpgw_testkit::*;
 use serde_json::{Value, json};
-use support::*;
-
-fn structured(r: Reply) -> Value {
-    r.json()["chunk"]["metadata"]["structured_content"].clone()
-}
 
 fn status_of(listed: &Value, name: &str) -> Value {
     listed
@@ -26,9 +20,7 @@ fn status_of(listed: &Value, name: &str) -> Value {
 async fn an_upstream_killed_mid_call_fails_the_call_at_once_and_the_next_call_respawns_it() {
     let gw = start_gateway(&[]);
     gw.add(testserver_stdio("ts"), "").await.expect(200);
-    let pid = structured(gw.call("ts", "info", json!({})).await.expect(200))["pid"]
-        .as_u64()
-        .unwrap() as u32;
+    let pid = gw.testserver_pid("ts").await;
 
     let started = Instant::now();
     let (reply, ()) = tokio::join!(gw.call("ts", "slow", json!({"seconds": 30})), async {
@@ -51,10 +43,8 @@ async fn an_upstream_killed_mid_call_fails_the_call_at_once_and_the_next_call_re
         .await
         .expect(200);
     assert_eq!(r.json()["chunk"]["content"][0]["text"], "back");
-    let new_pid = structured(gw.call("ts", "info", json!({})).await.expect(200))["pid"]
-        .as_u64()
-        .unwrap();
-    assert_ne!(new_pid, pid as u64);
+    let new_pid = gw.testserver_pid("ts").await;
+    assert_ne!(new_pid, pid);
     let status = status_of(&gw.get("/mcps").await.expect(200).json(), "ts");
     assert_eq!(status["state"], "connected");
     assert_eq!(status["restarts"], 1);
@@ -122,10 +112,7 @@ async fn a_hanging_upstream_meets_its_deadline_and_learns_it_was_cancelled() {
         "{took:?}"
     );
     assert!(r.detail().contains("0.5s"), "{}", r.detail());
-    let waited = Instant::now();
-    while !marker.exists() && waited.elapsed() < Duration::from_secs(3) {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    appears(&marker, Duration::from_secs(3)).await;
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "cancelled");
     // The session survives a cancelled call.
     gw.call("ts", "echo", json!({"text": "after"}))
@@ -143,12 +130,8 @@ async fn a_hanging_upstream_meets_its_deadline_and_learns_it_was_cancelled() {
     )
     .await;
     assert!(gone.is_err());
-    let waited = Instant::now();
-    while !marker2.exists() && waited.elapsed() < Duration::from_secs(3) {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
     assert!(
-        marker2.exists(),
+        appears(&marker2, Duration::from_secs(3)).await,
         "a disconnected caller's call was not cancelled upstream"
     );
 }
@@ -297,9 +280,7 @@ async fn tool_list_changes_reach_the_tool_list() {
 async fn delete_while_calls_run_fails_them_and_leaves_nothing() {
     let gw = start_gateway(&[]);
     gw.add(testserver_stdio("ts"), "").await.expect(200);
-    let pid = structured(gw.call("ts", "info", json!({})).await.expect(200))["pid"]
-        .as_u64()
-        .unwrap() as u32;
+    let pid = gw.testserver_pid("ts").await;
     let (call, deleted) = tokio::join!(gw.call("ts", "slow", json!({"seconds": 30})), async {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let t = Instant::now();

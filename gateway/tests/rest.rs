@@ -2,12 +2,10 @@
 //! server over stdio and streamable HTTP, server-everything (npm) over stdio and streamable
 //! HTTP, and mcp-server-time (PyPI).
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use mcpgw_testkit::*;
 use serde_json::{Value, json};
-use support::*;
 
 fn text_of(chunk: &Value) -> String {
     chunk["content"]
@@ -85,20 +83,7 @@ async fn testserver_over_stdio_end_to_end() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    for want in [
-        "echo",
-        "echo_json",
-        "add",
-        "media",
-        "fail",
-        "slow",
-        "change_tools",
-        "big",
-        "crash",
-        "garbage",
-        "info",
-        "headers",
-    ] {
+    for want in TESTSERVER_TOOLS {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
     let add = tools
@@ -716,12 +701,8 @@ async fn deadlines_and_streaming() {
         .expect(504);
     assert!(t.elapsed() < Duration::from_secs(3));
     assert!(r.detail().contains("0.3s"), "{}", r.detail());
-    let waited = Instant::now();
-    while !marker.exists() && waited.elapsed() < Duration::from_secs(5) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     assert!(
-        marker.exists(),
+        appears(&marker, Duration::from_secs(5)).await,
         "the cancellation did not reach the upstream"
     );
 
@@ -802,12 +783,7 @@ async fn sigterm_and_delete_leave_no_process_behind() {
     let mut pids = Vec::new();
     for name in ["a", "b"] {
         gw.add(testserver_stdio(name), "").await.expect(200);
-        let info = gw.call(name, "info", json!({})).await.expect(200).json();
-        pids.push(
-            info["chunk"]["metadata"]["structured_content"]["pid"]
-                .as_u64()
-                .unwrap() as u32,
-        );
+        pids.push(gw.testserver_pid(name).await);
     }
     // A wrapper that starts a grandchild: the whole group goes.
     gw.add(
@@ -817,13 +793,7 @@ async fn sigterm_and_delete_leave_no_process_behind() {
     )
     .await
     .expect(200);
-    let wrapped = gw
-        .call("wrapped", "info", json!({}))
-        .await
-        .expect(200)
-        .json()["chunk"]["metadata"]["structured_content"]["pid"]
-        .as_u64()
-        .unwrap() as u32;
+    let wrapped = gw.testserver_pid("wrapped").await;
     let group: Vec<u32> = processes_in_group(wrapped);
     assert!(
         group.len() >= 2,
@@ -840,49 +810,13 @@ async fn sigterm_and_delete_leave_no_process_behind() {
     assert!(gw.log().contains("shutting down"));
 }
 
-fn processes_in_group(pgid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        // Fields after the name: state ppid pgrp ...
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
 #[tokio::test]
 async fn legacy_sse_upstream_server_everything() {
-    let port = free_port();
-    let _server = Server {
-        child: std::process::Command::new("node")
-            .arg(everything_js())
-            .arg("sse")
-            .env("PORT", port.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-        url: String::new(),
-    };
-    wait_port(port);
+    let server = mcpgw_testkit::servers::everything_in_mode("sse", "/sse");
     let gw = start_gateway(&[]);
-    gw.add(
-        http_spec("legacy", &format!("http://127.0.0.1:{port}/sse")),
-        "",
-    )
-    .await
-    .expect(200);
+    gw.add(http_spec("legacy", &server.url), "")
+        .await
+        .expect(200);
     let tools = gw.get("/mcps/legacy/tools").await.expect(200).json();
     assert!(
         tools
@@ -1013,10 +947,7 @@ async fn https_upstreams_are_verified_against_the_trusted_roots() {
         &mut line,
     )
     .unwrap();
-    let _proxy = Server {
-        child: proxy,
-        url: String::new(),
-    };
+    let _proxy = Guarded(proxy);
     let url = format!("https://127.0.0.1:{}/mcp", line.trim());
 
     // Trusting the test CA (as a sandbox with its own CA would, through SSL_CERT_FILE).

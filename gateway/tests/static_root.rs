@@ -2,13 +2,11 @@
 //! and itself (no dynamic loader, no libc, no NSS, no curl, no python), in its own network, PID
 //! and mount namespaces, and serves an MCP server written in busybox sh.
 
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::*;
+use mcpgw_testkit::*;
 
 /// The statically linked release gateway (`make static` builds it).
 fn static_gateway() -> PathBuf {

@@ -17,6 +17,7 @@ pub const STRUCTURED_CONTENT_KEY: &str = "structured_content";
 pub const ERROR_KEY: &str = "error";
 
 /// The result of a tool execution, in AgentScope's shape.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolChunk {
     /// Text and data blocks.
@@ -27,12 +28,14 @@ pub struct ToolChunk {
     pub is_last: bool,
     /// `structured_content`, `mcp_progress` and other side information.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub metadata: JsonObject,
     /// 32 lowercase hex digits.
     pub id: String,
 }
 
 /// AgentScope's `ToolResultState`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolState {
@@ -62,6 +65,7 @@ impl ToolState {
 }
 
 /// One block of a [`ToolChunk`].
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Block {
@@ -72,6 +76,7 @@ pub enum Block {
 }
 
 /// A text block.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TextBlock {
     /// The text.
@@ -86,6 +91,7 @@ pub struct TextBlock {
 }
 
 /// A data block: inline base64 or a URL.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DataBlock {
     /// The block's id.
@@ -103,6 +109,7 @@ pub struct DataBlock {
 }
 
 /// Where a data block's bytes are.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Source {

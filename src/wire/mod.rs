@@ -4,6 +4,7 @@
 //! - [`spec`]: an MCP registration (AgentScope's `MCPClient` dump), its limits and its validator;
 //! - [`tool`] and [`chunk`]: an MCP tool, and a call's result as AgentScope's `ToolChunk`;
 //! - [`rest`]: routes, query, bodies, health, the status of a registered MCP;
+//! - [`request`]: decoding the REST requests' query and bodies, with messages naming the field;
 //! - [`output`]: what a request command prints and exits with (the status trailer, curl's codes);
 //! - [`frame`]: the session channel's frames.
 //!
@@ -13,6 +14,7 @@
 pub mod chunk;
 pub mod frame;
 pub mod output;
+pub mod request;
 pub mod rest;
 pub mod spec;
 pub mod tool;

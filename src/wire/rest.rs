@@ -81,6 +81,8 @@ pub fn percent_encode(value: &str) -> String {
 /// The query parameters every endpoint takes: the scope (`agent_id`, `session_id`, both `""` by
 /// default) and, on a tool call, the call's `timeout` in seconds. Unknown parameters are ignored.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 pub struct Query {
     /// The agent part of the scope.
     #[serde(default)]
@@ -91,6 +93,10 @@ pub struct Query {
     /// A tool call's deadline in seconds; it can only shorten the MCP's `execution_timeout`.
     /// Kept as text so that a bad value is reported as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        param(value_type = Option<f64>, exclusive_minimum = 0, maximum = 86400)
+    )]
     pub timeout: Option<String>,
 }
 
@@ -133,6 +139,7 @@ impl Query {
 }
 
 /// The body of `PUT /mcps/{name}/runtime-headers`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeHeaders {
     /// The complete runtime header map; an empty map clears it.
@@ -140,14 +147,17 @@ pub struct RuntimeHeaders {
 }
 
 /// The body of `POST /mcps/{name}/tools/{tool}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct CallToolBody {
     /// The tool's arguments.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub arguments: Option<JsonObject>,
 }
 
 /// The answer of a tool call: `{"chunk": ToolChunk}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallToolAnswer {
     /// The tool's result.
@@ -155,6 +165,7 @@ pub struct CallToolAnswer {
 }
 
 /// `{"ok": true}`, the answer of `POST /mcps` and `DELETE /mcps/{name}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ok {
     /// Always true.
@@ -167,6 +178,7 @@ impl Ok {
 }
 
 /// Every gateway error body: `{"detail": "..."}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorBody {
     /// What went wrong, for a person.
@@ -175,6 +187,7 @@ pub struct ErrorBody {
 
 /// `GET /health`: `{"status":"ok","instance_nonce":N}` when the gateway was launched with a
 /// nonce, else the plain text [`HEALTH_OK`] (AgentScope's form).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Health {
     /// Always `"ok"`.
@@ -214,6 +227,7 @@ pub struct DaemonReady {
 }
 
 /// One entry of `GET /mcps`: the spec as registered, with the gateway's view of its health.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpEntry {
     /// The spec as registered (normalised; runtime headers are never echoed).
@@ -225,6 +239,7 @@ pub struct McpEntry {
 }
 
 /// How a registered upstream stands.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpStatus {
     /// Its state.
@@ -242,6 +257,7 @@ pub struct McpStatus {
 }
 
 /// The state of a registered upstream.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum McpState {

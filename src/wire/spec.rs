@@ -59,13 +59,20 @@ pub fn timeout_secs(what: &str, secs: f64) -> Result<Duration, String> {
 }
 
 /// An MCP server registration: AgentScope's `MCPClient.model_dump()`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpSpec {
     /// The MCP's name, unique within a scope; matches [`NAME_PATTERN`].
+    // The schema's bounds are literals; a test holds them to the constants.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[A-Za-z0-9_-]+$", min_length = 1, max_length = 128)
+    )]
     pub name: String,
     /// Whether the gateway keeps one session open (stdio MCPs must be stateful); a stateless HTTP
     /// MCP gets a fresh session for every operation.
     #[serde(default = "default_true")]
+    #[cfg_attr(feature = "openapi", schema(default = true))]
     pub is_stateful: bool,
     /// How to reach the server.
     pub mcp_config: McpConfig,
@@ -77,12 +84,15 @@ pub struct McpSpec {
     pub disable_tools: Option<Vec<String>>,
     /// Seconds each tool call of this MCP may take (at most [`MAX_TIMEOUT_SECS`]).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0, maximum = 86400))]
     pub execution_timeout: Option<f64>,
     /// AgentScope's local streaming switch; the gateway keeps and echoes it.
     #[serde(default)]
     pub stream_progress: bool,
     /// Fields this version does not know, kept and echoed.
     #[serde(flatten)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub extra: JsonObject,
 }
 
@@ -91,6 +101,7 @@ fn default_true() -> bool {
 }
 
 /// How the gateway reaches an MCP server.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum McpConfig {
@@ -104,9 +115,14 @@ pub enum McpConfig {
 }
 
 /// A stdio MCP server: the command the gateway spawns.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StdioConfig {
     /// The program, looked up on `PATH` when it has no slash.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, pattern = "^[^\\x00]*[^\\s\\x00][^\\x00]*$")
+    )]
     pub command: String,
     /// Its arguments.
     #[serde(default)]
@@ -122,10 +138,13 @@ pub struct StdioConfig {
     pub encoding_error_handler: EncodingErrorHandler,
     /// Fields this version does not know, kept and echoed.
     #[serde(flatten)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub extra: JsonObject,
 }
 
 /// Python's codec error handlers, as AgentScope names them.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EncodingErrorHandler {
@@ -139,9 +158,11 @@ pub enum EncodingErrorHandler {
 }
 
 /// An HTTP MCP server.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HttpConfig {
     /// The endpoint, e.g. `http://127.0.0.1:8000/mcp`.
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://"))]
     pub url: String,
     /// Headers sent with every request.
     #[serde(default)]
@@ -149,9 +170,15 @@ pub struct HttpConfig {
     /// Seconds one HTTP request may take (AgentScope's default: 30; at most
     /// [`MAX_TIMEOUT_SECS`]).
     #[serde(default = "default_http_timeout")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(default = 30, exclusive_minimum = 0, maximum = 86400)
+    )]
     pub timeout: Option<f64>,
     /// Fields this version does not know, kept and echoed.
     #[serde(flatten)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub extra: JsonObject,
 }
 

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::JsonObject;
 
 /// An MCP tool as its server describes it (the MCP `Tool` object, camelCase).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
@@ -18,15 +19,20 @@ pub struct Tool {
     pub description: Option<String>,
     /// The JSON Schema of its arguments.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub input_schema: JsonObject,
     /// The JSON Schema of its structured output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub output_schema: Option<JsonObject>,
     /// Hints such as `readOnlyHint`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub annotations: Option<JsonObject>,
     /// Everything else the server sent (`icons`, `_meta`, `execution`, ...).
     #[serde(flatten)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub extra: JsonObject,
 }
 

@@ -1,116 +1,46 @@
 //! Runs `mcpgw-testserver http --port 0` and talks to it with a raw HTTP/1.1 client.
 
 use std::{
-    io::{BufRead, BufReader, Read, Write},
+    io::{Read, Write},
     net::TcpStream,
-    process::{Child, Command, Stdio},
+    process::Command,
     sync::{Arc, Mutex},
     thread,
     time::{Duration, Instant},
 };
 
+use mcpgw_testkit::{RawResponse, testserver_http, wait_child};
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcpgw-testserver");
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+/// The JSON messages of an SSE body (priming events carry no data).
+fn events(response: &RawResponse) -> Vec<Value> {
+    String::from_utf8_lossy(&response.body)
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .filter(|data| !data.is_empty())
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect()
 }
 
-impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The JSON messages of an SSE body (priming events carry no data).
-    fn events(&self) -> Vec<Value> {
-        String::from_utf8_lossy(&self.body)
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(str::trim)
-            .filter(|data| !data.is_empty())
-            .map(|data| serde_json::from_str(data).unwrap())
-            .collect()
-    }
-}
-
-fn decode_chunked(mut raw: &[u8]) -> Vec<u8> {
-    let mut body = Vec::new();
-    loop {
-        let line_end = raw
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .expect("chunk size");
-        let size_text = String::from_utf8_lossy(&raw[..line_end]);
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap();
-        raw = &raw[line_end + 2..];
-        if size == 0 {
-            return body;
-        }
-        body.extend_from_slice(&raw[..size]);
-        raw = &raw[size + 2..];
-    }
-}
-
-struct Server {
-    child: Child,
-    /// `127.0.0.1:PORT`
-    authority: String,
-    stderr: Arc<Mutex<String>>,
-}
+/// The test server over HTTP, driven with raw HTTP/1.1.
+struct Server(mcpgw_testkit::Server);
 
 impl Server {
     fn start() -> Server {
-        let mut child = Command::new(BIN)
-            .args(["http", "--port", "0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .strip_prefix("listening ")
-            .and_then(|rest| rest.strip_suffix('\n'))
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-        let authority = url
-            .strip_prefix("http://")
-            .and_then(|rest| rest.strip_suffix("/mcp"))
-            .unwrap_or_else(|| panic!("unexpected url {url:?}"))
-            .to_owned();
-        assert!(authority.starts_with("127.0.0.1:"), "{authority}");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = stderr.clone();
-        let mut pipe = child.stderr.take().unwrap();
-        thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        Server {
-            child,
-            authority,
-            stderr,
-        }
+        let server = testserver_http();
+        assert!(
+            server.authority().starts_with("127.0.0.1:"),
+            "{}",
+            server.url
+        );
+        Server(server)
     }
 
     fn connect(&self) -> TcpStream {
-        let stream = TcpStream::connect(&self.authority).unwrap();
+        let stream = TcpStream::connect(self.0.authority()).unwrap();
         stream.set_read_timeout(Some(TIMEOUT)).unwrap();
         stream
     }
@@ -120,7 +50,7 @@ impl Server {
         let mut stream = self.connect();
         let mut head = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
         if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-            head.push_str(&format!("Host: {}\r\n", self.authority));
+            head.push_str(&format!("Host: {}\r\n", self.0.authority()));
         }
         for (name, value) in headers {
             head.push_str(&format!("{name}: {value}\r\n"));
@@ -137,46 +67,15 @@ impl Server {
         stream
     }
 
-    fn request(&self, method: &str, headers: &[(&str, &str)], body: &str) -> Response {
+    fn request(&self, method: &str, headers: &[(&str, &str)], body: &str) -> RawResponse {
         let mut stream = self.send(method, headers, body);
         let mut raw = Vec::new();
         stream.read_to_end(&mut raw).unwrap();
-        let head_end = raw
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .expect("response head");
-        let head = String::from_utf8_lossy(&raw[..head_end]).into_owned();
-        let mut lines = head.split("\r\n");
-        let status = lines
-            .next()
-            .unwrap()
-            .split(' ')
-            .nth(1)
-            .unwrap()
-            .parse()
-            .unwrap();
-        let headers: Vec<(String, String)> = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
-            .collect();
-        let rest = &raw[head_end + 4..];
-        let chunked = headers.iter().any(|(n, v)| {
-            n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
-        });
-        let body = if chunked {
-            decode_chunked(rest)
-        } else {
-            rest.to_vec()
-        };
-        Response {
-            status,
-            headers,
-            body,
-        }
+        RawResponse::parse(&raw)
     }
 
     /// POSTs a JSON-RPC message within `session` (if any).
-    fn post(&self, session: Option<&str>, extra: &[(&str, &str)], message: &Value) -> Response {
+    fn post(&self, session: Option<&str>, extra: &[(&str, &str)], message: &Value) -> RawResponse {
         let mut headers = vec![("Accept", "application/json, text/event-stream")];
         if let Some(session) = session {
             headers.push(("Mcp-Session-Id", session));
@@ -195,7 +94,7 @@ impl Server {
                 "clientInfo": {"name": "http-test", "version": "0"}}}),
         );
         assert_eq!(init.status, 200);
-        let events = init.events();
+        let events = events(&init);
         assert_eq!(
             events[0]["result"]["serverInfo"]["name"],
             "mcpgw-testserver"
@@ -235,28 +134,13 @@ impl Server {
             &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}),
         );
         assert_eq!(response.status, 200);
-        let events = response.events();
+        let events = events(&response);
         assert_eq!(events.last().unwrap()["id"], id, "{events:?}");
         events
     }
 
     fn wait_stderr(&self, needle: &str) {
-        let deadline = Instant::now() + TIMEOUT;
-        while !self.stderr.lock().unwrap().contains(needle) {
-            assert!(
-                Instant::now() < deadline,
-                "stderr lacks {needle:?}:\n{}",
-                self.stderr.lock().unwrap()
-            );
-            thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.stderr.wait_for(needle, TIMEOUT);
     }
 }
 
@@ -295,7 +179,7 @@ fn streamable_http_session() {
         &[],
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
     );
-    let tools = &list.events()[0]["result"]["tools"];
+    let tools = &events(&list)[0]["result"]["tools"];
     assert_eq!(tools.as_array().unwrap().len(), 12, "{tools}");
 
     let events = server.call_with(
@@ -307,7 +191,7 @@ fn streamable_http_session() {
     let headers = &events[0]["result"]["structuredContent"];
     assert_eq!(headers["x-mcpgw-test"], "value \"1\", second", "{headers}");
     assert_eq!(headers["mcp-session-id"], session.as_str());
-    assert_eq!(headers["host"], server.authority.as_str());
+    assert_eq!(headers["host"], server.0.authority());
 
     let events = server.call(&session, 4, "echo", json!({"text": "über $(x) `y`"}));
     assert_eq!(events[0]["result"]["content"][0]["text"], "über $(x) `y`");
@@ -391,7 +275,7 @@ fn streamable_http_session() {
 #[test]
 fn host_header_is_checked() {
     let server = Server::start();
-    let port = server.authority.rsplit_once(':').unwrap().1.to_owned();
+    let port = server.0.authority().rsplit_once(':').unwrap().1.to_owned();
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "host-test", "version": "0"}}});
@@ -423,17 +307,12 @@ fn sigterm_exits_cleanly() {
     ));
     let started = Instant::now();
     let killed = Command::new("kill")
-        .args(["-TERM", &server.child.id().to_string()])
+        .args(["-TERM", &server.0.child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
-    let status = loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(started.elapsed() < TIMEOUT, "still running after SIGTERM");
-        thread::sleep(Duration::from_millis(10));
-    };
+    let status = wait_child(&mut server.0.child, TIMEOUT);
+    assert!(started.elapsed() < TIMEOUT, "still running after SIGTERM");
     assert_eq!(status.code(), Some(0));
     server.wait_stderr("SIGTERM received");
 }

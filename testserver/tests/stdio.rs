@@ -1,17 +1,14 @@
 //! Drives the built binary over stdio with raw JSON-RPC lines.
 
 use std::{
-    io::{BufRead, BufReader, Read, Write},
-    path::{Path, PathBuf},
+    io::{BufRead, BufReader, Write},
     process::{Child, ChildStdin, Command, ExitStatus, Stdio},
-    sync::{
-        Arc, Mutex,
-        mpsc::{Receiver, RecvTimeoutError, channel},
-    },
+    sync::mpsc::{Receiver, RecvTimeoutError, channel},
     thread,
     time::{Duration, Instant},
 };
 
+use mcpgw_testkit::{Captured, TESTSERVER_TOOLS, TempDir, wait_child, wait_for_file};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpgw-testserver");
@@ -22,7 +19,7 @@ struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
-    stderr: Arc<Mutex<String>>,
+    stderr: Captured,
     next_id: i64,
 }
 
@@ -45,20 +42,7 @@ impl Server {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = stderr.clone();
-        let mut pipe = child.stderr.take().unwrap();
-        thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let stderr = Captured::start(child.stderr.take().unwrap());
         let stdin = child.stdin.take();
         Server {
             child,
@@ -113,7 +97,7 @@ impl Server {
             Ok(line) => Some(line),
             Err(RecvTimeoutError::Timeout) => panic!(
                 "no output within {timeout:?}; stderr:\n{}",
-                self.stderr.lock().unwrap()
+                self.stderr.text()
             ),
             Err(RecvTimeoutError::Disconnected) => None,
         }
@@ -167,34 +151,16 @@ impl Server {
     }
 
     fn wait(&mut self, timeout: Duration) -> ExitStatus {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "server did not exit");
-            thread::sleep(Duration::from_millis(20));
-        }
+        wait_child(&mut self.child, timeout)
     }
 
     fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.stderr.text()
     }
 
     /// Waits until stderr contains `needle` (the reader thread may lag behind the process).
     fn wait_stderr(&self, needle: &str) -> String {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let stderr = self.stderr();
-            if stderr.contains(needle) {
-                return stderr;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "stderr lacks {needle:?}:\n{stderr}"
-            );
-            thread::sleep(Duration::from_millis(10));
-        }
+        self.stderr.wait_for(needle, TIMEOUT)
     }
 }
 
@@ -212,48 +178,13 @@ fn only_text(result: &Value) -> &str {
     content[0]["text"].as_str().unwrap()
 }
 
-fn temp_path(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpgw-testserver-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    let _ = std::fs::remove_file(&path);
-    path
-}
-
-fn wait_for_file(path: &Path, timeout: Duration) -> Option<String> {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            return Some(text);
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-    None
-}
-
 #[test]
 fn lists_every_tool_with_schemas() {
     let mut server = Server::initialized();
     let list = server.request("tools/list", json!({}));
     let tools = list["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        [
-            "echo",
-            "echo_json",
-            "add",
-            "media",
-            "fail",
-            "slow",
-            "change_tools",
-            "big",
-            "crash",
-            "garbage",
-            "info",
-            "headers"
-        ]
-    );
+    assert_eq!(names, TESTSERVER_TOOLS);
     for tool in tools {
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
         assert!(!tool["description"].as_str().unwrap().is_empty(), "{tool}");
@@ -440,7 +371,8 @@ fn slow_sends_progress() {
 #[test]
 fn cancellation_reaches_slow() {
     let mut server = Server::initialized();
-    let marker = temp_path("cancel-marker");
+    let dir = TempDir::new("testserver");
+    let marker = dir.path("cancel-marker");
     let id = server.send_request(
         "tools/call",
         json!({"name": "slow",
@@ -481,7 +413,8 @@ fn cancellation_reaches_slow() {
 #[test]
 fn session_end_is_not_a_cancellation() {
     let mut server = Server::initialized();
-    let marker = temp_path("no-cancel-marker");
+    let dir = TempDir::new("testserver");
+    let marker = dir.path("no-cancel-marker");
     server.send_request(
         "tools/call",
         json!({"name": "slow", "arguments": {"seconds": 30, "cancel_marker": marker}}),

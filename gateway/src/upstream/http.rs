@@ -158,13 +158,16 @@ impl StreamableHttpClient for HeaderedClient {
     }
 }
 
+/// How long the plain request of [`diagnose`] may take at most.
+const DIAGNOSE_LIMIT: Duration = Duration::from_secs(10);
+
 /// Asks the server once more, plainly, why it cannot be reached: rmcp's transport error keeps
 /// only reqwest's summary ("error sending request"), while the cause a person can act on
 /// (connection refused, an untrusted certificate) sits further down the chain. Only on the
 /// failure path.
 pub async fn diagnose(config: &HttpConfig) -> Option<String> {
     let client = client_builder(config).ok()?.build().ok()?;
-    let limit = Duration::from_secs_f64(config.timeout.unwrap_or(10.0).min(10.0));
+    let limit = super::http_timeout(config).map_or(DIAGNOSE_LIMIT, |t| t.min(DIAGNOSE_LIMIT));
     match tokio::time::timeout(limit, client.get(config.url.as_str()).send()).await {
         Ok(Err(e)) => Some(super::error_chain(&e)),
         _ => None,
@@ -175,20 +178,19 @@ pub async fn diagnose(config: &HttpConfig) -> Option<String> {
 pub fn client_builder(config: &HttpConfig) -> Result<reqwest::ClientBuilder, String> {
     let mut builder =
         reqwest::Client::builder().tls_backend_preconfigured(super::tls::client_config()?);
-    if let Some(t) = config.timeout {
-        builder = builder.connect_timeout(Duration::from_secs_f64(t));
+    if let Some(t) = super::http_timeout(config) {
+        builder = builder.connect_timeout(t);
     }
     Ok(builder)
 }
 
-/// The largest single response accepted from an HTTP upstream.
-const MAX_RESPONSE_BYTES: usize = 512 << 20;
-
 /// Builds the transport for one session: static headers from the spec, runtime headers from
-/// `runtime`, and the spec's `timeout` bounding how long a connection may take to open.
+/// `runtime`, the spec's `timeout` bounding how long a connection may take to open, and
+/// `max_reply_bytes` bounding one response or event.
 pub fn transport(
     config: &HttpConfig,
     runtime: SharedHeaders,
+    max_reply_bytes: usize,
 ) -> Result<StreamableHttpClientTransport<HeaderedClient>, String> {
     let static_headers = header_map(config.headers.as_ref().unwrap_or(&BTreeMap::new()))
         .map_err(|e| format!("mcp_config.headers: {e}"))?;
@@ -197,8 +199,8 @@ pub fn transport(
         .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
     let transport_config = StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
         .custom_headers(static_headers)
-        .max_sse_event_size(MAX_RESPONSE_BYTES)
-        .max_json_response_size(MAX_RESPONSE_BYTES);
+        .max_sse_event_size(max_reply_bytes)
+        .max_json_response_size(max_reply_bytes);
     Ok(StreamableHttpClientTransport::with_client(
         HeaderedClient { inner, runtime },
         transport_config,

@@ -1,14 +1,18 @@
-//! Progress of in-flight calls, routed in the order the upstream sent it.
+//! Progress of in-flight calls, routed in the order the upstream sent it, and the upstream's
+//! log messages, logged at its rate.
 //!
 //! rmcp hands notifications to the client handler on tasks of their own, so a call's last
 //! progress notification can reach a handler after the call's result. The gateway instead taps
 //! progress out of the transport as messages arrive, before the result that follows them is even
-//! read: a streamed call loses none of it.
+//! read: a streamed call loses none of it. Progress and log notifications stop at the tap: a
+//! flood of them costs no task each, and the upstream waits for the gateway to read on.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{JsonRpcMessage, ProgressNotificationParam, ProgressToken, ServerNotification};
+
+use super::logs::UpstreamLog;
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::mpsc;
@@ -65,16 +69,18 @@ impl ProgressRoutes {
     }
 }
 
-/// A transport that routes progress notifications as they arrive and passes every message on.
+/// A transport that routes progress notifications as they arrive, logs log messages, and passes
+/// every other message on.
 pub struct ProgressTap<T> {
     inner: T,
     routes: Arc<ProgressRoutes>,
+    log: Arc<UpstreamLog>,
 }
 
 impl<T> ProgressTap<T> {
-    /// Taps `inner`'s progress into `routes`.
-    pub fn new(inner: T, routes: Arc<ProgressRoutes>) -> Self {
-        ProgressTap { inner, routes }
+    /// Taps `inner`'s progress into `routes` and its log messages into `log`.
+    pub fn new(inner: T, routes: Arc<ProgressRoutes>, log: Arc<UpstreamLog>) -> Self {
+        ProgressTap { inner, routes, log }
     }
 }
 
@@ -89,13 +95,29 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let message = self.inner.receive().await?;
-        if let JsonRpcMessage::Notification(n) = &message
-            && let ServerNotification::ProgressNotification(p) = &n.notification
-        {
-            self.routes.deliver(p.params.clone());
+        loop {
+            let message = self.inner.receive().await?;
+            if let JsonRpcMessage::Notification(n) = message {
+                match n.notification {
+                    ServerNotification::ProgressNotification(p) => self.routes.deliver(p.params),
+                    #[allow(deprecated)]
+                    // MCP logging is deprecated upstream; servers still send it.
+                    ServerNotification::LoggingMessageNotification(m) => {
+                        self.log.message(&m.params.level, &m.params.data)
+                    }
+                    notification => {
+                        return Some(JsonRpcMessage::Notification(
+                            rmcp::model::JsonRpcNotification {
+                                jsonrpc: n.jsonrpc,
+                                notification,
+                            },
+                        ));
+                    }
+                }
+                continue;
+            }
+            return Some(message);
         }
-        Some(message)
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {

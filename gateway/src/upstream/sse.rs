@@ -1,6 +1,10 @@
 //! Legacy SSE upstreams (the 2024-11-05 "HTTP+SSE" transport), which rmcp 3.x no longer
 //! speaks: the client holds one `GET` event stream open; the server's first event, `endpoint`,
 //! names where to `POST` messages; replies and notifications arrive as `message` events.
+//!
+//! One event may be at most `--max-reply-bytes` long: the stream is measured before it is
+//! parsed, and a server that sends a longer event (or one endless line) is disconnected, which
+//! fails its calls with that reason.
 
 use std::sync::Arc;
 
@@ -13,6 +17,8 @@ use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use sse_stream::{Sse, SseStream};
 
+use super::session::CloseReason;
+
 type Events = BoxStream<'static, Result<Sse, sse_stream::Error>>;
 
 /// One legacy SSE session.
@@ -24,8 +30,14 @@ pub struct SseTransport {
     events: Option<Events>,
 }
 
-/// Opens the event stream and waits for the `endpoint` event.
-pub async fn connect(name: &str, config: &HttpConfig) -> Result<SseTransport, String> {
+/// Opens the event stream and waits for the `endpoint` event. No event may be longer than
+/// `max_event_bytes`; when one is, the reason goes to `closed_because`.
+pub async fn connect(
+    name: &str,
+    config: &HttpConfig,
+    max_event_bytes: usize,
+    closed_because: CloseReason,
+) -> Result<SseTransport, String> {
     let url = Url::parse(&config.url).map_err(|e| format!("{:?} is not a URL: {e}", config.url))?;
     let headers: HeaderMap =
         super::http::header_map(config.headers.as_ref().unwrap_or(&Default::default()))
@@ -45,7 +57,8 @@ pub async fn connect(name: &str, config: &HttpConfig) -> Result<SseTransport, St
     if !response.status().is_success() {
         return Err(format!("GET {url}: HTTP {}", response.status()));
     }
-    let mut events: Events = SseStream::from_bytes_stream(response.bytes_stream()).boxed();
+    let bytes = bounded_events(response.bytes_stream(), max_event_bytes, closed_because);
+    let mut events: Events = SseStream::from_bytes_stream(bytes).boxed();
     let endpoint = loop {
         match events.next().await {
             Some(Ok(sse)) if sse.event.as_deref() == Some("endpoint") => {
@@ -137,5 +150,88 @@ impl Transport<RoleClient> for SseTransport {
         // Dropping the stream closes the GET; the server ends the session.
         self.events = None;
         Ok(())
+    }
+}
+
+/// Ends `bytes` with an error as soon as one event (the bytes between blank lines) grows past
+/// `max`, so the parser never buffers more than that.
+fn bounded_events<S>(
+    bytes: S,
+    max: usize,
+    closed_because: CloseReason,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static
+where
+    S: futures::Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Send + 'static,
+{
+    let mut size = EventSize::default();
+    let mut failed = false;
+    bytes.map(move |chunk| {
+        if failed {
+            return Err(std::io::Error::other("the event stream was cut"));
+        }
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        if size.feed(&chunk) > max {
+            failed = true;
+            let reason =
+                format!("sent an event larger than --max-reply-bytes ({max}) and was disconnected");
+            *closed_because.lock().unwrap() = Some(reason.clone());
+            return Err(std::io::Error::other(reason));
+        }
+        Ok(chunk)
+    })
+}
+
+/// The size of the event being received: bytes since the last blank line (`\n\n`, with or
+/// without `\r`).
+#[derive(Default)]
+struct EventSize {
+    since_blank: usize,
+    /// The last byte other than `\r` was a `\n`.
+    after_newline: bool,
+    /// The largest event size seen in the last chunk.
+    peak: usize,
+}
+
+impl EventSize {
+    /// Feeds a chunk; returns the largest size an event reached within it.
+    fn feed(&mut self, chunk: &[u8]) -> usize {
+        self.peak = self.since_blank;
+        for &b in chunk {
+            match b {
+                b'\n' if self.after_newline => {
+                    self.peak = self.peak.max(self.since_blank);
+                    self.since_blank = 0;
+                }
+                b'\n' => {
+                    self.after_newline = true;
+                    self.since_blank += 1;
+                }
+                b'\r' => self.since_blank += 1,
+                _ => {
+                    self.after_newline = false;
+                    self.since_blank += 1;
+                }
+            }
+        }
+        self.peak.max(self.since_blank)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_size_counts_from_the_last_blank_line() {
+        let mut size = EventSize::default();
+        assert_eq!(size.feed(b"event: endpoint\ndata: /m\n\n"), 25);
+        assert_eq!(size.feed(b"data: ab"), 8);
+        assert_eq!(size.feed(b"cd\r\n\r\ndata: x"), 13);
+        assert_eq!(size.since_blank, 7);
+        let mut endless = EventSize::default();
+        for _ in 0..10 {
+            endless.feed(&[b'x'; 1000]);
+        }
+        assert_eq!(endless.feed(b"x"), 10_001);
     }
 }

@@ -8,13 +8,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpgw::wire::{EncodingErrorHandler, StdioConfig};
+use serde_json::json;
+
+use super::lines::{LineReader, Next};
+use super::logs::UpstreamLog;
+use super::process;
 use rmcp::model::{
     CallToolResult, ClientNotification, ClientRequest, ErrorCode, ErrorData, JsonRpcError,
     JsonRpcMessage, NumberOrString, RequestId, ServerResult,
 };
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
@@ -42,6 +47,8 @@ pub struct ChildProcess {
     stderr_done: watch::Receiver<bool>,
     /// Set once the group was seen empty: its id may then be reused and must not be signalled.
     gone: AtomicBool,
+    /// The tag its processes carry in their environment.
+    tag: String,
 }
 
 /// The last bytes a child wrote to stderr.
@@ -62,9 +69,19 @@ impl StderrTail {
     }
 }
 
-/// Spawns the child in a new process group with piped stdio; its stderr goes to the log and a
-/// tail buffer, its exit is watched.
-pub fn spawn(name: &str, config: &StdioConfig) -> Result<(ChildProcess, StdioTransport), String> {
+/// The longest stderr line kept whole; a longer one is logged cut.
+const MAX_STDERR_LINE: usize = 64 * 1024;
+
+/// Spawns the child in a new process group with piped stdio; its stderr goes to the log (at
+/// the upstream's rate) and a tail buffer, its exit is watched. One message on its stdout may
+/// be at most `max_reply_bytes` long.
+pub fn spawn(
+    name: &str,
+    config: &StdioConfig,
+    max_reply_bytes: usize,
+    log: Arc<UpstreamLog>,
+) -> Result<(ChildProcess, StdioTransport), String> {
+    let tag = process::new_tag();
     let mut cmd = Command::new(&config.command);
     cmd.args(config.args.iter().flatten())
         .envs(config.env.iter().flatten())
@@ -72,12 +89,14 @@ pub fn spawn(name: &str, config: &StdioConfig) -> Result<(ChildProcess, StdioTra
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // Its own group, so the whole tree it starts (npx -> node, sh -> server) can be signalled
-        // at once and nothing is orphaned.
-        .process_group(0);
+        // at once and nothing is orphaned; and a tag its descendants inherit, for those that
+        // leave the group.
+        .process_group(0)
+        .env(process::TAG_ENV, &tag);
     if let Some(cwd) = config.cwd.as_deref().filter(|c| !c.is_empty()) {
         cmd.current_dir(cwd);
     }
-    let mut child = cmd.spawn().map_err(|e| match &config.cwd {
+    let mut child = process::spawn_waited(&mut cmd).map_err(|e| match &config.cwd {
         Some(cwd) if e.kind() == std::io::ErrorKind::NotFound => format!(
             "cannot start {:?} in {cwd:?}: {e} (is the command on PATH and the directory there?)",
             config.command
@@ -94,14 +113,26 @@ pub fn spawn(name: &str, config: &StdioConfig) -> Result<(ChildProcess, StdioTra
 
     let stderr = Arc::new(Mutex::new(StderrTail::default()));
     let tail = stderr.clone();
-    let log_name = name.to_string();
     let (stderr_done_tx, stderr_done) = watch::channel(false);
     tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr_pipe).split(b'\n');
-        while let Ok(Some(line)) = lines.next_segment().await {
-            tracing::info!(mcp = %log_name, pid, "stderr: {}", String::from_utf8_lossy(&line));
-            tail.lock().unwrap().push_line(&line);
+        let mut lines = LineReader::new(stderr_pipe, MAX_STDERR_LINE);
+        loop {
+            let line = match lines.next().await {
+                Ok(Next::Line) => lines.line(),
+                Ok(Next::Oversized(o) | Next::Junk(o)) => {
+                    let mut cut = o.head;
+                    cut.extend_from_slice(format!("... ({} bytes in all)", o.len).as_bytes());
+                    log.stderr(pid, &cut);
+                    tail.lock().unwrap().push_line(&cut);
+                    continue;
+                }
+                Ok(Next::Eof) | Err(_) => break,
+            };
+            let line = line.strip_suffix(b"\n").unwrap_or(line);
+            log.stderr(pid, line);
+            tail.lock().unwrap().push_line(line);
         }
+        log.flush();
         let _ = stderr_done_tx.send(true);
     });
 
@@ -109,6 +140,7 @@ pub fn spawn(name: &str, config: &StdioConfig) -> Result<(ChildProcess, StdioTra
     let log_name = name.to_string();
     tokio::spawn(async move {
         let status = child.wait().await;
+        process::reaped(pid);
         match &status {
             Ok(s) => tracing::info!(mcp = %log_name, pid, "upstream exited: {}", describe_exit(s)),
             Err(e) => tracing::warn!(mcp = %log_name, pid, "cannot wait for upstream: {e}"),
@@ -118,10 +150,7 @@ pub fn spawn(name: &str, config: &StdioConfig) -> Result<(ChildProcess, StdioTra
 
     let transport = StdioTransport {
         name: name.into(),
-        reader: BufReader::with_capacity(64 * 1024, stdout),
-        line: Vec::new(),
-        discarding: false,
-        max_line: MAX_MESSAGE_BYTES,
+        lines: LineReader::new(stdout, max_reply_bytes).json(),
         encoding: config.encoding_error_handler,
         writer: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
         calls: Arc::default(),
@@ -133,6 +162,7 @@ pub fn spawn(name: &str, config: &StdioConfig) -> Result<(ChildProcess, StdioTra
             stderr,
             stderr_done,
             gone: AtomicBool::new(false),
+            tag,
         },
         transport,
     ))
@@ -185,28 +215,36 @@ impl ChildProcess {
         report
     }
 
-    /// Ends the child's whole process group: after stdin has been closed by the caller, a grace
-    /// period to exit by itself, then SIGTERM, then SIGKILL. Returns once no process of the group
-    /// is left (or the last step has waited its time).
+    /// Ends every process of the upstream: its process group, and those that left it (they
+    /// carry its tag, or descend from it). After stdin has been closed by the caller, a grace
+    /// period to exit by itself, then SIGTERM, then SIGKILL. Returns once none is left (or the
+    /// last step has waited its time).
     pub async fn terminate(&self, grace: Duration) {
         self.wait_exit(grace).await;
         for (signal, wait) in [
             (libc::SIGTERM, Duration::from_secs(2)),
             (libc::SIGKILL, Duration::from_secs(2)),
         ] {
-            if !self.group_alive() {
+            let escaped = process::of_upstream(&self.tag, self.pid);
+            let group = self.group_alive();
+            if !group && escaped.is_empty() {
                 return;
             }
-            signal_group(self.pid, signal);
+            if group {
+                signal_group(self.pid, signal);
+            }
+            process::signal(&escaped, signal);
             let deadline = tokio::time::Instant::now() + wait;
-            while self.group_alive() && tokio::time::Instant::now() < deadline {
+            while (self.group_alive() || process::any_alive(&escaped))
+                && tokio::time::Instant::now() < deadline
+            {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
-        if self.group_alive() {
+        if self.group_alive() || !process::of_upstream(&self.tag, self.pid).is_empty() {
             tracing::warn!(
                 pgid = self.pid,
-                "processes of the upstream's group outlived SIGKILL"
+                "processes of the upstream outlived SIGKILL"
             );
         }
     }
@@ -234,6 +272,7 @@ impl Drop for ChildProcess {
         if self.group_alive() {
             signal_group(self.pid, libc::SIGKILL);
         }
+        process::signal(&process::of_upstream(&self.tag, self.pid), libc::SIGKILL);
     }
 }
 
@@ -245,9 +284,6 @@ fn signal_group(pgid: u32, signal: libc::c_int) {
     }
 }
 
-/// The largest JSON-RPC message accepted from a child: large tool results must fit.
-pub const MAX_MESSAGE_BYTES: usize = 512 << 20;
-
 /// JSON-RPC over a child's stdin/stdout, one message a line.
 ///
 /// rmcp ships a similar transport; this one adds what a gateway needs: the spec's
@@ -255,10 +291,7 @@ pub const MAX_MESSAGE_BYTES: usize = 512 << 20;
 /// and a malformed reply turned into an error for its request instead of leaving it to hang.
 pub struct StdioTransport {
     name: Arc<str>,
-    reader: BufReader<ChildStdout>,
-    line: Vec<u8>,
-    discarding: bool,
-    max_line: usize,
+    lines: LineReader<ChildStdout>,
     encoding: EncodingErrorHandler,
     writer: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
     /// Ids of the `tools/call` requests in flight: their replies parse straight into a
@@ -275,43 +308,7 @@ struct Reply<'a> {
     result: &'a serde_json::value::RawValue,
 }
 
-enum LineRead {
-    Line,
-    Oversized,
-    Eof,
-}
-
 impl StdioTransport {
-    /// Reads one line into `self.line` without growing past `max_line`. Cancel-safe: a partial
-    /// line stays in `self.line` for the next call.
-    async fn read_line(&mut self) -> std::io::Result<LineRead> {
-        loop {
-            let buf = self.reader.fill_buf().await?;
-            if buf.is_empty() {
-                return Ok(LineRead::Eof);
-            }
-            let newline = buf.iter().position(|&b| b == b'\n');
-            let take = newline.map_or(buf.len(), |i| i + 1);
-            let oversized = !self.discarding && self.line.len() + take > self.max_line;
-            if !self.discarding && !oversized {
-                self.line.extend_from_slice(&buf[..take]);
-            }
-            self.reader.consume(take);
-            if oversized {
-                self.line.clear();
-                self.discarding = newline.is_none();
-                return Ok(LineRead::Oversized);
-            }
-            if newline.is_some() {
-                if self.discarding {
-                    self.discarding = false;
-                    continue;
-                }
-                return Ok(LineRead::Line);
-            }
-        }
-    }
-
     /// Parses one line; `None` when it is to be skipped.
     fn parse(&self, raw: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
         let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
@@ -434,20 +431,27 @@ impl Transport<RoleClient> for StdioTransport {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
-            match self.read_line().await {
-                Ok(LineRead::Line) => {
-                    let line = std::mem::take(&mut self.line);
-                    let parsed = self.parse(&line);
-                    self.line = line;
-                    self.line.clear();
-                    if let Some(msg) = parsed {
+            match self.lines.next().await {
+                Ok(Next::Line) => {
+                    if let Some(msg) = self.parse(self.lines.line()) {
                         return Some(msg);
                     }
                 }
-                Ok(LineRead::Oversized) => {
-                    tracing::error!(mcp = %self.name, "dropping a message larger than {} bytes", self.max_line);
+                Ok(Next::Junk(o)) => {
+                    let shown = String::from_utf8_lossy(&o.head[..o.head.len().min(200)]);
+                    tracing::warn!(mcp = %self.name, bytes = o.len, "ignoring a stdout line that is not JSON-RPC: {shown:?}");
                 }
-                Ok(LineRead::Eof) => return None,
+                Ok(Next::Oversized(o)) => {
+                    let limit = self.lines.max();
+                    let id = reply_id(&o.head, &o.tail);
+                    tracing::error!(mcp = %self.name, bytes = o.len, "dropping a message larger than --max-reply-bytes ({limit}){}",
+                        id.as_ref().map_or(String::new(), |id| format!("; failing request {id}")));
+                    if let Some(id) = id {
+                        self.calls.lock().unwrap().remove(&id);
+                        return Some(too_large(id, o.len, limit));
+                    }
+                }
+                Ok(Next::Eof) => return None,
                 Err(e) => {
                     tracing::warn!(mcp = %self.name, "reading the upstream's stdout failed: {e}");
                     return None;
@@ -460,5 +464,93 @@ impl Transport<RoleClient> for StdioTransport {
         // Dropping stdin is the polite way to ask a stdio server to exit.
         self.writer.lock().await.take();
         Ok(())
+    }
+}
+
+/// `error.data` key of the error that stands in for a reply larger than the limit: the reply's
+/// size in bytes (the limit is under [`TOO_LARGE_LIMIT_KEY`]).
+pub const TOO_LARGE_KEY: &str = "mcpgw_reply_bytes";
+/// `error.data` key: the limit a reply was larger than.
+pub const TOO_LARGE_LIMIT_KEY: &str = "mcpgw_max_reply_bytes";
+
+/// The error that answers request `id` in place of a reply of `len` bytes, over `limit`.
+fn too_large(id: RequestId, len: usize, limit: usize) -> RxJsonRpcMessage<RoleClient> {
+    JsonRpcMessage::Error(JsonRpcError::new(
+        Some(id),
+        ErrorData::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!("the reply was {len} bytes, more than --max-reply-bytes ({limit})"),
+            Some(json!({TOO_LARGE_KEY: len, TOO_LARGE_LIMIT_KEY: limit})),
+        ),
+    ))
+}
+
+/// The id of a JSON-RPC reply known only by the first and last bytes of its line: a member
+/// `"id"` before the `"result"` or `"error"` member at the start, or the last member at the end.
+fn reply_id(head: &[u8], tail: &[u8]) -> Option<RequestId> {
+    let head = String::from_utf8_lossy(head);
+    let body_at = ["\"result\"", "\"error\""]
+        .iter()
+        .filter_map(|k| head.find(k))
+        .min()?;
+    if let Some(at) = head[..body_at].find("\"id\"")
+        && let Some((id, _)) = id_value(&head[at + 4..body_at])
+    {
+        return Some(id);
+    }
+    let tail = String::from_utf8_lossy(tail);
+    let at = tail.rfind("\"id\"")?;
+    let (id, rest) = id_value(&tail[at + 4..])?;
+    (rest.trim() == "}").then_some(id)
+}
+
+/// The id value after `"id"` (`: 7` or `: "a"`), and what follows it.
+fn id_value(after_key: &str) -> Option<(RequestId, &str)> {
+    let v = after_key.trim_start().strip_prefix(':')?.trim_start();
+    let end = if let Some(quoted) = v.strip_prefix('"') {
+        quoted.find('"')? + 2
+    } else {
+        v.find(|c: char| !(c.is_ascii_digit() || c == '-'))
+            .unwrap_or(v.len())
+    };
+    let id = serde_json::from_str::<NumberOrString>(&v[..end]).ok()?;
+    Some((id, &v[end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_of_a_reply_too_large_to_read_is_found_at_either_end() {
+        let n = |i| Some(NumberOrString::Number(i));
+        assert_eq!(
+            reply_id(
+                br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"#,
+                b"\"}]}}\n"
+            ),
+            n(7)
+        );
+        assert_eq!(
+            reply_id(
+                br#"{"result": {"content": [{"id": 3, "#,
+                br#"xx"}]}, "id" : 12 }"#
+            ),
+            n(12)
+        );
+        assert_eq!(
+            reply_id(br#"{"id":"a-1","error":{"#, b"}"),
+            Some(NumberOrString::String("a-1".into()))
+        );
+        // Not a reply, or no id to be found: nothing to fail.
+        assert_eq!(
+            reply_id(br#"{"method":"notifications/message","params":"#, b"}}"),
+            None
+        );
+        assert_eq!(
+            reply_id(br#"{"result":{"text":"#, br#"","id":3},"more":1}"#),
+            None
+        );
+        assert_eq!(reply_id(b"xxxxxxxx", b"xxxx"), None);
     }
 }

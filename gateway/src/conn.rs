@@ -1,0 +1,441 @@
+//! Client connections: accepted under a cap, each served by hyper (HTTP/1.1) and watched, so
+//! that no client can hold the gateway's connections, file descriptors or tasks by doing
+//! nothing.
+//!
+//! - A client must send a whole request head within `header_timeout`: after connecting, and
+//!   once it has begun a request (a partial head is never waited on for longer).
+//! - A keep-alive connection with no request in flight is closed after `idle_timeout`.
+//! - At most `max_connections` are served at once (never more than half the open-file limit,
+//!   which the gateway raises to its hard limit). A new connection past the cap, or an accept
+//!   that fails for want of descriptors, closes the longest-idle connection: idle clients cannot
+//!   lock out `/health`, calls or registrations.
+//! - A connection closed with a request body unread (say, `413` from its `Content-Length`)
+//!   lingers: it reads and drops what the client still sends for a moment, so the client gets
+//!   the answer instead of a reset.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use bytes::Bytes;
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, watch};
+
+/// The limits of client connections.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// How long a client may take to send a request head.
+    pub header_timeout: Duration,
+    /// How long a connection may sit with nothing in flight between requests.
+    pub idle_timeout: Duration,
+    /// Connections served at once.
+    pub max_connections: usize,
+}
+
+/// How long a closing connection reads and drops what its client still sends.
+const LINGER: Duration = Duration::from_secs(2);
+/// How much a closing connection reads and drops at most.
+const LINGER_BYTES: u64 = 256 << 20;
+
+/// Raises the soft open-file limit to the hard one (as Go programs do): every connection and
+/// every upstream's pipes take descriptors. Returns the soft limit now in force.
+pub fn raise_fd_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit write and read the struct they are given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 1024;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit.rlim_cur = limit.rlim_max;
+            }
+        }
+    }
+    limit.rlim_cur
+}
+
+/// Milliseconds since the server started, for atomics.
+#[derive(Clone, Copy)]
+struct Clock(Instant);
+
+impl Clock {
+    fn now(&self) -> u64 {
+        self.0.elapsed().as_millis() as u64
+    }
+}
+
+/// What a connection is doing, shared by its I/O, its service and its watch.
+struct Activity {
+    clock: Clock,
+    /// Requests between their head and the end of their answer's body.
+    in_flight: AtomicUsize,
+    /// Requests answered on this connection.
+    served: AtomicU64,
+    /// When it last had nothing in flight (accepted, or its last answer finished).
+    idle_since: AtomicU64,
+    /// When the first byte of a request head arrived while idle; 0 when none did.
+    head_since: AtomicU64,
+    /// Asks the connection to close (it is the longest-idle one and the gateway needs room).
+    evict: Notify,
+    /// Set once it was asked: it no longer counts, and is not asked twice.
+    evicted: std::sync::atomic::AtomicBool,
+}
+
+impl Activity {
+    fn new(clock: Clock) -> Activity {
+        Activity {
+            clock,
+            in_flight: AtomicUsize::new(0),
+            served: AtomicU64::new(0),
+            idle_since: AtomicU64::new(clock.now()),
+            head_since: AtomicU64::new(0),
+            evict: Notify::new(),
+            evicted: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+    }
+
+    /// When this idle connection must be closed, in clock milliseconds.
+    fn deadline(&self, limits: &Limits) -> u64 {
+        let head = self.head_since.load(Ordering::Acquire);
+        if head != 0 {
+            return head + limits.header_timeout.as_millis() as u64;
+        }
+        let wait = if self.served.load(Ordering::Acquire) == 0 {
+            limits.header_timeout
+        } else {
+            limits.idle_timeout
+        };
+        self.idle_since.load(Ordering::Acquire) + wait.as_millis() as u64
+    }
+
+    fn request_started(&self) {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.head_since.store(0, Ordering::Release);
+    }
+
+    fn request_finished(&self) {
+        self.served.fetch_add(1, Ordering::AcqRel);
+        self.idle_since.store(self.clock.now(), Ordering::Release);
+        self.head_since.store(0, Ordering::Release);
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The connections being served.
+struct Table {
+    next: AtomicU64,
+    live: Mutex<BTreeMap<u64, Arc<Activity>>>,
+    /// Wakes shutdown when the last connection ends.
+    emptied: Notify,
+}
+
+impl Table {
+    /// Connections served and not asked to close.
+    fn count(&self) -> usize {
+        let live = self.live.lock().unwrap();
+        live.values()
+            .filter(|a| !a.evicted.load(Ordering::Acquire))
+            .count()
+    }
+
+    /// Asks the longest-idle connection to close; false when every connection is busy.
+    fn evict_one(&self) -> bool {
+        let live = self.live.lock().unwrap();
+        let oldest = live
+            .values()
+            .filter(|a| a.is_idle() && !a.evicted.load(Ordering::Acquire))
+            .min_by_key(|a| a.idle_since.load(Ordering::Acquire));
+        match oldest {
+            Some(activity) => {
+                activity.evicted.store(true, Ordering::Release);
+                activity.evict.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Serves `app` on `listener` until `stop` turns true, then lets the connections finish what
+/// they are doing for at most `drain`.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+    drain: Duration,
+) {
+    let clock = Clock(Instant::now());
+    let table = Arc::new(Table {
+        next: AtomicU64::new(1),
+        live: Mutex::new(BTreeMap::new()),
+        emptied: Notify::new(),
+    });
+    let mut warned_full = false;
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        let stream = match stream {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors (or another transient failure): make room, then go on.
+                if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                    table.evict_one();
+                }
+                tracing::debug!("accepting a connection failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let count = table.count();
+        if count >= limits.max_connections && !table.evict_one() {
+            if !warned_full {
+                tracing::warn!(
+                    "{count} connections, all busy: refusing new ones until one finishes (--max-connections)"
+                );
+                warned_full = true;
+            }
+            drop(stream);
+            continue;
+        }
+        warned_full = false;
+        let id = table.next.fetch_add(1, Ordering::Relaxed);
+        let activity = Arc::new(Activity::new(clock));
+        table.live.lock().unwrap().insert(id, activity.clone());
+        let (app, table, stop) = (app.clone(), table.clone(), stop.clone());
+        tokio::spawn(async move {
+            connection(stream, app, activity, limits, stop).await;
+            let mut live = table.live.lock().unwrap();
+            live.remove(&id);
+            if live.is_empty() {
+                table.emptied.notify_waiters();
+            }
+        });
+    }
+    // Stopped: each connection closes once its requests are answered.
+    let wait = async {
+        loop {
+            let emptied = table.emptied.notified();
+            if table.live.lock().unwrap().is_empty() {
+                return;
+            }
+            emptied.await;
+        }
+    };
+    if tokio::time::timeout(drain, wait).await.is_err() {
+        tracing::warn!("some requests were still open at shutdown");
+    }
+}
+
+/// Serves one connection until it ends, is evicted, times out, or the server stops.
+async fn connection(
+    stream: TcpStream,
+    app: Router,
+    activity: Arc<Activity>,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let io = TokioIo::new(Watched {
+        inner: stream,
+        activity: activity.clone(),
+        linger: None,
+    });
+    let service_activity = activity.clone();
+    let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let mut app = app.clone();
+        let activity = service_activity.clone();
+        activity.request_started();
+        let finished = Finished(Some(activity));
+        async move {
+            let response = tower_service::Service::call(&mut app, request.map(Body::new)).await?;
+            Ok::<_, std::convert::Infallible>(response.map(|body| {
+                Body::new(Tracked {
+                    inner: body,
+                    _finished: finished,
+                })
+            }))
+        }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(io, service);
+    tokio::pin!(conn);
+    let mut stopping = false;
+    loop {
+        let deadline = if activity.is_idle() {
+            let ms = activity.deadline(&limits);
+            tokio::time::Instant::from_std(activity.clock.0 + Duration::from_millis(ms))
+        } else {
+            // Busy: look again a little later.
+            tokio::time::Instant::now() + limits.header_timeout.min(Duration::from_secs(1))
+        };
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!("connection ended: {e}");
+                }
+                return;
+            }
+            () = activity.evict.notified() => {
+                if activity.is_idle() {
+                    tracing::debug!("closing the longest-idle connection to make room");
+                    return;
+                }
+            }
+            _ = stop.wait_for(|s| *s), if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            () = tokio::time::sleep_until(deadline) => {
+                if activity.is_idle() && activity.clock.now() >= activity.deadline(&limits) {
+                    tracing::debug!("closing a connection that sent no request in time");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Marks the end of a request when dropped: its answer's body was sent, or abandoned.
+struct Finished(Option<Arc<Activity>>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        if let Some(activity) = self.0.take() {
+            activity.request_finished();
+        }
+    }
+}
+
+/// An answer's body that marks its request finished once hyper is done with it.
+struct Tracked {
+    inner: Body,
+    _finished: Finished,
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The client's socket: notes when a request head begins, and lingers when it is shut down.
+struct Watched {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+    /// While shutting down: until when, and how much more, to read and drop.
+    linger: Option<(Pin<Box<tokio::time::Sleep>>, u64)>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before && self.activity.is_idle() {
+            let now = self.activity.clock.now().max(1);
+            let _ = self.activity.head_since.compare_exchange(
+                0,
+                now,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    /// Sends FIN, then reads and drops what the client still sends until it closes too (or
+    /// for [`LINGER`], at most [`LINGER_BYTES`]): closing with unread data would reset the
+    /// connection and could destroy the answer before the client read it.
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        if self.linger.is_none() {
+            std::task::ready!(Pin::new(&mut self.inner).poll_shutdown(cx))?;
+            self.linger = Some((Box::pin(tokio::time::sleep(LINGER)), LINGER_BYTES));
+        }
+        let this = &mut *self;
+        let (timer, budget) = this.linger.as_mut().expect("set above");
+        let mut scratch = [0u8; 16 * 1024];
+        loop {
+            if timer.as_mut().poll(cx).is_ready() || *budget == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            let mut buf = ReadBuf::new(&mut scratch);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => {
+                    *budget = budget.saturating_sub(buf.filled().len() as u64);
+                }
+                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+use std::future::Future as _;

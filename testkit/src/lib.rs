@@ -1,0 +1,23 @@
+//! What the test suites of the gateway and of the test server share, so that no helper is
+//! written twice: temporary directories, processes and their output, ports and raw HTTP, a real
+//! gateway process with a client for its REST surface, and the MCP servers the tests run.
+//!
+//! Dev-only: nothing here ships.
+
+pub mod fs;
+pub mod gateway;
+pub mod net;
+pub mod process;
+pub mod servers;
+
+pub use fs::{TempDir, appears, wait_for_file};
+pub use gateway::{Gateway, Reply, start_gateway, start_gateway_with, start_gateway_with_env};
+pub use net::{RawResponse, free_port, raw_request, wait_port};
+pub use process::{
+    Captured, Guarded, RssSampler, process_alive, processes_in_group, rss_kib, wait_child,
+    wait_gone,
+};
+pub use servers::{
+    Server, TESTSERVER_TOOLS, everything_http, everything_js, gateway_bin, http_spec, repo,
+    rogue_sse, rogue_stdio, testserver_bin, testserver_http, testserver_stdio, venv_bin,
+};
