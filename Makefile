@@ -16,7 +16,7 @@ STATIC_RUSTFLAGS := -C target-feature=+crt-static --cfg getrandom_backend="linux
 STATIC_GATEWAY := target/$(STATIC_TARGET)/release/mcpgw-gateway
 STATIC_TESTSERVER := target/$(STATIC_TARGET)/release/mcpgw-testserver
 
-.PHONY: all build release static docker-image demo test test-rust test-c test-go test-node lint deps bench clean
+.PHONY: all build release static docker-image demo test test-rust test-c test-go test-node lint deps bench soak fuzz clean
 
 all: build
 

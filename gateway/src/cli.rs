@@ -12,7 +12,10 @@ usage:
                 [--log-level error|warn|info|debug|trace] [--daemon] [--allow-remote]
                 [--max-body-bytes N] [--max-reply-bytes N] [--call-timeout SECONDS]
                 [--connect-timeout SECONDS] [--header-timeout SECONDS] [--idle-timeout SECONDS]
-                [--max-connections N] [--log-rate LINES] [--threads N]
+                [--max-connections N] [--log-rate LINES] [--threads N] [--ready-file PATH]
+  mcpgw-gateway attach [--state-dir DIR] [--port P] [--host H] [--token-file PATH]
+                [--instance-nonce N] [--launch] [--gateway-arg ARG]... [--max-frame-bytes N]
+                [--max-in-flight N] [--log-file PATH] [--log-level LEVEL]
   mcpgw-gateway request METHOD PATH [--port P] [--host H] [--token-file PATH]
                 [--body-file FILE|-] [--data BODY] [--header 'Name: value']... [--max-time SECONDS]
   mcpgw-gateway --version
@@ -20,13 +23,21 @@ usage:
 serve (the default) runs the gateway on 127.0.0.1:P (5600 unless given; 0 picks a free port).
 The token comes from --token-file (minted into a new 0600 file when missing), else the
 environment variable MCPGW_TOKEN, else --auth-token (visible to ps: for compatibility only).
---daemon returns once the gateway listens and prints {\"port\",\"pid\",\"token_file\",\"instance_nonce\"}.
+--daemon returns once the gateway listens and prints {\"port\",\"pid\",\"token_file\",\"instance_nonce\"};
+--ready-file also writes that line to PATH (0600) while the gateway runs.
 Limits (defaults): --max-body-bytes 67108864 (a request body), --max-reply-bytes 67108864 (one
 message from an upstream), --call-timeout 600, --connect-timeout 60, --header-timeout 10 (a
 client's request head, from connecting or from its previous answer), --idle-timeout 60 (a
 keep-alive connection with nothing to do), --max-connections 1024 (at most half the open-file
 limit; past it the longest-idle connection is closed), --log-rate 20 (log lines per second per
 upstream; the excess is counted in one line).
+
+attach relays the session channel's frames (one JSON object a line) between its stdin and stdout
+and a running gateway: the one of --port, or the one DIR/gateway.json names (token file
+DIR/token). With --launch it first starts one there when none answers (--gateway-arg passes
+arguments on to it). The first line it writes is its hello frame. Past --max-in-flight requests
+(1024) the next ones wait, then stdin is no longer read. Exit status: 0 at the end of input, 7
+when no gateway (or one of another instance) answers, 1 on other failures.
 
 request sends one HTTP request to a local gateway with the token read from --token-file (or
 MCPGW_TOKEN) and prints the response body followed by the line `mcpgw-http-status:NNN`.
@@ -39,6 +50,8 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Send one request to a running gateway.
     Request(RequestArgs),
+    /// Relay a session channel on stdin and stdout to a gateway.
+    Attach(Box<AttachArgs>),
     /// Print the usage.
     Help,
     /// Print the version.
@@ -99,6 +112,8 @@ pub struct ServeArgs {
     pub connect_timeout: Duration,
     /// Worker threads of the async runtime; 0 means half the cores, at least 1, at most 4.
     pub threads: usize,
+    /// Where to keep the ready line while the gateway runs.
+    pub ready_file: Option<PathBuf>,
 }
 
 impl Default for ServeArgs {
@@ -125,6 +140,7 @@ impl Default for ServeArgs {
             call_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(60),
             threads: 0,
+            ready_file: None,
         }
     }
 }
@@ -152,11 +168,39 @@ pub struct RequestArgs {
     pub max_time: Option<Duration>,
 }
 
+/// Options of `attach`.
+#[derive(Debug, Clone)]
+pub struct AttachArgs {
+    /// Where a launched gateway keeps its token, log, ready file and lock.
+    pub state_dir: Option<PathBuf>,
+    /// The gateway's port (else the ready file's).
+    pub port: Option<u16>,
+    /// The gateway's loopback address.
+    pub host: String,
+    /// Where the token lives (else the ready file's, else `DIR/token`).
+    pub token_file: Option<PathBuf>,
+    /// The nonce the gateway must answer `/health` with.
+    pub instance_nonce: Option<String>,
+    /// Start a gateway when none answers.
+    pub launch: bool,
+    /// Extra arguments for a launched gateway.
+    pub gateway_args: Vec<String>,
+    /// The longest input line accepted.
+    pub max_frame_bytes: usize,
+    /// Requests relayed at once.
+    pub max_in_flight: usize,
+    /// Log destination; stderr when absent.
+    pub log_file: Option<PathBuf>,
+    /// Least severe level logged.
+    pub log_level: tracing::Level,
+}
+
 /// Turns argv (without the program name) into a [`Command`]; the error is a one-line reason.
 pub fn parse(args: &[String]) -> Result<Command, String> {
     let mut args = args;
     match args.first().map(String::as_str) {
         Some("request") => return parse_request(&args[1..]).map(Command::Request),
+        Some("attach") => return parse_attach(&args[1..]).map(|a| Command::Attach(Box::new(a))),
         Some("serve") => args = &args[1..],
         Some("--help" | "-h" | "help") => return Ok(Command::Help),
         Some("--version" | "-V") => return Ok(Command::Version),
@@ -248,6 +292,7 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
         "call-timeout",
         "connect-timeout",
         "threads",
+        "ready-file",
     ];
     let mut out = ServeArgs::default();
     let mut flags = Flags::new(args);
@@ -285,11 +330,78 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
             "call-timeout" => out.call_timeout = seconds(name, &value)?,
             "connect-timeout" => out.connect_timeout = seconds(name, &value)?,
             "threads" => out.threads = number(name, &value)?,
+            "ready-file" => out.ready_file = Some(PathBuf::from(value)),
             "daemon" => out.daemon = true,
             "no-auth" => out.no_auth = true,
             "allow-remote" => out.allow_remote = true,
             other => return Err(format!("unknown option --{other}")),
         }
+    }
+    Ok(out)
+}
+
+fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
+    const VALUED: &[&str] = &[
+        "state-dir",
+        "port",
+        "host",
+        "token-file",
+        "instance-nonce",
+        "gateway-arg",
+        "max-frame-bytes",
+        "max-in-flight",
+        "log-file",
+        "log-level",
+    ];
+    let mut out = AttachArgs {
+        state_dir: None,
+        port: None,
+        host: "127.0.0.1".into(),
+        token_file: None,
+        instance_nonce: None,
+        launch: false,
+        gateway_args: Vec::new(),
+        max_frame_bytes: ServeArgs::default().max_body_bytes + mcpgw::wire::frame::ENVELOPE_BYTES,
+        max_in_flight: 1024,
+        log_file: None,
+        log_level: tracing::Level::INFO,
+    };
+    let mut flags = Flags::new(args);
+    while let Some(arg) = flags.next(VALUED)? {
+        let (name, value) = match arg {
+            Arg::Positional(p) => return Err(format!("unexpected argument {p:?}")),
+            Arg::Flag(name, value) => (name, value.unwrap_or_default()),
+        };
+        match name {
+            "state-dir" => out.state_dir = Some(PathBuf::from(value)),
+            "port" => out.port = Some(number(name, &value)?),
+            "host" => out.host = value,
+            "token-file" => out.token_file = Some(PathBuf::from(value)),
+            "instance-nonce" => out.instance_nonce = Some(value),
+            "launch" => out.launch = true,
+            "gateway-arg" => out.gateway_args.push(value),
+            "max-frame-bytes" => out.max_frame_bytes = number(name, &value)?,
+            "max-in-flight" => out.max_in_flight = number(name, &value)?,
+            "log-file" => out.log_file = Some(PathBuf::from(value)),
+            "log-level" => {
+                out.log_level = value
+                    .parse()
+                    .map_err(|_| format!("--log-level: {value:?} is not a level"))?
+            }
+            other => return Err(format!("unknown option --{other}")),
+        }
+    }
+    if out.port.is_none() && out.state_dir.is_none() {
+        return Err("attach needs --port or --state-dir".into());
+    }
+    if out.launch && out.state_dir.is_none() {
+        return Err("attach --launch needs --state-dir (where the gateway keeps its token, log and ready file)".into());
+    }
+    if out.max_frame_bytes < 1024 {
+        return Err("--max-frame-bytes: at least 1024".into());
+    }
+    if out.max_in_flight == 0 {
+        return Err("--max-in-flight: at least 1".into());
     }
     Ok(out)
 }
@@ -426,5 +538,46 @@ mod tests {
         assert!(parse(&argv(&["request", "GET"])).is_err());
         assert!(parse(&argv(&["request", "get", "/x"])).is_err());
         assert!(parse(&argv(&["request", "GET", "x y"])).is_err());
+    }
+
+    #[test]
+    fn attach_parses() {
+        let Command::Attach(a) = parse(&argv(&[
+            "attach",
+            "--state-dir=/s",
+            "--launch",
+            "--gateway-arg",
+            "--call-timeout",
+            "--gateway-arg=30",
+            "--instance-nonce",
+            "-n",
+        ]))
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(a.state_dir.as_deref(), Some(std::path::Path::new("/s")));
+        assert!(a.launch);
+        assert_eq!(a.gateway_args, ["--call-timeout", "30"]);
+        assert_eq!(a.instance_nonce.as_deref(), Some("-n"));
+        assert_eq!(a.max_frame_bytes, (64 << 20) + (64 << 10));
+        for (args, needle) in [
+            (&["attach"][..], "--port or --state-dir"),
+            (&["attach", "--port", "1", "--launch"][..], "--state-dir"),
+            (
+                &["attach", "--port", "1", "--max-frame-bytes", "10"][..],
+                "1024",
+            ),
+            (
+                &["attach", "--port", "1", "--launch=1"][..],
+                "takes no value",
+            ),
+        ] {
+            let err = parse(&argv(args)).unwrap_err();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+        let Command::Serve(s) = parse(&argv(&["--ready-file", "/r"])).unwrap() else {
+            panic!()
+        };
+        assert_eq!(s.ready_file.as_deref(), Some(std::path::Path::new("/r")));
     }
 }

@@ -2,9 +2,11 @@
 //!
 //! It owns the upstream MCP sessions (stdio children, streamable HTTP) of a sandbox and serves
 //! them on loopback through a small REST surface, wire-compatible with AgentScope 2.0's gateway,
-//! behind a per-launch bearer token. `mcpgw-gateway request` is its built-in client.
+//! behind a per-launch bearer token. `mcpgw-gateway request` is its built-in client;
+//! `mcpgw-gateway attach` carries a host's requests over one long-lived exec's stdin and stdout.
 
 mod api;
+mod attach;
 mod auth;
 mod chunk;
 mod cli;
@@ -14,6 +16,7 @@ mod conn;
 mod error;
 mod metrics;
 mod openapi;
+mod ready_file;
 mod registry;
 mod serve;
 mod upstream;
@@ -26,6 +29,7 @@ fn main() -> ExitCode {
     match cli::parse(&args) {
         Ok(cli::Command::Serve(args)) => serve::run(*args),
         Ok(cli::Command::Request(args)) => client::run(args),
+        Ok(cli::Command::Attach(args)) => attach::run(*args),
         Ok(cli::Command::Help) => {
             println!("{}", cli::USAGE);
             ExitCode::SUCCESS

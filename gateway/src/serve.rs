@@ -227,13 +227,16 @@ async fn serve(
         "client connection limits"
     );
 
-    let ready = serde_json::to_string(&mcpgw::wire::DaemonReady {
+    let ready = mcpgw::wire::DaemonReady {
         port,
         pid: std::process::id(),
         token_file: args.token_file.as_ref().map(|p| p.display().to_string()),
         instance_nonce: args.instance_nonce.clone(),
-    })
-    .expect("serializable");
+    };
+    if let Some(path) = &args.ready_file {
+        crate::ready_file::write(path, &ready)?;
+    }
+    let ready = serde_json::to_string(&ready).expect("serializable");
     tracing::info!(port, "listening on {}:{port}", args.host);
     match ready_pipe.take() {
         Some(pipe) => {
@@ -260,6 +263,9 @@ async fn serve(
     // Closing the upstreams fails their in-flight calls at once, so the server drains quickly.
     state.registry.shutdown(SHUTDOWN_LIMIT).await;
     let _ = server.await;
+    if let Some(path) = &args.ready_file {
+        crate::ready_file::remove_if_ours(path);
+    }
     tracing::info!("stopped");
     Ok(())
 }

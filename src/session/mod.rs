@@ -498,6 +498,12 @@ impl Session {
                 let Some(flight) = self.in_flight.get_mut(&id) else {
                     return self.unknown(id);
                 };
+                if !flight.stream {
+                    // Only a streamed call answers in chunks.
+                    return self.events.push_back(Event::Notice(format!(
+                        "a chunk frame for operation {id}, which does not stream, was ignored"
+                    )));
+                }
                 match serde_json::from_str::<ToolChunk>(chunk.get()) {
                     Ok(parsed) if parsed.is_last => flight.last_chunk = Some(chunk.to_owned()),
                     Ok(parsed) => self.events.push_back(Event::Progress { id, chunk: parsed }),

@@ -191,12 +191,15 @@ struct Flat<'a> {
     message: Option<Cow<'a, str>>,
 }
 
-/// Every field of every frame, for writing.
+/// Every field of every frame, for writing, in the order written: a `res` frame's status comes
+/// before its body, so a reader knows it without going through a body of many megabytes.
 #[derive(Serialize, Default)]
 struct Out<'a> {
     t: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
     method: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -207,8 +210,6 @@ struct Out<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     chunk: Option<&'a RawValue>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -542,6 +543,16 @@ mod tests {
             let back = GatewayFrame::parse(&text).unwrap();
             assert_eq!(line(|o| back.encode(o)), text);
         }
+        // As documented: the status before the body.
+        let res = GatewayFrame::Response {
+            id: 7,
+            status: 200,
+            body: body_of(b"{\"a\":1}"),
+        };
+        assert_eq!(
+            line(|o| res.encode(o)),
+            "{\"t\":\"res\",\"id\":7,\"status\":200,\"body\":{\"a\":1}}\n"
+        );
         assert_eq!(body_of(b"ok").as_bytes(), b"ok");
         assert_eq!(body_of(b"\xff").as_bytes(), "\u{fffd}".as_bytes());
     }

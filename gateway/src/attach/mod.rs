@@ -1,0 +1,151 @@
+//! `mcpgw-gateway attach`: one long-lived exec (`docker exec -i`, `kubectl exec -i`, an E2B
+//! background command with stdin, a local pipe) carries every request of a host, multiplexed,
+//! in the frames of [`mcpgw::wire::frame`].
+//!
+//! One thread does it all when stdin and stdout can be polled (pipes, sockets, terminals: every
+//! exec channel), so a frame never waits for another thread to be scheduled: a single-threaded
+//! async runtime reads and parses frames ([`input`]), relays requests to the gateway over a
+//! keep-alive connection pool, many at once ([`relay`]), and writes each burst of answers with
+//! one `write` ([`output`]). Stdin or stdout that is a file gets a blocking thread instead. Before any of it, [`locate`] finds the gateway
+//! (and with `--launch` starts one) and checks that it is the one asked for.
+
+mod input;
+mod locate;
+mod output;
+mod relay;
+mod stdio;
+mod tty;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use mcpgw::wire::frame::{GatewayFrame, Hello, VERSION};
+
+use crate::cli::AttachArgs;
+
+/// How long the end of a session waits for stdout to take the last frames.
+const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A reason to exit before the session starts, with the exit status.
+#[derive(Debug)]
+pub struct Failure {
+    /// The exit status.
+    pub code: u8,
+    /// Why, for a person.
+    pub message: String,
+}
+
+impl Failure {
+    fn new(code: i32, message: impl Into<String>) -> Failure {
+        Failure {
+            code: code as u8,
+            message: message.into(),
+        }
+    }
+}
+
+/// Runs a session until stdin ends; returns the process exit status.
+pub fn run(args: AttachArgs) -> ExitCode {
+    // Raw mode before anything is read, so a PTY echoes none of the host's frames back.
+    let terminal = tty::RawMode::enter();
+    let code = match attach(args, terminal.is_active()) {
+        Ok(code) => code,
+        Err(f) => {
+            let _ = writeln!(std::io::stderr(), "mcpgw-gateway attach: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    };
+    drop(terminal);
+    code
+}
+
+fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
+    init_logging(&args, on_terminal)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(1, format!("cannot start the async runtime: {e}")))?;
+    let client = relay::http_client();
+    let gateway = runtime.block_on(locate::locate(&args, &client))?;
+    let auth = locate::authorization(&gateway)?;
+    tracing::info!(
+        port = gateway.addr.port(),
+        pid = gateway.pid,
+        launched = gateway.launched,
+        "relaying to the gateway at {}",
+        gateway.addr
+    );
+
+    let hello = GatewayFrame::Hello(Hello {
+        v: VERSION,
+        version: env!("CARGO_PKG_VERSION").into(),
+        port: gateway.addr.port(),
+        pid: gateway.pid,
+        instance_nonce: gateway.nonce.clone(),
+        token_file: gateway.token_file.as_ref().map(|p| p.display().to_string()),
+        launched: gateway.launched,
+        max_frame_bytes: args.max_frame_bytes as u64,
+    });
+    let flags = stdio::Restore::record();
+    let (ending, written) = runtime.block_on(async {
+        let (out, writer) = output::start(relay::encode(&hello));
+        let frames = input::start(args.max_frame_bytes);
+        let relay = Arc::new(relay::Relay::new(client, &gateway, auth, out.clone()));
+        let ending = relay::run(relay, frames, args.max_in_flight, FLUSH_LIMIT).await;
+        (ending, writer.finish(&out, FLUSH_LIMIT).await)
+    });
+    // Dropping the runtime drops every request task left (its connection closes, which
+    // cancels the call in the gateway) and the stdin and stdout registrations.
+    drop(runtime);
+    drop(flags);
+    if let Err(e) = &written {
+        tracing::warn!("the last frames were not all written: {e}");
+    }
+    tracing::info!("session ended: {ending}");
+    match (ending, written) {
+        (relay::Ending::OutputClosed, _) | (_, Err(_)) => Ok(ExitCode::FAILURE),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Logs go to `--log-file`, else stderr, except on a terminal session where stderr is the
+/// same terminal as stdout: log lines there would land among the frames.
+fn init_logging(args: &AttachArgs, on_terminal: bool) -> Result<(), Failure> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use tracing_subscriber::filter::LevelFilter;
+    use tracing_subscriber::prelude::*;
+    let (writer, level): (Box<dyn Write + Send>, LevelFilter) = match &args.log_file {
+        Some(path) => (
+            Box::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .mode(0o600)
+                    .open(path)
+                    .map_err(|e| {
+                        Failure::new(1, format!("cannot open log file {}: {e}", path.display()))
+                    })?,
+            ),
+            LevelFilter::from_level(args.log_level),
+        ),
+        // SAFETY: isatty only inspects the descriptor.
+        None if on_terminal && unsafe { libc::isatty(2) } == 1 => {
+            (Box::new(std::io::sink()), LevelFilter::OFF)
+        }
+        None => (
+            Box::new(std::io::stderr()),
+            LevelFilter::from_level(args.log_level),
+        ),
+    };
+    tracing_subscriber::registry()
+        .with(level)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_target(false)
+                .with_writer(std::sync::Mutex::new(writer)),
+        )
+        .init();
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! Stdout: one writer owns it, so frames never interleave, and writes every burst of frames
+//! that queued up while it was busy with one `write`. It runs on the runtime's thread when
+//! stdout can be polled, else on a thread of its own.
+
+use std::io::Write;
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::stdio;
+
+/// Encoded frames waiting for stdout; beyond, request tasks wait (and the gateway with them).
+const QUEUE: usize = 1024;
+
+/// Frames up to this size are gathered into one write; larger ones are written on their own.
+const GATHER_BYTES: usize = 256 * 1024;
+
+/// Where encoded frames (each one line) go. An empty one ends the output: whatever was sent
+/// before it is written, nothing after.
+pub type Sender = mpsc::Sender<Vec<u8>>;
+
+/// The writer, to wait for at the end.
+pub enum Writer {
+    /// On the runtime's thread.
+    Task(tokio::task::JoinHandle<std::io::Result<()>>),
+    /// On a thread of its own.
+    Thread(std::sync::mpsc::Receiver<std::io::Result<()>>),
+}
+
+impl Writer {
+    /// Ends the output and waits until everything sent before is written, at most `limit`: a
+    /// host that stopped reading must not keep the session from ending.
+    pub async fn finish(self, out: &Sender, limit: Duration) -> std::io::Result<()> {
+        let timed_out = || {
+            std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("stdout took no more frames for {limit:?}"),
+            )
+        };
+        let deadline = tokio::time::Instant::now() + limit;
+        if tokio::time::timeout_at(deadline, out.send(Vec::new()))
+            .await
+            .is_err()
+        {
+            return Err(timed_out());
+        }
+        match self {
+            Writer::Task(task) => match tokio::time::timeout_at(deadline, task).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(e)) => Err(std::io::Error::other(e)),
+                Err(_) => Err(timed_out()),
+            },
+            Writer::Thread(done) => {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                tokio::task::spawn_blocking(move || done.recv_timeout(left))
+                    .await
+                    .map_err(std::io::Error::other)?
+                    .unwrap_or_else(|_| Err(timed_out()))
+            }
+        }
+    }
+}
+
+/// Starts the writer (call it inside the runtime) with `first` to write before anything else.
+/// It ends at the empty frame, or when stdout fails.
+pub fn start(first: Vec<u8>) -> (Sender, Writer) {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let writer = match stdio::pollable(1, tokio::io::Interest::WRITABLE) {
+        Some(stdout) => Writer::Task(tokio::spawn(async move {
+            let result = write_frames_polled(&stdout, first, rx).await;
+            report(&result);
+            result
+        })),
+        None => {
+            let (done_tx, done) = std::sync::mpsc::channel();
+            std::thread::Builder::new()
+                .name("attach-stdout".into())
+                .spawn(move || {
+                    // SAFETY: fd 1 stays open for the life of the process; ManuallyDrop never
+                    // closes it.
+                    let mut stdout = ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
+                    let result = write_frames(&mut *stdout, first, rx);
+                    report(&result);
+                    let _ = done_tx.send(result);
+                })
+                .expect("spawning the stdout thread");
+            Writer::Thread(done)
+        }
+    };
+    (tx, writer)
+}
+
+fn report(result: &std::io::Result<()>) {
+    if let Err(e) = result {
+        tracing::warn!("writing to stdout failed, ending the session: {e}");
+    }
+}
+
+/// What follows a gathered burst.
+enum Next {
+    /// Nothing yet: wait for the next frame.
+    Wait,
+    /// A frame too large to gather, to write on its own.
+    Large(Vec<u8>),
+    /// The end of the output.
+    End,
+}
+
+/// Adds the frames already queued to `burst`, up to [`GATHER_BYTES`].
+fn gather(burst: &mut Vec<u8>, rx: &mut mpsc::Receiver<Vec<u8>>) -> Next {
+    while burst.len() < GATHER_BYTES {
+        match rx.try_recv() {
+            Ok(frame) if frame.is_empty() => return Next::End,
+            Ok(frame) if frame.len() >= GATHER_BYTES => return Next::Large(frame),
+            Ok(frame) => burst.extend_from_slice(&frame),
+            Err(_) => break,
+        }
+    }
+    Next::Wait
+}
+
+async fn write_frames_polled(
+    out: &tokio::io::unix::AsyncFd<stdio::Std>,
+    first: Vec<u8>,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+) -> std::io::Result<()> {
+    let mut burst = first;
+    loop {
+        let next = gather(&mut burst, &mut rx);
+        stdio::write_all(out, &burst).await?;
+        burst.clear();
+        match next {
+            Next::End => return Ok(()),
+            Next::Large(frame) => stdio::write_all(out, &frame).await?,
+            Next::Wait => {}
+        }
+        match rx.recv().await {
+            Some(frame) if !frame.is_empty() => burst = frame,
+            _ => return Ok(()),
+        }
+    }
+}
+
+fn write_frames(
+    out: &mut impl Write,
+    first: Vec<u8>,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+) -> std::io::Result<()> {
+    let mut burst = first;
+    loop {
+        let next = gather(&mut burst, &mut rx);
+        out.write_all(&burst)?;
+        burst.clear();
+        match next {
+            Next::End => return out.flush(),
+            Next::Large(frame) => out.write_all(&frame)?,
+            Next::Wait => {}
+        }
+        out.flush()?;
+        match rx.blocking_recv() {
+            Some(frame) if !frame.is_empty() => burst = frame,
+            _ => return Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records each write.
+    #[derive(Default)]
+    struct Writes(Vec<Vec<u8>>);
+
+    impl Write for Writes {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn queued_frames_go_out_in_order_in_few_writes_up_to_the_end() {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        for i in 0..100 {
+            tx.try_send(format!("{i}\n").into_bytes()).unwrap();
+        }
+        tx.try_send(vec![b'x'; GATHER_BYTES]).unwrap();
+        tx.try_send(b"end\n".to_vec()).unwrap();
+        tx.try_send(Vec::new()).unwrap();
+        tx.try_send(b"after the end\n".to_vec()).unwrap();
+        let mut out = Writes::default();
+        write_frames(&mut out, b"hello\n".to_vec(), rx).unwrap();
+        let all: Vec<u8> = out.0.concat();
+        let mut want = b"hello\n".to_vec();
+        for i in 0..100 {
+            want.extend_from_slice(format!("{i}\n").as_bytes());
+        }
+        want.extend_from_slice(&[b'x'; GATHER_BYTES]);
+        want.extend_from_slice(b"end\n");
+        assert_eq!(all, want);
+        assert!(out.0.len() <= 3, "{} writes", out.0.len());
+    }
+}
