@@ -14,7 +14,7 @@ package mcpgw
 // (the path is relative to the include directory).
 
 // #cgo CFLAGS: -I${SRCDIR}/../../include
-// #cgo LDFLAGS: ${SRCDIR}/../../target/release/libmcpgw.a -lgcc_s -lutil -lrt -lpthread -lm -ldl
+// #cgo LDFLAGS: ${SRCDIR}/../../target/release/libmcpgw.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 // #if defined(__has_include)
 // #if !__has_include("../target/release/libmcpgw.a")
 // #error "target/release/libmcpgw.a is missing: build it with `make -C bindings/go lib` (or `cargo build --release -p mcpgw-ffi`)"
