@@ -142,6 +142,7 @@ type BackendError struct {
 	Reason string
 }
 
+// Error says which backend failed for which target, and why.
 func (e *BackendError) Error() string {
 	return fmt.Sprintf("%s exec in %s failed (exit %d): %s", e.Backend, e.Target, e.ExitCode, e.Reason)
 }
