@@ -986,7 +986,7 @@ void mcpgw_session_free(mcpgw_session *session);
 /*
  The event's kind; `MCPGW_SESSION_EVENT_KIND_LOST` for NULL.
  */
-mcpgw_session_event_kind mcpgw_session_event_kind(const mcpgw_session_event *event);
+mcpgw_session_event_kind mcpgw_session_event_get_kind(const mcpgw_session_event *event);
 
 /*
  The id of the op a `PROGRESS`, `FINISHED` or `UNSENT` event is about; 0 otherwise.
@@ -1014,7 +1014,8 @@ void mcpgw_session_event_free(mcpgw_session_event *event);
  Starts driving `session` (freshly opened, nothing submitted yet) over the channel the host
  spawned: `read_fd` is its stdout, `write_fd` its stdin. Takes ownership of `session` (do not
  use or free it afterwards, whatever the result) and of both descriptors (the library closes
- them). Waits up to `open_timeout_ms` for the channel's hello. On success
+ them). Waits up to `open_timeout_ms` for the channel's hello. Writing to a channel that died
+ gives `MCPGW_RESULT_SESSION_LOST`, never SIGPIPE. On success
  `*blocking_out` receives the blocking session; on failure `error_out` (may be NULL) receives
  why the channel did not open (what it printed, e.g. a missing gateway binary).
  */

@@ -5,8 +5,9 @@
  * SANDBOX_PID is a process inside the sandbox (e.g. the init of `unshare -n -p -m --fork`); the
  * sandbox has its own network, so the host cannot reach the gateway's port: every request runs
  * inside through the exec callback. With GATEWAY_BINARY_ON_HOST the binary is first installed
- * into the sandbox (uploaded in pieces, SHA-256 checked). The callback's state (the target pid)
- * is heap-allocated and released by the client's finalizer. */
+ * into the sandbox (SHA-256 checked; this callback passes no stdin, so it travels in staged
+ * pieces of one command each). The callback's state (the target pid) is heap-allocated and
+ * released by the client's finalizer. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <mcpgw.h>
@@ -28,8 +29,9 @@ static int32_t exec_nsenter(void *userdata, const char *command, uint32_t timeou
     char *argv[] = {"nsenter", "-t", sb->pid, "-n", "-p", "-m", "-r", "-w",
                     "--", "/bin/sh", "-c", (char *)command, NULL};
     proc_job job;
-    if (proc_start(&job, argv, timeout_ms) != 0 || proc_wait(&job) != 0) {
-        mcpgw_exec_output_set_error(out, "cannot run nsenter");
+    char why[256];
+    if (proc_run(&job, argv, timeout_ms, NULL, 0, why, sizeof why) != 0) {
+        mcpgw_exec_output_set_error(out, why);
         proc_free(&job);
         return 1;
     }
@@ -41,13 +43,24 @@ static int32_t exec_nsenter(void *userdata, const char *command, uint32_t timeou
 
 static void release_sandbox(void *userdata) { free(userdata); }
 
-static int check(const char *what, mcpgw_result rc, mcpgw_error **err) {
-    if (rc == MCPGW_RESULT_OK) return 0;
-    fprintf(stderr, "%s failed (%d): %s\n", what, (int)rc,
-            *err ? mcpgw_error_message(*err) : mcpgw_result_message((uint32_t)rc));
-    mcpgw_error_free(*err);
-    *err = NULL;
-    return 1;
+/* The blocking form of an operation: runs the op `*op` (just prepared, with result `prepared`)
+ * through the client's exec callback, prints its result JSON or its error, and frees it. */
+static mcpgw_result run(const mcpgw_client *client, mcpgw_result prepared, mcpgw_op **op) {
+    if (prepared != MCPGW_RESULT_OK) {
+        fprintf(stderr, "cannot prepare the operation: %s\n", mcpgw_result_message(prepared));
+        return prepared;
+    }
+    mcpgw_result rc = mcpgw_client_run(client, *op);
+    char *json = NULL;
+    if (rc == MCPGW_RESULT_OK && mcpgw_op_result_json(*op, &json) == MCPGW_RESULT_OK)
+        printf("%s: %s\n", mcpgw_op_name(*op), json);
+    else if (rc != MCPGW_RESULT_OK)
+        fprintf(stderr, "%s failed (%s): %s\n", mcpgw_op_name(*op), mcpgw_result_name(rc),
+                mcpgw_error_message(mcpgw_op_error(*op)));
+    mcpgw_string_free(json);
+    mcpgw_op_free(*op);
+    *op = NULL;
+    return rc;
 }
 
 int main(int argc, char **argv) {
@@ -63,44 +76,37 @@ int main(int argc, char **argv) {
     mcpgw_error *err = NULL;
     mcpgw_client_config *cfg = NULL;
     mcpgw_client *client = NULL;
-    if (check("config", mcpgw_client_config_new(&cfg), &err) ||
-        check("gateway path", mcpgw_client_config_set_gateway_path(cfg, argv[2]), &err)) {
+    if (mcpgw_client_config_new(&cfg) != MCPGW_RESULT_OK ||
+        mcpgw_client_config_set_gateway_path(cfg, argv[2]) != MCPGW_RESULT_OK) {
+        fprintf(stderr, "config failed\n");
         mcpgw_client_config_free(cfg);
         free(sb);
         return 1;
     }
+    /* The client owns sb from here: release_sandbox runs exactly once, also when this fails. */
     mcpgw_result rc = mcpgw_client_new(cfg, exec_nsenter, sb, release_sandbox, &client, &err);
     mcpgw_client_config_free(cfg);
-    if (check("mcpgw_client_new", rc, &err)) {
-        free(sb); /* not taken on failure */
+    if (rc != MCPGW_RESULT_OK) {
+        fprintf(stderr, "mcpgw_client_new: %s\n", mcpgw_error_message(err));
+        mcpgw_error_free(err);
         return 1;
     }
 
     int status = 1;
-    char *json = NULL;
-    if (argc == 4) {
-        bool uploaded = false;
-        if (check("ensure_gateway_binary",
-                  mcpgw_client_ensure_gateway_binary(client, NULL, argv[3], &uploaded, &err), &err))
-            goto out;
-        printf("gateway binary %s\n", uploaded ? "uploaded" : "already there");
-    }
-    if (check("start_gateway", mcpgw_client_start_gateway(client, NULL, &json, &err), &err))
+    mcpgw_op *op = NULL;
+    if (argc == 4 &&
+        run(client, mcpgw_client_prepare_ensure_gateway_binary(client, NULL, argv[3], &op), &op) !=
+            MCPGW_RESULT_OK)
         goto out;
-    printf("started inside the sandbox: %s\n", json);
-    mcpgw_string_free(json);
-    json = NULL;
-    if (check("health", mcpgw_client_health(client, NULL, &json, &err), &err)) goto stop;
-    printf("health: %s\n", json);
-    mcpgw_string_free(json);
-    json = NULL;
-    if (check("list_mcps", mcpgw_client_list_mcps(client, NULL, &json, &err), &err)) goto stop;
-    printf("mcps: %s\n", json);
-    mcpgw_string_free(json);
-    json = NULL;
+    if (run(client, mcpgw_client_prepare_start_gateway(client, NULL, &op), &op) != MCPGW_RESULT_OK)
+        goto out;
+    if (run(client, mcpgw_client_prepare_health(client, NULL, &op), &op) != MCPGW_RESULT_OK ||
+        run(client, mcpgw_client_prepare_list_mcps(client, NULL, &op), &op) != MCPGW_RESULT_OK)
+        goto stop;
     status = 0;
 stop:
-    if (check("stop_gateway", mcpgw_client_stop_gateway(client, NULL, &err), &err)) status = 1;
+    if (run(client, mcpgw_client_prepare_stop_gateway(client, NULL, &op), &op) != MCPGW_RESULT_OK)
+        status = 1;
 out:
     mcpgw_client_free(client); /* calls release_sandbox(sb) */
     return status;

@@ -1,16 +1,21 @@
 /* proc.c: see proc.h. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* pipe2, SOCK_CLOEXEC */
 
 #include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 static long long now_ms(void) {
     struct timespec ts;
@@ -29,44 +34,74 @@ static int buffer_reserve(proc_buffer *b, size_t more) {
     return 0;
 }
 
+static void close_fd(int *fd) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
 int proc_start(proc_job *job, char *const argv[], uint32_t timeout_ms) {
-    int out[2], err[2];
+    return proc_start_stdin(job, argv, timeout_ms, NULL, 0);
+}
+
+int proc_start_stdin(proc_job *job, char *const argv[], uint32_t timeout_ms,
+                     const unsigned char *in, size_t in_len) {
+    /* Every descriptor is close-on-exec, so a child started by another thread at the same time
+     * does not inherit this one's pipes (which would keep them open past this child's end). */
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, sin[2] = {-1, -1};
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    int e = 0, actions_made = 0, attr_made = 0;
     memset(job, 0, sizeof *job);
-    job->fds[0] = job->fds[1] = -1;
-    if (pipe(out) != 0) return -1;
-    if (pipe(err) != 0) {
-        close(out[0]);
-        close(out[1]);
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(out[0]); close(out[1]); close(err[0]); close(err[1]);
-        errno = e;
-        return -1;
-    }
-    if (pid == 0) {
-        /* Own process group, so a timeout kills everything the command started. */
-        setpgid(0, 0);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) dup2(devnull, 0);
-        dup2(out[1], 1);
-        dup2(err[1], 2);
-        close(out[0]); close(out[1]); close(err[0]); close(err[1]);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    setpgid(pid, pid);
+    job->fds[0] = job->fds[1] = job->in_fd = -1;
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) goto fail_errno;
+    /* stdin is a socket pair rather than a pipe: send(MSG_NOSIGNAL) to a child that stopped
+     * reading fails with EPIPE instead of killing this process with SIGPIPE. */
+    if (in_len > 0 && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sin) != 0) goto fail_errno;
+    if ((e = posix_spawn_file_actions_init(&actions)) != 0) goto fail;
+    actions_made = 1;
+    if (in_len > 0)
+        e = posix_spawn_file_actions_adddup2(&actions, sin[0], 0);
+    else
+        e = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (e || (e = posix_spawn_file_actions_adddup2(&actions, out[1], 1)) != 0 ||
+        (e = posix_spawn_file_actions_adddup2(&actions, err[1], 2)) != 0)
+        goto fail;
+    if ((e = posix_spawnattr_init(&attr)) != 0) goto fail;
+    attr_made = 1;
+    /* Its own process group, so a timeout kills everything the command started. */
+    if ((e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP)) != 0 ||
+        (e = posix_spawnattr_setpgroup(&attr, 0)) != 0)
+        goto fail;
+    if ((e = posix_spawnp(&job->pid, argv[0], &actions, &attr, argv, environ)) != 0) goto fail;
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
     close(out[1]);
     close(err[1]);
-    job->pid = pid;
     job->fds[0] = out[0];
     job->fds[1] = err[0];
     fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
     fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
+    if (in_len > 0) {
+        close(sin[0]);
+        job->in_fd = sin[1];
+        job->in = in;
+        job->in_len = in_len;
+        fcntl(sin[1], F_SETFL, fcntl(sin[1], F_GETFL) | O_NONBLOCK);
+    }
     job->deadline_ms = now_ms() + (timeout_ms ? timeout_ms : 60000);
     return 0;
+fail_errno:
+    e = errno;
+fail:
+    if (actions_made) posix_spawn_file_actions_destroy(&actions);
+    if (attr_made) posix_spawnattr_destroy(&attr);
+    for (int i = 0; i < 2; i++) {
+        close_fd(&out[i]);
+        close_fd(&err[i]);
+        close_fd(&sin[i]);
+    }
+    errno = e;
+    return -1;
 }
 
 int proc_pollfds(const proc_job *job, struct pollfd *fds) {
@@ -79,6 +114,12 @@ int proc_pollfds(const proc_job *job, struct pollfd *fds) {
             n++;
         }
     }
+    if (job->in_fd >= 0) {
+        fds[n].fd = job->in_fd;
+        fds[n].events = POLLOUT;
+        fds[n].revents = 0;
+        n++;
+    }
     return n;
 }
 
@@ -87,7 +128,28 @@ int proc_ms_left(const proc_job *job) {
     return left < 0 ? 0 : (left > 1000000 ? 1000000 : (int)left);
 }
 
+/* Writes what the child's stdin takes now; closes it once everything is written or the child
+ * stopped reading. */
+static int feed_stdin(proc_job *job) {
+    while (job->in_fd >= 0 && job->in_off < job->in_len) {
+        ssize_t n = send(job->in_fd, job->in + job->in_off, job->in_len - job->in_off,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n >= 0) {
+            job->in_off += (size_t)n;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            return 0;
+        } else if (errno == EPIPE || errno == ECONNRESET) {
+            break; /* it does not want the rest: its exit status will tell */
+        } else if (errno != EINTR) {
+            return -1;
+        }
+    }
+    close_fd(&job->in_fd);
+    return 0;
+}
+
 int proc_step(proc_job *job) {
+    if (feed_stdin(job) != 0) return -1;
     for (int i = 0; i < 2; i++) {
         while (job->fds[i] >= 0) {
             if (buffer_reserve(&job->out[i], 65536) != 0) return -1;
@@ -95,8 +157,7 @@ int proc_step(proc_job *job) {
             if (n > 0) {
                 job->out[i].len += (size_t)n;
             } else if (n == 0) {
-                close(job->fds[i]);
-                job->fds[i] = -1;
+                close_fd(&job->fds[i]);
             } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 break;
             } else if (errno != EINTR) {
@@ -109,6 +170,8 @@ int proc_step(proc_job *job) {
         kill(-job->pid, SIGKILL);
     }
     if (job->fds[0] >= 0 || job->fds[1] >= 0) return 0;
+    /* Both pipes ended: whatever it did not read of its stdin it will not read. */
+    close_fd(&job->in_fd);
     int status;
     pid_t r;
     while ((r = waitpid(job->pid, &status, 0)) < 0 && errno == EINTR) {
@@ -122,16 +185,37 @@ int proc_wait(proc_job *job) {
     for (;;) {
         int r = proc_step(job);
         if (r != 0) return r < 0 ? -1 : 0;
-        struct pollfd fds[2];
+        struct pollfd fds[PROC_MAX_POLLFDS];
         int n = proc_pollfds(job, fds);
         if (poll(fds, (nfds_t)n, proc_ms_left(job)) < 0 && errno != EINTR) return -1;
     }
 }
 
+int proc_run(proc_job *job, char *const argv[], uint32_t timeout_ms, const unsigned char *in,
+             size_t in_len, char *why, size_t why_len) {
+    if (proc_start_stdin(job, argv, timeout_ms, in, in_len) != 0) {
+        snprintf(why, why_len, "cannot run %s: %s", argv[0], strerror(errno));
+        return -1;
+    }
+    if (proc_wait(job) != 0) {
+        snprintf(why, why_len, "running %s failed: %s", argv[0], strerror(errno));
+        kill(-job->pid, SIGKILL);
+        waitpid(job->pid, NULL, 0);
+        return -1;
+    }
+    if (job->timed_out) {
+        snprintf(why, why_len, "the command did not finish within %u ms and was killed",
+                 (unsigned)timeout_ms);
+        return -1;
+    }
+    return 0;
+}
+
 void proc_free(proc_job *job) {
     for (int i = 0; i < 2; i++) {
-        if (job->fds[i] >= 0) close(job->fds[i]);
+        close_fd(&job->fds[i]);
         free(job->out[i].data);
         job->out[i].data = NULL;
     }
+    close_fd(&job->in_fd);
 }

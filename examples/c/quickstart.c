@@ -14,14 +14,20 @@
 
 #include "proc.h"
 
-/* The exec callback: run `sh -c command` here, report exit status and output. */
+/* The exec callback: run `sh -c command` here with the bytes it wants on its stdin, report
+ * its exit status and output. Returns non-zero only when it could not be run (or overran its
+ * timeout and was killed). */
 static int32_t exec_local(void *userdata, const char *command, uint32_t timeout_ms,
                           mcpgw_exec_output *out) {
     (void)userdata;
+    const uint8_t *in = NULL;
+    size_t in_len = 0;
+    mcpgw_exec_output_stdin(out, &in, &in_len);
     char *argv[] = {"sh", "-c", (char *)command, NULL};
     proc_job job;
-    if (proc_start(&job, argv, timeout_ms) != 0 || proc_wait(&job) != 0) {
-        mcpgw_exec_output_set_error(out, "cannot run sh");
+    char why[256];
+    if (proc_run(&job, argv, timeout_ms, in, in_len, why, sizeof why) != 0) {
+        mcpgw_exec_output_set_error(out, why);
         proc_free(&job);
         return 1;
     }
@@ -31,11 +37,28 @@ static int32_t exec_local(void *userdata, const char *command, uint32_t timeout_
     return 0;
 }
 
-static int fail(const char *what, mcpgw_result rc, mcpgw_error *err) {
-    fprintf(stderr, "%s failed: %s (%d)\n  %s\n", what, mcpgw_result_message((uint32_t)rc),
-            (int)rc, err ? mcpgw_error_message(err) : "");
-    mcpgw_error_free(err);
-    return 1;
+/* The blocking form of an operation: runs the op `*op` (just prepared, with result `prepared`)
+ * through the client's exec callback, then frees it. On success `*json_out` and `*chunk_out`
+ * (each may be NULL) receive its result; on failure its error is printed. */
+static mcpgw_result run(const mcpgw_client *client, mcpgw_result prepared, mcpgw_op **op,
+                        char **json_out, mcpgw_tool_chunk **chunk_out) {
+    if (prepared != MCPGW_RESULT_OK) {
+        fprintf(stderr, "cannot prepare the operation: %s\n", mcpgw_result_message(prepared));
+        return prepared;
+    }
+    mcpgw_result rc = mcpgw_client_run(client, *op);
+    if (rc == MCPGW_RESULT_OK && json_out) rc = mcpgw_op_result_json(*op, json_out);
+    if (rc == MCPGW_RESULT_OK && chunk_out) rc = mcpgw_op_tool_chunk(*op, chunk_out, NULL);
+    if (rc != MCPGW_RESULT_OK) {
+        const mcpgw_error *err = mcpgw_op_error(*op);
+        printf("%s: %s: %s (HTTP %u, detail: %s)\n", mcpgw_op_name(*op), mcpgw_result_name(rc),
+               err ? mcpgw_error_message(err) : mcpgw_result_message(rc),
+               (unsigned)mcpgw_error_http_status(err),
+               mcpgw_error_detail(err) ? mcpgw_error_detail(err) : "none");
+    }
+    mcpgw_op_free(*op);
+    *op = NULL;
+    return rc;
 }
 
 static void print_chunk(const mcpgw_tool_chunk *chunk) {
@@ -84,27 +107,39 @@ int main(int argc, char **argv) {
     mcpgw_client *client = NULL;
     if ((rc = mcpgw_client_config_new(&cfg)) != MCPGW_RESULT_OK ||
         (rc = mcpgw_client_config_set_gateway_path(cfg, argv[1])) != MCPGW_RESULT_OK ||
-        (rc = mcpgw_client_config_set_timeout_ms(cfg, 30000)) != MCPGW_RESULT_OK) {
+        (rc = mcpgw_client_config_set_timeout_ms(cfg, 30000)) != MCPGW_RESULT_OK ||
+        /* exec_local passes a command's stdin: large bodies then take one command. */
+        (rc = mcpgw_client_config_set_exec_stdin(cfg, true)) != MCPGW_RESULT_OK) {
         mcpgw_client_config_free(cfg);
-        return fail("config", rc, NULL);
+        fprintf(stderr, "config: %s\n", mcpgw_result_message(rc));
+        return 1;
     }
     rc = mcpgw_client_new(cfg, exec_local, NULL, NULL, &client, &err);
     mcpgw_client_config_free(cfg);
-    if (rc != MCPGW_RESULT_OK) return fail("mcpgw_client_new", rc, err);
+    if (rc != MCPGW_RESULT_OK) {
+        fprintf(stderr, "mcpgw_client_new: %s\n", mcpgw_error_message(err));
+        mcpgw_error_free(err);
+        return 1;
+    }
 
     int status = 1;
     char *json = NULL;
     mcpgw_tool_chunk *chunk = NULL;
-    if ((rc = mcpgw_client_start_gateway(client, NULL, &json, &err)) != MCPGW_RESULT_OK) {
-        fail("start_gateway", rc, err);
+    mcpgw_op *op = NULL;
+    mcpgw_call_options *opts = NULL;
+    if (run(client, mcpgw_client_prepare_start_gateway(client, NULL, &op), &op, &json, NULL) !=
+        MCPGW_RESULT_OK)
         goto out;
-    }
     printf("gateway started: %s\n", json);
     mcpgw_string_free(json);
     json = NULL;
 
     /* An MCP server in its own scope; the JSON is AgentScope's MCPClient dump. */
-    mcpgw_call_options opts = {"quickstart", "session-1", 20000};
+    if (mcpgw_call_options_new(&opts) != MCPGW_RESULT_OK ||
+        mcpgw_call_options_set_agent_id(opts, "quickstart") != MCPGW_RESULT_OK ||
+        mcpgw_call_options_set_session_id(opts, "session-1") != MCPGW_RESULT_OK ||
+        mcpgw_call_options_set_timeout_ms(opts, 20000) != MCPGW_RESULT_OK)
+        goto stop;
     size_t spec_len = strlen(argv[2]) + 200;
     char *spec = malloc(spec_len);
     if (!spec) goto stop;
@@ -112,64 +147,53 @@ int main(int argc, char **argv) {
              "{\"name\":\"test\",\"mcp_config\":{\"type\":\"stdio_mcp\",\"command\":\"%s\","
              "\"args\":[\"stdio\"]}}",
              argv[2]);
-    rc = mcpgw_client_add_mcp(client, &opts, spec, &err);
+    rc = run(client, mcpgw_client_prepare_add_mcp(client, opts, spec, &op), &op, NULL, NULL);
     free(spec);
-    if (rc != MCPGW_RESULT_OK) {
-        fail("add_mcp", rc, err);
+    if (rc != MCPGW_RESULT_OK) goto stop;
+    if (run(client, mcpgw_client_prepare_list_tools(client, opts, "test", &op), &op, &json, NULL) !=
+        MCPGW_RESULT_OK)
         goto stop;
-    }
-    if ((rc = mcpgw_client_list_tools(client, &opts, "test", &json, &err)) != MCPGW_RESULT_OK) {
-        fail("list_tools", rc, err);
-        goto stop;
-    }
     printf("tools: %.160s...\n", json);
     mcpgw_string_free(json);
     json = NULL;
 
-    rc = mcpgw_client_call_tool(client, &opts, "test", "echo",
-                                "{\"text\":\"hello from C: it's $(not) `run`\"}", &chunk, &err);
-    if (rc != MCPGW_RESULT_OK) {
-        fail("call_tool echo", rc, err);
-        goto stop;
-    }
+    rc = run(client,
+             mcpgw_client_prepare_call_tool(client, opts, "test", "echo",
+                                            "{\"text\":\"hello from C: it's $(not) `run`\"}", &op),
+             &op, NULL, &chunk);
+    if (rc != MCPGW_RESULT_OK) goto stop;
     print_chunk(chunk);
     mcpgw_tool_chunk_free(chunk);
     chunk = NULL;
 
-    if ((rc = mcpgw_client_call_tool(client, &opts, "test", "media", "{}", &chunk, &err)) !=
-        MCPGW_RESULT_OK) {
-        fail("call_tool media", rc, err);
-        goto stop;
-    }
+    rc = run(client, mcpgw_client_prepare_call_tool(client, opts, "test", "media", "{}", &op), &op,
+             NULL, &chunk);
+    if (rc != MCPGW_RESULT_OK) goto stop;
     print_chunk(chunk);
     mcpgw_tool_chunk_free(chunk);
     chunk = NULL;
 
-    /* Failures have their own code and a message that says what to do. */
-    rc = mcpgw_client_call_tool(client, &opts, "nope", "echo", "{}", &chunk, &err);
+    /* Failures have their own code, the gateway's HTTP status and detail, and a message. */
+    printf("an unknown MCP, expecting NOT_FOUND:\n");
+    rc = run(client, mcpgw_client_prepare_call_tool(client, opts, "nope", "echo", "{}", &op), &op,
+             NULL, &chunk);
     if (rc != MCPGW_RESULT_NOT_FOUND || chunk != NULL) {
-        fail("call_tool on an unknown MCP (expected NOT_FOUND)", rc, err);
+        fprintf(stderr, "expected NOT_FOUND, got %s\n", mcpgw_result_name(rc));
         goto stop;
     }
-    printf("expected failure: %s: HTTP %u, detail %s\n", mcpgw_error_message(err),
-           (unsigned)mcpgw_error_http_status(err),
-           mcpgw_error_detail(err) ? mcpgw_error_detail(err) : "(none)");
-    mcpgw_error_free(err);
-    err = NULL;
 
-    if ((rc = mcpgw_client_remove_mcp(client, &opts, "test", &err)) != MCPGW_RESULT_OK) {
-        fail("remove_mcp", rc, err);
+    if (run(client, mcpgw_client_prepare_remove_mcp(client, opts, "test", &op), &op, NULL, NULL) !=
+        MCPGW_RESULT_OK)
         goto stop;
-    }
     status = 0;
 stop:
-    if ((rc = mcpgw_client_stop_gateway(client, NULL, &err)) != MCPGW_RESULT_OK) {
-        fail("stop_gateway", rc, err);
+    if (run(client, mcpgw_client_prepare_stop_gateway(client, NULL, &op), &op, NULL, NULL) !=
+        MCPGW_RESULT_OK)
         status = 1;
-    } else {
+    else
         printf("gateway stopped\n");
-    }
 out:
+    mcpgw_call_options_free(opts);
     mcpgw_client_free(client);
     return status;
 }

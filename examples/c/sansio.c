@@ -50,7 +50,7 @@ static int start_commands(slot *slots, int n) {
 static int drive(slot *slots, int n) {
     for (;;) {
         start_commands(slots, n);
-        struct pollfd fds[2 * MAX_OPS];
+        struct pollfd fds[PROC_MAX_POLLFDS * MAX_OPS];
         int nfds = 0, timeout = -1, running = 0;
         for (int i = 0; i < n; i++) {
             if (!slots[i].running) continue;
@@ -92,8 +92,12 @@ static mcpgw_result report(mcpgw_op *op) {
     return rc;
 }
 
-/* Runs one op alone to its end. */
-static mcpgw_result run_one(mcpgw_op *op) {
+/* Runs one op (just prepared, with result `prepared`) alone to its end, then frees it. */
+static mcpgw_result run_one(mcpgw_result prepared, mcpgw_op *op) {
+    if (prepared != MCPGW_RESULT_OK) {
+        fprintf(stderr, "cannot prepare the operation: %s\n", mcpgw_result_message(prepared));
+        return prepared;
+    }
     slot s = {op, {0}, 0};
     if (drive(&s, 1) != 0) return MCPGW_RESULT_EXEC_FAILED;
     mcpgw_result rc = report(op);
@@ -131,8 +135,8 @@ int main(int argc, char **argv) {
 
     int status = 1;
     mcpgw_op *op = NULL;
-    mcpgw_client_prepare_start_gateway(client, NULL, &op);
-    if (run_one(op) != MCPGW_RESULT_OK) goto out;
+    mcpgw_result prepared = mcpgw_client_prepare_start_gateway(client, NULL, &op);
+    if (run_one(prepared, op) != MCPGW_RESULT_OK) goto out;
 
     size_t spec_len = strlen(argv[2]) + 200;
     char *spec = malloc(spec_len);
@@ -141,17 +145,25 @@ int main(int argc, char **argv) {
              "{\"name\":\"test\",\"mcp_config\":{\"type\":\"stdio_mcp\",\"command\":\"%s\","
              "\"args\":[\"stdio\"]}}",
              argv[2]);
-    mcpgw_client_prepare_add_mcp(client, NULL, spec, &op);
+    prepared = mcpgw_client_prepare_add_mcp(client, NULL, spec, &op);
     free(spec);
-    if (run_one(op) != MCPGW_RESULT_OK) goto stop;
+    if (run_one(prepared, op) != MCPGW_RESULT_OK) goto stop;
 
     /* Four operations in flight at once: three slow calls and a tool listing. */
     slot slots[4];
     memset(slots, 0, sizeof slots);
+    int prepared_all = 1;
     for (int i = 0; i < 3; i++)
-        mcpgw_client_prepare_call_tool(client, NULL, "test", "slow",
-                                       "{\"seconds\":1,\"steps\":2}", &slots[i].op);
-    mcpgw_client_prepare_list_tools(client, NULL, "test", &slots[3].op);
+        if (mcpgw_client_prepare_call_tool(client, NULL, "test", "slow",
+                                           "{\"seconds\":1,\"steps\":2}",
+                                           &slots[i].op) != MCPGW_RESULT_OK)
+            prepared_all = 0;
+    if (mcpgw_client_prepare_list_tools(client, NULL, "test", &slots[3].op) != MCPGW_RESULT_OK)
+        prepared_all = 0;
+    if (!prepared_all) {
+        for (int i = 0; i < 4; i++) mcpgw_op_free(slots[i].op);
+        goto stop;
+    }
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int ok = drive(slots, 4) == 0;
@@ -172,8 +184,8 @@ int main(int argc, char **argv) {
     printf("4 concurrent operations took %.2f s\n", took);
     if (ok && took < 2.5) status = 0;
 stop:
-    mcpgw_client_prepare_stop_gateway(client, NULL, &op);
-    if (run_one(op) != MCPGW_RESULT_OK) status = 1;
+    prepared = mcpgw_client_prepare_stop_gateway(client, NULL, &op);
+    if (run_one(prepared, op) != MCPGW_RESULT_OK) status = 1;
 out:
     mcpgw_client_free(client);
     return status;

@@ -399,6 +399,58 @@ mod tests {
         assert!(mcpgw_result_name(1).is_null());
     }
 
+    /// The header compiles as strict C11 and as C++ (a name given to both a type and a function
+    /// compiles as C++ only, for one).
+    #[test]
+    fn checked_in_header_compiles_as_c_and_cpp() {
+        let dir = std::env::temp_dir().join(format!("mcpgw-header-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = dir.join("use.c");
+        std::fs::write(&source, "#include <mcpgw.h>\nint main(void) { return mcpgw_abi_version() == MCPGW_ABI_VERSION ? 0 : 1; }\n").unwrap();
+        let include = concat!(env!("CARGO_MANIFEST_DIR"), "/../../include");
+        for (compiler, args) in [
+            (
+                "cc",
+                &[
+                    "-std=c11",
+                    "-Wall",
+                    "-Wextra",
+                    "-Werror",
+                    "-pedantic",
+                    "-fsyntax-only",
+                ][..],
+            ),
+            (
+                "c++",
+                &[
+                    "-x",
+                    "c++",
+                    "-std=c++17",
+                    "-Wall",
+                    "-Werror",
+                    "-fsyntax-only",
+                ][..],
+            ),
+        ] {
+            let out = std::process::Command::new(compiler)
+                .args(args)
+                .arg("-I")
+                .arg(include)
+                .arg(&source)
+                .output();
+            let Ok(out) = out else {
+                eprintln!("SKIPPED: no {compiler} here");
+                continue;
+            };
+            assert!(
+                out.status.success(),
+                "{compiler}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// The header is generated from the enum, so this checks `ALL` and the names against it:
     /// every code the header defines is listed, in order, under its own name.
     #[test]

@@ -368,7 +368,7 @@ pub unsafe extern "C" fn mcpgw_session_free(session: *mut mcpgw_session) {
 
 /// The event's kind; `MCPGW_SESSION_EVENT_KIND_LOST` for NULL.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mcpgw_session_event_kind(
+pub unsafe extern "C" fn mcpgw_session_event_get_kind(
     event: *const mcpgw_session_event,
 ) -> mcpgw_session_event_kind {
     ffi_boundary!(mcpgw_session_event_kind::Lost, {
@@ -425,6 +425,42 @@ pub unsafe extern "C" fn mcpgw_session_event_free(event: *mut mcpgw_session_even
     })
 }
 
+/// The channel's stdin, written so that a channel that died gives an error, not SIGPIPE: a C
+/// host may not ignore SIGPIPE, and its default action would end the whole process. SIGPIPE is
+/// blocked on the writing thread for the write, and one the write raised is taken before it is
+/// unblocked (what libcurl does for sockets).
+struct QuietPipe(File);
+
+impl std::io::Write for QuietPipe {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // SAFETY: signal-mask calls on this thread's own mask with stack-allocated sets.
+        unsafe {
+            let mut pipe: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut pipe);
+            libc::sigaddset(&mut pipe, libc::SIGPIPE);
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut old);
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            libc::sigpending(&mut pending);
+            let was_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
+            let result = self.0.write(buf);
+            if !was_pending && matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EPIPE)) {
+                let now = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                libc::sigtimedwait(&pipe, ptr::null_mut(), &now);
+            }
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, ptr::null_mut());
+            result
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// Receives each progress chunk of a call run with `mcpgw_blocking_session_run`, as it happens,
 /// on the thread that called it. `chunk` is borrowed for the duration of the callback. It must
 /// not call back into the same session.
@@ -443,7 +479,8 @@ pub struct mcpgw_blocking_session {
 /// Starts driving `session` (freshly opened, nothing submitted yet) over the channel the host
 /// spawned: `read_fd` is its stdout, `write_fd` its stdin. Takes ownership of `session` (do not
 /// use or free it afterwards, whatever the result) and of both descriptors (the library closes
-/// them). Waits up to `open_timeout_ms` for the channel's hello. On success
+/// them). Waits up to `open_timeout_ms` for the channel's hello. Writing to a channel that died
+/// gives `MCPGW_RESULT_SESSION_LOST`, never SIGPIPE. On success
 /// `*blocking_out` receives the blocking session; on failure `error_out` (may be NULL) receives
 /// why the channel did not open (what it printed, e.g. a missing gateway binary).
 #[unsafe(no_mangle)]
@@ -477,7 +514,7 @@ pub unsafe extern "C" fn mcpgw_blocking_session_start(
             (File::from_raw_fd(read_fd), File::from_raw_fd(write_fd))
         };
         let timeout = Duration::from_millis(u64::from(open_timeout_ms.max(1)));
-        match BlockingSession::start(sans_io, reader, writer, timeout) {
+        match BlockingSession::start(sans_io, reader, QuietPipe(writer), timeout) {
             Ok(b) => {
                 // SAFETY: checked non-NULL above.
                 unsafe {

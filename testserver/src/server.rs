@@ -209,8 +209,14 @@ impl TestServer {
             "cancelled: slow (request {}) after {done}/{steps} steps{reason}",
             context.id
         ));
+        // Written whole under another name, then renamed: a test that waits for the file to
+        // appear reads all of it.
         if let Some(marker) = marker
-            && let Err(e) = std::fs::write(&marker, "cancelled")
+            && let Err(e) = {
+                let partial = marker.with_extension("partial");
+                std::fs::write(&partial, "cancelled")
+                    .and_then(|()| std::fs::rename(&partial, &marker))
+            }
         {
             log(&format!(
                 "cannot write cancel marker {}: {e}",

@@ -1,0 +1,305 @@
+"""The AgentScope adapter against AgentScope 2.0.11 itself: its LocalBackend, its stock host
+client side by side, and its real BubblewrapWorkspace driven through its own Toolkit."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import GATEWAY, TESTSERVER, gateway_has_attach, skip, ts_spec
+
+pytest.importorskip("agentscope", reason="AgentScope is not installed (make deps)")
+
+from agentscope.mcp import MCPClient, StdioMCPConfig
+from agentscope.message import ToolCallBlock, ToolResultState
+from agentscope.state import AgentState
+from agentscope.tool import Toolkit
+from agentscope.tool._builtin._backend import LocalBackend
+from agentscope.workspace import BubblewrapWorkspace, LocalWorkspace
+from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
+from agentscope.workspace._gateway_client import GatewayMCPTool as StockGatewayMCPTool
+
+from mcpgw.agentscope import GatewayClient, GatewayMCPClient, use_mcpgw
+
+
+@pytest.fixture
+async def launched(tmp_path: Path) -> AsyncIterator[GatewayClient]:
+    gc = await GatewayClient.launch(LocalBackend(), gateway_path=str(GATEWAY), state_dir=str(tmp_path / "gw"))
+    try:
+        yield gc
+    finally:
+        await gc.aclose()
+
+
+async def test_the_adapter_behaves_as_agentscopes_client(launched: GatewayClient) -> None:
+    gc = launched
+    assert await gc.health()
+    assert gc.gateway_port > 0 and gc.token_file and Path(gc.token_file).stat().st_mode & 0o777 == 0o600
+    other = GatewayClient(LocalBackend(), gc.gateway_port, token_file=gc.token_file, instance_nonce="someone-else")
+    assert not await other.health()
+    await other.aclose()
+
+    client = gc.make_client(ts_spec(), agent_id="agent", session_id="s1")
+    assert isinstance(client, MCPClient) and isinstance(client, GatewayMCPClient)
+    await client.connect()
+    tools = await client.list_raw_tools()
+    assert {"echo", "add", "media", "fail", "slow"} <= {t.name for t in tools}
+    assert next(t for t in tools if t.name == "add").output_schema is not None
+
+    echo = await client.get_tool("echo")
+    assert isinstance(echo, StockGatewayMCPTool) and echo.name == "mcp__ts__echo"
+    chunk = await echo(text="héllo 'quoted' $(not run)")
+    assert chunk.state == ToolResultState.RUNNING and chunk.is_last
+    assert chunk.content[0].text == "héllo 'quoted' $(not run)"
+    chunk = await (await client.get_tool("add"))(a=2, b=40)
+    assert chunk.metadata.get("structured_content") == {"sum": 42, "product": 80}
+    chunk = await (await client.get_tool("media"))()
+    assert [b.type for b in chunk.content] == ["data", "data", "text", "data", "data"]
+    assert str(chunk.content[4].source.url) == "test://resource/link"
+    chunk = await (await client.get_tool("fail"))(message="broken on purpose")
+    assert chunk.state == ToolResultState.ERROR and chunk.content[0].text == "broken on purpose"
+    with pytest.raises(ValueError, match="nope"):
+        await client.get_tool("nope")
+
+    listed = await gc.list_mcps(agent_id="agent", session_id="s1")
+    assert [m.name for m in listed] == ["ts"] and listed[0].is_connected
+    assert await gc.list_mcps() == []
+    duplicate = gc.make_client(ts_spec(), agent_id="agent", session_id="s1")
+    with pytest.raises(RuntimeError, match="HTTP 409"):
+        await duplicate.connect()
+    with pytest.raises(ValueError, match="runtime headers"):
+        await client.set_runtime_headers({"X": "y"})
+    # A deadline answered by the gateway comes back as an error chunk, as AgentScope's does.
+    slow = gc.make_client(dict(ts_spec("slowpoke"), execution_timeout=0.5), agent_id="agent", session_id="s1")
+    await slow.connect()
+    chunk = await (await slow.get_tool("slow"))(seconds=30)
+    assert chunk.state == ToolResultState.ERROR and chunk.content[0].text.startswith("HTTP 504")
+    for c in (client, slow):
+        await c.close(ignore_errors=False)
+    assert await gc.list_mcps(agent_id="agent", session_id="s1") == []
+
+
+async def test_same_chunks_as_the_stock_client_on_the_same_gateway(launched: GatewayClient) -> None:
+    gc = launched
+    assert gc.token_file is not None
+    token = Path(gc.token_file).read_text().strip()
+    stock = StockGatewayClient(LocalBackend(), gc.gateway_port, auth_token=token, instance_nonce=gc.instance_nonce)
+    assert await stock.health()
+    ours = gc.make_client(ts_spec("a"))
+    await ours.connect()
+    theirs = stock.make_client(ts_spec("b"))
+    await theirs.connect()
+    for tool, args in (("echo", {"text": "same"}), ("add", {"a": 1, "b": 2}), ("media", {}), ("fail", {})):
+        mine = await (await ours.get_tool(tool))(**args)
+        stocks = await (await theirs.get_tool(tool))(**args)
+        strip = lambda c: json.loads(c.model_dump_json(exclude={"id"}))  # noqa: E731
+        for block in (*mine.content, *stocks.content):
+            block.id = ""
+            if hasattr(block, "created_at"):
+                block.created_at = ""
+        assert strip(mine) == strip(stocks), tool
+    # The adapter sees what the stock client registered, and the other way round.
+    assert {m.name for m in await gc.list_mcps()} == {"a", "b"}
+    assert {m.name for m in await stock.list_mcps()} == {"a", "b"}
+    await ours.close()
+    await theirs.close()
+
+
+class RecordingBackend:
+    """Wraps a real backend's process primitives to see every argv it is given while `active`
+    (the adapter's part: the gateway's set-up and the MCP operations, not AgentScope's own
+    workspace layout steps, one of which runs python3 for its skills directory)."""
+
+    def __init__(self, backend: Any) -> None:
+        self.argvs: list[list[str]] = []
+        self.active = False
+        exec_shell, start_process = backend.exec_shell, backend.start_process
+
+        async def recorded_exec_shell(command: list[str], **kwargs: Any) -> Any:
+            if self.active:
+                self.argvs.append(list(command))
+            return await exec_shell(command, **kwargs)
+
+        async def recorded_start_process(command: list[str], **kwargs: Any) -> Any:
+            if self.active:
+                self.argvs.append(list(command))
+            return await start_process(command, **kwargs)
+
+        backend.exec_shell = recorded_exec_shell
+        backend.start_process = recorded_start_process
+
+
+def bwrap_reason() -> str | None:
+    if shutil.which("bwrap") is None:
+        return "bwrap is not installed (Debian package bubblewrap; .ci/run installs it)"
+    probe = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--share-net", "true"]
+    r = subprocess.run(probe, capture_output=True, text=True)
+    return None if r.returncode == 0 else f"bwrap cannot make a sandbox here: {r.stderr.strip()}"
+
+
+def descendants(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in map(int, children):
+            out += [child, *descendants(child)]
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["one-shot", "session"])
+async def test_bubblewrap_workspace_through_agentscopes_toolkit(
+    tmp_path: Path, gateway_to_install: Path, session: bool
+) -> None:
+    reason = bwrap_reason()
+    if reason:
+        skip(reason)
+    if session and not gateway_has_attach():
+        skip(f"{GATEWAY} has no `attach` subcommand (the session channel's gateway side)")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    # The MCP server the agent uses lives in the workspace; the gateway binary is installed by
+    # the adapter through the backend.
+    shutil.copy2(TESTSERVER, workdir / "mcpgw-testserver")
+    workspace = use_mcpgw(
+        BubblewrapWorkspace(host_workdir=str(workdir), host_cache_dir=str(tmp_path / "cache")),
+        gateway_binary=str(gateway_to_install),
+        session=session,
+    )
+    recorded: RecordingBackend | None = None
+    provision = workspace._provision_backend
+
+    async def provision_and_record() -> None:
+        nonlocal recorded
+        await provision()
+        recorded = RecordingBackend(workspace._backend)
+
+    workspace._provision_backend = provision_and_record
+    setup = workspace._setup_mcp_gateway
+
+    async def recorded_setup() -> None:
+        assert recorded is not None
+        recorded.active = True
+        try:
+            await setup()
+        finally:
+            recorded.active = False
+
+    workspace._setup_mcp_gateway = recorded_setup
+    async with workspace:
+        assert recorded is not None
+        launch = list(recorded.argvs)
+        assert any("--daemon" in " ".join(a) for a in launch), launch
+        recorded.active = True
+        assert isinstance(workspace._gateway, GatewayClient)
+        assert await workspace._gateway.health()
+        assert ((await workspace._gateway.client()).session is not None) == session
+        await workspace.add_mcp(
+            MCPClient(
+                name="ts",
+                is_stateful=True,
+                mcp_config=StdioMCPConfig(command="/workspace/mcpgw-testserver", args=["stdio"]),
+            ),
+            agent_id="agent",
+            session_id="s1",
+        )
+        mcps = await workspace.list_mcps(agent_id="agent", session_id="s1")
+        assert [type(m) for m in mcps] == [GatewayMCPClient]
+        toolkit = Toolkit(mcps=mcps)
+        before_calls = len(recorded.argvs)
+        state = AgentState(session_id="s1")
+        results = []
+        async for out in toolkit.call_tool(
+            ToolCallBlock(id="call-1", name="mcp__ts__echo", input=json.dumps({"text": "through bubblewrap"})), state
+        ):
+            results.append(out)
+        assert results[-1].content[0].text == "through bubblewrap", results
+        results = []
+        async for out in toolkit.call_tool(
+            ToolCallBlock(id="call-2", name="mcp__ts__add", input='{"a": 20, "b": 22}'), state
+        ):
+            results.append(out)
+        assert results[0].metadata["structured_content"]["sum"] == 42
+        if session:
+            # Over the session channel the tool calls ran no command through the backend.
+            assert recorded.argvs[before_calls:] == []
+
+        # No Python inside the sandbox for the gateway: not in any argv the backend was given,
+        # nor in any process of the gateway's sandbox.
+        assert recorded is not None and recorded.argvs
+        assert not [a for a in recorded.argvs if any("python" in part for part in a)], recorded.argvs
+        keeper = workspace._gateway.keeper
+        assert keeper is not None and keeper.returncode is None
+        tree = [cmdline(p) for p in descendants(keeper.pid)]
+        assert any("mcpgw-gateway" in c for c in tree) and any("mcpgw-testserver" in c for c in tree), tree
+        assert not [c for c in tree if "python" in c], tree
+    assert keeper.returncode is not None, "the gateway's sandbox ended with the workspace"
+
+
+async def test_local_workspace_with_a_gateway_backed_mcp(tmp_path: Path) -> None:
+    # LocalWorkspace has no gateway of its own: it is handed a gateway-backed MCP client.
+    gateway = await GatewayClient.launch(LocalBackend(), gateway_path=str(GATEWAY), state_dir=str(tmp_path / "gw"))
+    try:
+        async with LocalWorkspace(workdir=str(tmp_path / "ws")) as workspace:
+            await workspace.add_mcp(
+                gateway.make_client(ts_spec(), agent_id="agent", session_id="s1"), agent_id="agent", session_id="s1"
+            )
+            [client] = await workspace.list_mcps(agent_id="agent", session_id="s1")
+            assert isinstance(client, GatewayMCPClient) and client.is_connected
+            toolkit = Toolkit(mcps=[client])
+            outs = [
+                o
+                async for o in toolkit.call_tool(
+                    ToolCallBlock(id="c", name="mcp__ts__echo", input='{"text": "local"}'), AgentState()
+                )
+            ]
+            assert outs[-1].content[0].text == "local"
+            assert [m["name"] for m in await (await gateway.client()).list_mcps(agent_id="agent", session_id="s1")] == [
+                "ts"
+            ]
+    finally:
+        await gateway.aclose()
+
+
+async def test_constructed_like_agentscopes_with_a_token(launched: GatewayClient) -> None:
+    # As a workspace builds AgentScope's client for a gateway it launched with --auth-token.
+    assert launched.token_file is not None
+    token = Path(launched.token_file).read_text().strip()
+    for transport in ("builtin", "curl"):
+        gc = GatewayClient(
+            LocalBackend(),
+            launched.gateway_port,
+            auth_token=token,
+            instance_nonce=launched.instance_nonce,
+            gateway_path=str(GATEWAY),
+            transport=transport,  # type: ignore[arg-type]
+        )
+        try:
+            assert await gc.health()
+            client = gc.make_client(ts_spec(f"via-{transport}"))
+            await client.connect()
+            chunk = await (await client.get_tool("echo"))(text=transport)
+            assert chunk.content[0].text == transport
+            assert gc.token_file is not None and Path(gc.token_file).stat().st_mode & 0o777 == 0o600
+            await client.close(ignore_errors=False)
+        finally:
+            await gc.aclose()
+    wrong = GatewayClient(LocalBackend(), launched.gateway_port, auth_token="not-the-token")
+    with pytest.raises(RuntimeError, match="HTTP 401"):
+        await wrong.list_mcps()
+    await wrong.aclose()
