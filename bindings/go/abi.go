@@ -1,6 +1,6 @@
 package mcpgw
 
-// #include "cmcpgw.h"
+// #include <mcpgw.h>
 // #if MCPGW_ABI_VERSION != 2
 // #error "this version of the Go binding is written for libmcpgw ABI version 2, but the mcpgw.h found has another: install the matching libmcpgw (pkg-config --modversion mcpgw)"
 // #endif

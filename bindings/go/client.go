@@ -1,7 +1,7 @@
 package mcpgw
 
 // #include <stdlib.h>
-// #include "cmcpgw.h"
+// #include <mcpgw.h>
 import "C"
 
 import (

@@ -2,7 +2,7 @@ package mcpgw
 
 // #include <stdlib.h>
 // #include <string.h>
-// #include "cmcpgw.h"
+// #include <mcpgw.h>
 import "C"
 
 import (

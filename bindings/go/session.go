@@ -1,7 +1,7 @@
 package mcpgw
 
 // #include <stdlib.h>
-// #include "cmcpgw.h"
+// #include <mcpgw.h>
 import "C"
 
 import (
@@ -268,7 +268,7 @@ func (s *session) dispatchLocked() {
 			return
 		}
 		id := uint64(C.mcpgw_session_event_id(ev))
-		switch C.mcpgw_go_session_event_kind(ev) {
+		switch C.mcpgw_session_event_get_kind(ev) {
 		case C.MCPGW_SESSION_EVENT_KIND_OPENED:
 			var info SessionInfo
 			if json.Unmarshal([]byte(C.GoString(C.mcpgw_session_event_text(ev))), &info) == nil {

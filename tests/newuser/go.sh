@@ -1,25 +1,20 @@
 #!/bin/sh
-# A new user's Go program: a fresh module outside the repository that depends on the Go binding
+# A new user's Go program: a fresh module that depends on the Go binding
 # (github.com/mcpgw/mcpgw/bindings/go, as `go get` puts it in the module cache: its files only,
-# read-only), finds libmcpgw through pkg-config in the installed tree alone (`make install
-# PREFIX=...`: lib/pkgconfig/mcpgw.pc and mcpgw-static.pc, bin/mcpgw-gateway), starts the
-# installed gateway locally, registers the test MCP server and calls a tool, one-shot and over a
-# session. Built four ways: against libmcpgw.so through LD_LIBRARY_PATH, with an rpath, from a
-# vendor directory, and statically (-tags mcpgw_static). Fails when a build or a binary reaches
-# into the repository.
-#
-#   sh newuser_test.sh PREFIX TESTSERVER     everything, in temporary directories
-#
-# It follows tests/newuser's language-script contract (phases `prepare` with the repository as
-# the working directory, `test` in a fresh project directory; MCPGW_PREFIX, NEWUSER_STAGE,
-# NEWUSER_TESTSERVER, NEWUSER_REPO), so it can serve as tests/newuser/go.sh.
+# read-only), finds libmcpgw through pkg-config in the installed tree alone, starts the installed
+# gateway in a local sandbox, registers the test MCP server and calls a tool, one-shot and over a
+# session. Built four ways: against libmcpgw.so through LD_LIBRARY_PATH, with an rpath
+# (CGO_LDFLAGS), from a vendor directory, and statically (-tags mcpgw_static, mcpgw-static.pc).
+# See README.md for the phases and the environment.
 set -eu
-
-say() { printf 'go: %s\n' "$*"; }
-fail() { say "FAILED: $*" >&2; exit 1; }
+here=$(cd "$(dirname "$0")" && pwd)
+NEWUSER_LANG=go
+# shellcheck source=tests/newuser/lib.sh
+. "$here/lib.sh"
 
 prepare() {
-    # What `go get` fetches: the module's own files (no build output), read-only.
+    # What `go get` fetches: the module's own files (no build output), read-only (the files:
+    # run.sh must be able to remove the stage).
     stage=${NEWUSER_STAGE:?}/mod
     mkdir -p "$stage"
     (cd bindings/go && find . -name build -prune -o -type f \
@@ -28,26 +23,11 @@ prepare() {
             mkdir -p "$stage/$(dirname "$f")"
             cp "bindings/go/$f" "$stage/$f"
         done
-    chmod -R a-w "$stage"
-}
-
-# Fails when the repository's path shows up in a binary's run path or resolved libraries.
-leak_check() {
-    repo=${NEWUSER_REPO:?}
-    for bin in "$@"; do
-        if readelf -d "$bin" | grep -E 'RUNPATH|RPATH' | grep -F -- "$repo" >/dev/null; then
-            fail "$bin has a run path into $repo"
-        fi
-        if ldd "$bin" 2>&1 | grep -F -- "$repo" >/dev/null; then
-            fail "$bin loads from $repo: $(ldd "$bin" | grep -F -- "$repo")"
-        fi
-    done
+    find "$stage" -type f -exec chmod a-w {} +
 }
 
 run_test() {
-    for tool in go pkg-config readelf ldd; do
-        command -v "$tool" >/dev/null 2>&1 || { echo "SKIPPED: go: needs $tool"; exit 0; }
-    done
+    need go pkg-config readelf ldd
     prefix=${MCPGW_PREFIX:?}
     testserver=${NEWUSER_TESTSERVER:?}
     module=${NEWUSER_STAGE:?}/mod
@@ -115,12 +95,11 @@ func main() {
 }
 GO
 
-    go build -o app-ldpath .
-    CGO_LDFLAGS="-Wl,-rpath,$libdir" go build -o app-rpath .
-    go build -tags mcpgw_static -o app-static .
-    go mod vendor
-    [ -f vendor/github.com/mcpgw/mcpgw/bindings/go/cmcpgw.h ] || fail "go mod vendor left out cmcpgw.h"
-    go build -mod=vendor -o app-vendored .
+    logged go build -o app-ldpath .
+    logged env CGO_LDFLAGS="-Wl,-rpath,$libdir" go build -o app-rpath .
+    logged go build -tags mcpgw_static -o app-static .
+    logged go mod vendor
+    logged go build -mod=vendor -o app-vendored .
 
     soname=$(readelf -d "$libdir/libmcpgw.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
     readelf -d app-rpath | grep -q "NEEDED.*\[$soname\]" || fail "app-rpath does not need $soname"
@@ -144,17 +123,5 @@ GO
 case ${1:-} in
     prepare) prepare ;;
     test) run_test ;;
-    *)
-        [ $# -eq 2 ] || { echo "usage: sh newuser_test.sh PREFIX TESTSERVER | prepare | test" >&2; exit 2; }
-        here=$(cd "$(dirname "$0")" && pwd)
-        repo=$(cd "$here/../.." && pwd)
-        work=$(mktemp -d "${TMPDIR:-/tmp}/mcpgw-newuser-go.XXXXXX")
-        trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
-        mkdir "$work/stage" "$work/project"
-        export MCPGW_PREFIX NEWUSER_STAGE NEWUSER_TESTSERVER NEWUSER_REPO
-        MCPGW_PREFIX=$(cd "$1" && pwd) NEWUSER_TESTSERVER=$(realpath "$2")
-        NEWUSER_STAGE=$work/stage NEWUSER_REPO=$repo
-        (cd "$repo" && prepare)
-        cd "$work/project" && run_test
-        ;;
+    *) echo "usage: go.sh prepare|test" >&2; exit 2 ;;
 esac
