@@ -31,11 +31,23 @@ type Client struct {
 	// The default scope. Not a *Scope: that points back at the client, and a cycle through
 	// an object with a finalizer may never be collected.
 	agentID, sessionID string
+	// timeout is the time limit of calls whose context has no deadline.
+	timeout time.Duration
 
 	// mu keeps Close from freeing the handle while a call is preparing an operation.
 	mu  sync.RWMutex
 	ptr *C.mcpgw_client
+
+	// slotMu guards the session: the opener given to OpenSession (nil: none wanted) and the
+	// session it opened last (which may be lost; the next call then opens a new one).
+	slotMu  sync.Mutex
+	opener  Opener
+	current *session
 }
+
+// defaultTimeout is the time limit of calls whose context has no deadline, unless WithTimeout
+// sets another (libmcpgw's default too).
+const defaultTimeout = 60 * time.Second
 
 // Transport says how requests reach the gateway inside the sandbox.
 type Transport int
@@ -108,18 +120,16 @@ func WithScope(agentID, sessionID string) Option {
 	return func(c *config) { c.agentID, c.sessionID = agentID, sessionID }
 }
 
-// NewClient creates a client that runs its commands through exec. It runs nothing yet: call
-// StartGateway to launch a gateway, or attach to a running one with WithPort and
-// WithTokenFile.
+// NewClient creates a client that runs its commands through exec (and passes them stdin when
+// exec.PassesStdin says so). It runs nothing yet: call StartGateway (or OpenSession) to launch a
+// gateway, or attach to a running one with WithPort and WithTokenFile.
 func NewClient(exec Exec, opts ...Option) (*Client, error) {
 	const op = "new_client"
-	if exec == nil {
-		return nil, invalidArgument(op, "the exec function is nil", nil)
+	if abiError != nil {
+		return nil, abiError
 	}
-	if got := C.mcpgw_abi_version(); got != C.MCPGW_ABI_VERSION {
-		return nil, &Error{Op: op, Code: CodeInvalidState, Message: fmt.Sprintf(
-			"%s: the linked libmcpgw has ABI version %d, this package was built for %d",
-			op, got, C.MCPGW_ABI_VERSION)}
+	if exec == nil {
+		return nil, invalidArgument(op, "the exec is nil", nil)
 	}
 	var cfg config
 	for _, o := range opts {
@@ -133,7 +143,13 @@ func NewClient(exec Exec, opts ...Option) (*Client, error) {
 	if err := cfg.apply(op, cc); err != nil {
 		return nil, err
 	}
-	c := &Client{exec: exec, agentID: cfg.agentID, sessionID: cfg.sessionID}
+	if err := check(op, C.mcpgw_client_config_set_exec_stdin(cc, C.bool(exec.PassesStdin()))); err != nil {
+		return nil, err
+	}
+	c := &Client{exec: exec, agentID: cfg.agentID, sessionID: cfg.sessionID, timeout: defaultTimeout}
+	if cfg.timeout != nil {
+		c.timeout = *cfg.timeout
+	}
 	var cerr *C.mcpgw_error
 	// No exec callback crosses into C: every call drives an operation in sans-IO form and
 	// runs its commands here, in Go.
@@ -229,10 +245,12 @@ func cString(op, what, s string) (*C.char, error) {
 	return C.CString(s), nil
 }
 
-// Close releases the client. It is idempotent, and calls still running finish normally; later
-// calls fail with ErrClosed. It does not stop the gateway: call StopGateway first for that.
-// It always returns nil.
+// Close releases the client and closes its session, if it has one (calls in flight over it fail
+// with ErrSessionLost). It is idempotent, and one-shot calls still running finish normally;
+// later calls fail with ErrClosed. It does not stop the gateway: call StopGateway first for
+// that. It always returns nil.
 func (c *Client) Close() error {
+	c.CloseSession()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ptr != nil {
@@ -283,19 +301,21 @@ func (c *Client) StartGateway(ctx context.Context) (*GatewayInfo, error) {
 // StopGateway stops the gateway this client launched: SIGTERM, a wait (up to the call's time
 // limit) for it to close its MCP servers and exit, SIGKILL after that (then it fails with
 // ErrCommandFailed); then its state directory is removed. It succeeds when the gateway had
-// already exited, and fails with ErrGatewayDown when this client has not launched one (or
-// has stopped it already).
+// already exited, and fails with ErrGatewayNotRunning when this client has not launched one (or
+// has stopped it already). It closes the client's session first (a session opened later
+// launches a new gateway).
 func (c *Client) StopGateway(ctx context.Context) error {
+	c.CloseSession()
 	return c.run(ctx, "stop_gateway", c.defaultScope(), nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
 		return C.mcpgw_client_prepare_stop_gateway(cl, o, op)
 	})
 }
 
 // Health asks the gateway whether it is up, and checks its instance nonce when the client
-// knows it (ErrGatewayDown when another gateway answers).
+// knows it (ErrGatewayNotRunning when another gateway answers).
 func (c *Client) Health(ctx context.Context) (*Health, error) {
 	var h Health
-	err := c.run(ctx, "health", c.defaultScope(), &h, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
+	err := c.runREST(ctx, "health", c.defaultScope(), &h, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
 		return C.mcpgw_client_prepare_health(cl, o, op)
 	})
 	if err != nil {
@@ -306,8 +326,9 @@ func (c *Client) Health(ctx context.Context) (*Health, error) {
 
 // EnsureGatewayBinary makes sure the sandbox holds the gateway binary read from hostPath on
 // this machine at the client's gateway path (which must be absolute): when it is missing or
-// its SHA-256 differs, it is uploaded in pieces, verified and renamed into place. The sandbox
-// needs sha256sum and base64.
+// its SHA-256 differs, it is uploaded, verified and renamed into place. With an Exec that passes
+// stdin the upload is one command with the binary on its stdin; otherwise it takes one command
+// per piece of about 90 KiB. The sandbox needs sha256sum (and, without stdin, base64).
 func (c *Client) EnsureGatewayBinary(ctx context.Context, hostPath string) (*BinaryStatus, error) {
 	const name = "ensure_gateway_binary"
 	path, err := cString(name, "host path", hostPath)
@@ -347,14 +368,30 @@ func (c *Client) ListTools(ctx context.Context, mcp string) ([]Tool, error) {
 }
 
 // CallTool calls a tool of an MCP server in the client's default scope; see Scope.CallTool.
-func (c *Client) CallTool(ctx context.Context, mcp, tool string, args any) (*ToolChunk, error) {
-	return c.defaultScope().CallTool(ctx, mcp, tool, args)
+func (c *Client) CallTool(ctx context.Context, mcp, tool string, args any, opts ...CallOption) (*ToolChunk, error) {
+	return c.defaultScope().CallTool(ctx, mcp, tool, args, opts...)
 }
 
 // SetRuntimeHeaders replaces the runtime headers of an HTTP MCP server in the client's
 // default scope; see Scope.SetRuntimeHeaders.
 func (c *Client) SetRuntimeHeaders(ctx context.Context, mcp string, headers map[string]string) error {
 	return c.defaultScope().SetRuntimeHeaders(ctx, mcp, headers)
+}
+
+// CallOption configures one CallTool call.
+type CallOption func(*callSettings)
+
+type callSettings struct {
+	progress func(ToolChunk)
+}
+
+// WithProgress makes the call stream: f receives each progress chunk (IsLast false, its
+// Progress in metadata.mcp_progress) in order, as the MCP server reports it, on the calling
+// goroutine, before CallTool returns the last chunk. Streaming needs a session (OpenSession):
+// a call made one-shot still returns its result, but f is not called. A panic in f cancels the
+// call and goes on in the caller.
+func WithProgress(f func(ToolChunk)) CallOption {
+	return func(s *callSettings) { s.progress = f }
 }
 
 // Scope is the client's gateway seen from one scope, an (agent id, session id) pair. Get one
@@ -372,7 +409,7 @@ func (s *Scope) SessionID() string { return s.sessionID }
 
 // AddMCP registers an MCP server in the scope. It returns once the gateway has connected to
 // it, initialized it and listed its tools; ErrConflict when the scope has an MCP of that
-// name, ErrUpstream when the server cannot be reached.
+// name, ErrUpstreamError when the server cannot be reached.
 func (s *Scope) AddMCP(ctx context.Context, spec MCPSpec) error {
 	const name = "add_mcp"
 	spec.Status = nil
@@ -385,7 +422,7 @@ func (s *Scope) AddMCP(ctx context.Context, spec MCPSpec) error {
 		return err
 	}
 	defer C.free(unsafe.Pointer(text))
-	return s.c.run(ctx, name, s, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
+	return s.c.runREST(ctx, name, s, nil, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
 		return C.mcpgw_client_prepare_add_mcp(cl, o, text, op)
 	})
 }
@@ -399,16 +436,16 @@ func (s *Scope) RemoveMCP(ctx context.Context, name string) error {
 		return err
 	}
 	defer C.free(unsafe.Pointer(text))
-	return s.c.run(ctx, opName, s, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
+	return s.c.runREST(ctx, opName, s, nil, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
 		return C.mcpgw_client_prepare_remove_mcp(cl, o, text, op)
 	})
 }
 
 // ListMCPs lists the MCP servers registered in the scope, as registered, each with the
-// gateway's Status.
+// gateway's Status (MCPStatus: its MCPState, process id, restarts, last error, calls).
 func (s *Scope) ListMCPs(ctx context.Context) ([]MCPSpec, error) {
 	var specs []MCPSpec
-	err := s.c.run(ctx, "list_mcps", s, &specs, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
+	err := s.c.runREST(ctx, "list_mcps", s, &specs, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
 		return C.mcpgw_client_prepare_list_mcps(cl, o, op)
 	})
 	return specs, err
@@ -424,7 +461,7 @@ func (s *Scope) ListTools(ctx context.Context, mcp string) ([]Tool, error) {
 	}
 	defer C.free(unsafe.Pointer(text))
 	var tools []Tool
-	err = s.c.run(ctx, name, s, &tools, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
+	err = s.c.runREST(ctx, name, s, &tools, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
 		return C.mcpgw_client_prepare_list_tools(cl, o, text, op)
 	})
 	return tools, err
@@ -435,14 +472,22 @@ func (s *Scope) ListTools(ctx context.Context, mcp string) ([]Tool, error) {
 //
 // The context's deadline, shortened by a tenth (at most a second) so that the answer can
 // still travel back, is the call's deadline at the gateway; past it the gateway cancels the
-// call upstream and CallTool fails with ErrTimeout. Without a deadline the client's timeout
+// call upstream and CallTool fails with ErrDeadline. Without a deadline the client's timeout
 // applies. Cancelling the context abandons the call at once.
+//
+// Over a session, cancelling the context sends a cancel frame: the gateway cancels the call
+// upstream (notifications/cancelled) at once, and CallTool fails with ErrCancelled. With
+// WithProgress the call streams: the function receives each progress chunk as it happens.
 //
 // A tool that reports an error is not a failed call: the chunk's State is StateError and its
 // text says why. Call failures are *Error values: ErrNotFound for an unknown MCP or tool,
-// ErrUpstream when the server fails, ErrTimeout, ...
-func (s *Scope) CallTool(ctx context.Context, mcp, tool string, args any) (*ToolChunk, error) {
+// ErrUpstreamError when the server fails, ErrDeadline, ErrSessionLost, ...
+func (s *Scope) CallTool(ctx context.Context, mcp, tool string, args any, opts ...CallOption) (*ToolChunk, error) {
 	const name = "call_tool"
+	var settings callSettings
+	for _, o := range opts {
+		o(&settings)
+	}
 	argsJSON, err := json.Marshal(args)
 	if err != nil {
 		return nil, invalidArgument(name, "the arguments cannot be encoded as JSON: "+err.Error(), err)
@@ -462,7 +507,7 @@ func (s *Scope) CallTool(ctx context.Context, mcp, tool string, args any) (*Tool
 		}
 	}()
 	var chunk ToolChunk
-	err = s.c.run(ctx, name, s, &chunk, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
+	err = s.c.runREST(ctx, name, s, &chunk, settings.progress, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
 		return C.mcpgw_client_prepare_call_tool(cl, o, texts[0], texts[1], texts[2], op)
 	})
 	if err != nil {
@@ -491,7 +536,134 @@ func (s *Scope) SetRuntimeHeaders(ctx context.Context, mcp string, headers map[s
 		return err
 	}
 	defer C.free(unsafe.Pointer(texts[1]))
-	return s.c.run(ctx, name, s, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
+	return s.c.runREST(ctx, name, s, nil, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
 		return C.mcpgw_client_prepare_set_runtime_headers(cl, o, texts[0], texts[1], op)
 	})
+}
+
+// OpenSession opens a session channel with open (LocalSession, DockerSession, KubectlSession,
+// or an Opener of your own) and waits for it to answer; from then on every REST method of the
+// client and its scopes (Health, AddMCP, RemoveMCP, ListMCPs, ListTools, CallTool,
+// SetRuntimeHeaders) goes over it: one long-lived exec in the sandbox instead of one exec per
+// call, many calls at once, live progress (WithProgress) and real cancellation. StartGateway,
+// StopGateway and EnsureGatewayBinary still run one-shot through the Exec.
+//
+// When the client knows no gateway yet (no StartGateway, WithPort), opening the session
+// launches one first, in the same exec (SessionInfo.Launched); StopGateway stops it.
+//
+// A session that is lost (the channel's process died, the sandbox was killed) fails the calls
+// it carried with ErrSessionLost, within the time it takes the backend to report the end of the
+// channel; they are never replayed, since a tool call may have had effects. Calls it had not
+// sent yet go one-shot. The next call then opens a new session with the same Opener (the
+// client keeps it until CloseSession or StopGateway), and goes one-shot if that fails. Calls
+// made while a session opens wait in it and are sent once it answers.
+//
+// Opening another session replaces the current one (which is closed).
+func (c *Client) OpenSession(ctx context.Context, open Opener) (*SessionInfo, error) {
+	const name = "open_session"
+	if open == nil {
+		return nil, invalidArgument(name, "the opener is nil", nil)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, contextError(name, err)
+	}
+	c.slotMu.Lock()
+	if c.current != nil {
+		c.current.close()
+		c.current = nil
+	}
+	s, err := c.startSession(ctx, name, open)
+	if err != nil {
+		c.opener = nil
+		c.slotMu.Unlock()
+		return nil, err
+	}
+	c.current, c.opener = s, open
+	c.slotMu.Unlock()
+
+	waitCtx, cancel := ctx, context.CancelFunc(func() {})
+	if _, has := ctx.Deadline(); !has {
+		waitCtx, cancel = context.WithTimeout(ctx, c.timeout)
+	}
+	defer cancel()
+	info, err := s.waitOpened(waitCtx, name)
+	if err != nil {
+		c.slotMu.Lock()
+		if c.current == s {
+			c.current, c.opener = nil, nil
+		}
+		c.slotMu.Unlock()
+		s.close()
+		return nil, err
+	}
+	return info, nil
+}
+
+// CloseSession closes the client's session, if it has one: calls in flight over it fail with
+// ErrSessionLost, the channel's stdin is closed (attach cancels what it carried in the gateway
+// and exits), and its process is waited for. Later calls go one-shot until OpenSession. It is
+// idempotent and always returns nil.
+func (c *Client) CloseSession() error {
+	c.slotMu.Lock()
+	s := c.current
+	c.current, c.opener = nil, nil
+	c.slotMu.Unlock()
+	if s != nil {
+		s.close()
+	}
+	return nil
+}
+
+// Session is what the client's session said when it opened, or nil when the client has no
+// session open (none was opened, it was closed, or it is lost and not reopened yet).
+func (c *Client) Session() *SessionInfo {
+	c.slotMu.Lock()
+	s := c.current
+	c.slotMu.Unlock()
+	if s == nil || s.isLost() {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.info == nil {
+		return nil
+	}
+	info := *s.info
+	return &info
+}
+
+// session is the session calls should go over: the current one, or, when it is lost, a new one
+// opened with the same opener; nil when there is none (or it cannot be opened: the call then
+// goes one-shot, which says what is wrong).
+func (c *Client) session(ctx context.Context) *session {
+	c.slotMu.Lock()
+	defer c.slotMu.Unlock()
+	if c.opener == nil {
+		return nil
+	}
+	if c.current != nil && !c.current.isLost() {
+		return c.current
+	}
+	if c.current != nil {
+		go c.current.close()
+		c.current = nil
+	}
+	s, err := c.startSession(ctx, "open_session", c.opener)
+	if err != nil {
+		return nil
+	}
+	c.current = s
+	return s
+}
+
+// startSession opens a session of the client with open, unless the client is closed.
+func (c *Client) startSession(ctx context.Context, name string, open Opener) (*session, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return nil, closedError(name)
+	}
+	s, err := startSession(ctx, name, c.ptr, open)
+	runtime.KeepAlive(c)
+	return s, err
 }

@@ -4,9 +4,9 @@
 //
 // The gateway runs inside the sandbox, on its loopback, and owns the MCP sessions. This
 // package, on the host, reaches it through the one channel every sandbox offers: running a
-// shell command in it. Each request becomes a `sh -c` command that an Exec function runs in
-// the sandbox (LocalExec, DockerExec, KubectlExec, or one for any other backend), and what the
-// command prints is decoded into Go values: MCPSpec, Tool, ToolChunk.
+// shell command in it. Each request becomes a `sh -c` command that an Exec runs in the sandbox
+// (LocalExec, DockerExec, KubectlExec, or ExecFunc / StdinExecFunc for any other backend), and
+// what the command prints is decoded into Go values: MCPSpec, Tool, ToolChunk.
 //
 //	client, err := mcpgw.NewClient(mcpgw.DockerExec("agent-sandbox"))
 //	...
@@ -16,6 +16,15 @@
 //	err = client.AddMCP(ctx, mcpgw.StdioSpec("fs", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/work"))
 //	chunk, err := client.CallTool(ctx, "fs", "read_text_file", map[string]any{"path": "/work/README.md"})
 //	fmt.Println(chunk.Text())
+//
+// # Sessions
+//
+// One command per call costs what the backend charges for an exec (about 100 ms for docker
+// exec). Client.OpenSession opens one long-lived exec instead (`docker exec -i`, `kubectl exec
+// -i`, a local pipe: DockerSession, KubectlSession, LocalSession, or an Opener of your own) that
+// carries every REST call from then on, many at once, with live progress (WithProgress) and
+// real cancellation. A lost session fails the calls it carried with ErrSessionLost and is
+// opened again by the next call.
 //
 // # Scopes
 //
@@ -27,38 +36,36 @@
 //
 // Every call takes a context. Its deadline, shortened by a tenth (at most a second) so that
 // the answer can travel back in time, becomes the call's deadline at the gateway, which then
-// cancels the tool call upstream and answers with ErrTimeout. A context without a deadline
+// cancels the tool call upstream and answers with ErrDeadline. A context without a deadline
 // gets the client's timeout (WithTimeout, 60 s by default).
 //
-// Cancelling a context abandons the call at once. The call runs its commands from Go (the
-// library's sans-IO form: no C call blocks or calls back into Go), so it simply stops waiting
-// for the running command and frees its state; the command's context is cancelled too, which
-// makes LocalExec kill it and, with it, the request to the gateway, which in turn cancels the
-// tool call upstream. The error matches context.Canceled.
+// Cancelling a context abandons the call at once (ErrCancelled, which also matches
+// context.Canceled). Over a session a cancel frame tells the gateway, which cancels the tool
+// call upstream. One-shot, the call's command is killed (LocalExec kills its process group),
+// and the gateway cancels the call when its caller goes away.
 //
 // # Errors
 //
 // Every failure is an *Error with the kind of failure (Code), a message, and the gateway's
 // HTTP status and detail when it answered. Test the kind with errors.Is: ErrNotFound,
-// ErrConflict, ErrTimeout, ErrUnauthorized, ErrGatewayDown, ErrUpstream, ErrExecFailed, ... A
-// tool that reports an error is not a failure: its ToolChunk has State StateError. No error
-// carries the gateway's token: it stays in a 0600 file inside the sandbox, and every request
-// reads it from there.
+// ErrConflict, ErrDeadline, ErrUnauthorized, ErrGatewayNotRunning, ErrUpstreamError,
+// ErrExecFailed, ErrSessionLost, ErrCancelled, ... (generated from libmcpgw's one list of
+// result codes). A tool that reports an error is not a failure: its ToolChunk has State
+// StateError. No error carries the gateway's token: it stays in a 0600 file inside the sandbox,
+// and every request reads it from there.
 //
 // # Concurrency
 //
 // A Client, and every Scope of it, is safe for concurrent use by any number of goroutines; the
-// calls are independent, and the Exec function is then called concurrently. No lock is held
-// and no C call is running while a command runs. ToolChunk and the other results are plain values owned by the caller.
-// Close releases the client (finalizers are only a backstop) and is idempotent; calls still
-// running finish normally.
+// Exec is then called concurrently. No lock is held and no C call is running while a command
+// runs. ToolChunk and the other results are plain values owned by the caller. Close releases
+// the client (finalizers are only a backstop) and is idempotent.
 //
 // # Building
 //
-// The package is cgo over libmcpgw, the project's Rust library, with the header from
-// include/mcpgw.h. By default it links the static library of the checkout's release build,
-// target/release/libmcpgw.a (build it with `make -C bindings/go lib` or
-// `cargo build --release -p mcpgw`), so programs need no libmcpgw.so at run time. With
-// `-tags mcpgw_shared` it links target/release/libmcpgw.so instead, found at run time through
-// an rpath to that directory.
+// The package is cgo over libmcpgw, the project's Rust library. By default it finds the
+// installed library with pkg-config (`#cgo pkg-config: mcpgw`): install it with
+// `make install PREFIX=...` at the repository root and set PKG_CONFIG_PATH to
+// PREFIX/lib/pkgconfig. The build tag mcpgw_intree links the static library of a checkout of the
+// repository instead (its own tests). The README says how to link statically or dynamically.
 package mcpgw

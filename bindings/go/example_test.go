@@ -147,7 +147,7 @@ func ExampleScope_CallTool_deadline() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, err := client.CallTool(ctx, "ts", "slow", map[string]int{"seconds": 30})
-	fmt.Println(errors.Is(err, mcpgw.ErrTimeout), errors.Is(err, context.DeadlineExceeded))
+	fmt.Println(errors.Is(err, mcpgw.ErrDeadline), errors.Is(err, context.DeadlineExceeded))
 	// Output: true true
 }
 
@@ -193,4 +193,48 @@ func ExampleKubectlExec() {
 	}
 	defer client.Close()
 	// ... StartGateway, AddMCP, CallTool
+}
+
+// A session: one long-lived exec carries every call, with live progress. Here the channel is a
+// local pipe; DockerSession and KubectlSession open `docker exec -i` and `kubectl exec -i`.
+func ExampleClient_OpenSession() {
+	ctx := context.Background()
+	sandbox, err := os.MkdirTemp("", "mcpgw-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(sandbox)
+	client, err := mcpgw.NewClient(mcpgw.LocalExec(sandbox), mcpgw.WithGatewayPath(gatewayBin),
+		mcpgw.WithStateDir(filepath.Join(sandbox, "state")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	// The client knows no gateway yet: opening the session launches one, in the same exec.
+	info, err := client.OpenSession(ctx, mcpgw.LocalSession(sandbox))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.StopGateway(ctx)
+	fmt.Println("launched:", info.Launched)
+
+	if err := client.AddMCP(ctx, mcpgw.StdioSpec("ts", testServerBin, "stdio")); err != nil {
+		log.Fatal(err)
+	}
+	chunk, err := client.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 0.3, "steps": 3},
+		mcpgw.WithProgress(func(c mcpgw.ToolChunk) {
+			p := c.Progress()
+			fmt.Printf("progress %v of %v\n", p.Progress, *p.Total)
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(chunk.Text())
+	// Output:
+	// launched: true
+	// progress 1 of 3
+	// progress 2 of 3
+	// progress 3 of 3
+	// done after 3 steps
 }

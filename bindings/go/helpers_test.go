@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,9 +20,38 @@ import (
 // The binaries every end-to-end test and example runs: the gateway (run "in the sandbox", a
 // temp dir driven with sh -c) and the project's MCP test server.
 var (
+	repoRoot      string
 	gatewayBin    string
 	testServerBin string
 )
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// requireAttach skips a session test when the gateway binary has no `attach` subcommand (a
+// build from before the session channel), saying so.
+func requireAttach(t testing.TB) {
+	t.Helper()
+	attachOnce.Do(func() {
+		out, _ := exec.Command(gatewayBin, "--help").CombinedOutput()
+		hasAttach = strings.Contains(string(out), "mcpgw-gateway attach")
+	})
+	if !hasAttach {
+		t.Skipf("SKIPPED: %s has no attach subcommand (the session channel's gateway side)", gatewayBin)
+	}
+}
+
+var (
+	attachOnce sync.Once
+	hasAttach  bool
+)
+
+// local is LocalExec as a func(dir) Exec, the form newClient takes.
+func local(dir string) mcpgw.Exec { return mcpgw.LocalExec(dir) }
 
 func TestMain(m *testing.M) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
@@ -29,8 +59,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	gatewayBin = filepath.Join(root, "target", "debug", "mcpgw-gateway")
-	testServerBin = filepath.Join(root, "target", "debug", "mcpgw-testserver")
+	repoRoot = root
+	gatewayBin = envOr("MCPGW_TEST_GATEWAY", filepath.Join(root, "target", "debug", "mcpgw-gateway"))
+	testServerBin = envOr("MCPGW_TEST_SERVER", filepath.Join(root, "target", "debug", "mcpgw-testserver"))
 	for _, p := range []string{gatewayBin, testServerBin} {
 		if _, err := os.Stat(p); err != nil {
 			fmt.Fprintf(os.Stderr, "%s is missing: run `make -C bindings/go test`, or build it "+
@@ -38,7 +69,9 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	stopDockerSandboxes()
+	os.Exit(code)
 }
 
 // sandbox is a gateway launched in a temp dir through LocalExec.
@@ -53,11 +86,11 @@ type sandbox struct {
 }
 
 // newClient makes a client whose sandbox is a fresh temp dir; it launches nothing.
-func newClient(t *testing.T, exec func(dir string) mcpgw.Exec, opts ...mcpgw.Option) (*mcpgw.Client, string) {
+func newClient(t testing.TB, exec func(dir string) mcpgw.Exec, opts ...mcpgw.Option) (*mcpgw.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if exec == nil {
-		exec = mcpgw.LocalExec
+		exec = local
 	}
 	all := append([]mcpgw.Option{
 		mcpgw.WithGatewayPath(gatewayBin),
@@ -78,13 +111,13 @@ func startSandbox(t *testing.T, opts ...mcpgw.Option) *sandbox {
 	t.Helper()
 	sb := &sandbox{}
 	recording := func(dir string) mcpgw.Exec {
-		local := mcpgw.LocalExec(dir)
-		return func(ctx context.Context, command string) (mcpgw.ExecResult, error) {
+		run := mcpgw.LocalExec(dir)
+		return mcpgw.StdinExecFunc(func(ctx context.Context, command string, stdin []byte) (mcpgw.ExecResult, error) {
 			sb.mu.Lock()
 			sb.commands = append(sb.commands, command)
 			sb.mu.Unlock()
-			return local(ctx, command)
-		}
+			return run(ctx, command, stdin)
+		})
 	}
 	c, dir := newClient(t, recording, opts...)
 	info, err := c.StartGateway(context.Background())
@@ -149,16 +182,42 @@ func waitGone(t *testing.T, what string, pid int) {
 	}
 }
 
-// waitFile waits up to a few seconds for path to hold want.
-func waitFile(t *testing.T, path, want string) {
+// waitFile waits up to a few seconds for path to hold want, and says how long it took.
+func waitFile(t *testing.T, path, want string) time.Duration {
 	t.Helper()
+	began := time.Now()
 	var got []byte
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := began.Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		if got, _ = os.ReadFile(path); string(got) == want {
-			return
+			return time.Since(began)
 		}
 	}
 	t.Errorf("%s holds %q, want %q", path, got, want)
+	return time.Since(began)
+}
+
+// waitFor polls cond until it holds, failing the test after a few seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// entered is an Exec that runs commands locally in dir and closes the returned channel when a
+// command containing marker starts: the moment a call is in flight.
+func entered(dir, marker string) (mcpgw.Exec, <-chan struct{}) {
+	run := mcpgw.LocalExec(dir)
+	ch := make(chan struct{})
+	var once sync.Once
+	return mcpgw.StdinExecFunc(func(ctx context.Context, command string, stdin []byte) (mcpgw.ExecResult, error) {
+		if strings.Contains(command, marker) {
+			once.Do(func() { close(ch) })
+		}
+		return run(ctx, command, stdin)
+	}), ch
 }
 
 // asError is the *mcpgw.Error in err, failing the test when there is none.

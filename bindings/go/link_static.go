@@ -1,19 +1,11 @@
-//go:build !mcpgw_shared
+//go:build mcpgw_static && !mcpgw_intree
 
 package mcpgw
 
-// The default: libmcpgw.a of this checkout's release build (`make -C bindings/go lib`, or
-// `cargo build --release -p mcpgw`), linked into the Go binary, which then needs no
-// libmcpgw.so at run time. The extra libraries are what the Rust static library needs
-// besides libc (`rustc --print native-static-libs`). The check says what to do where the
-// linker would only say that the file is missing (the path is relative to the include
-// directory).
+// With `-tags mcpgw_static`: the installed libmcpgw.a, linked into the Go binary, which then
+// needs no libmcpgw.so at run time. `make install` writes mcpgw-static.pc next to mcpgw.pc for
+// this: its Libs name libmcpgw.a and the native libraries the Rust static library needs, as
+// `rustc --print native-static-libs` reported them when the library was built.
 
-// #cgo CFLAGS: -I${SRCDIR}/../../include
-// #cgo LDFLAGS: ${SRCDIR}/../../target/release/libmcpgw.a -lgcc_s -lutil -lrt -lpthread -lm -ldl
-// #if defined(__has_include)
-// #if !__has_include("../target/release/libmcpgw.a")
-// #error "target/release/libmcpgw.a is missing: build it with `make -C bindings/go lib` (or `cargo build --release -p mcpgw`)"
-// #endif
-// #endif
+// #cgo pkg-config: mcpgw-static
 import "C"

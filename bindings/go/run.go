@@ -16,11 +16,11 @@ import (
 	"unsafe"
 )
 
-// Every call drives one libmcpgw operation in its sans-IO form (mcpgw_client_prepare_*,
-// mcpgw_op_command, mcpgw_op_complete): the library says which command to run, the Exec
-// function runs it here in Go, and its output goes back, until the operation has a result. No
-// C call ever blocks or calls back into Go, so a cancelled context can stop waiting at once
-// and free the operation, and no Go state has to cross into C.
+// Every call drives one libmcpgw operation in its sans-IO form (mcpgw_client_prepare_*, then
+// mcpgw_op_command, mcpgw_op_command_stdin and mcpgw_op_complete, or a session: session.go): the
+// library says which command to run, the Exec runs it here in Go, and its output goes back,
+// until the operation has a result. No C call ever blocks or calls back into Go, so a cancelled
+// context can stop waiting at once and free the operation, and no Go state has to cross into C.
 
 // Short names for the C types every operation passes around.
 type (
@@ -32,9 +32,19 @@ type (
 // prepareFunc starts one operation on the C client.
 type prepareFunc func(*cClient, *cOptions, **cOp) C.mcpgw_result
 
-// run performs the operation that prepare starts, in scope s, and decodes its JSON result
-// into result (nil to ignore it).
+// run performs an operation that only goes one-shot (launch, stop, install), in scope s, and
+// decodes its JSON result into result (nil to ignore it).
 func (c *Client) run(ctx context.Context, name string, s *Scope, result any, prepare prepareFunc) error {
+	return c.perform(ctx, name, s, result, false, nil, prepare)
+}
+
+// runREST performs a REST operation: over the client's session when it has one, else one-shot.
+// progress (nil: none) receives the progress chunks of a tool call, which then streams.
+func (c *Client) runREST(ctx context.Context, name string, s *Scope, result any, progress func(ToolChunk), prepare prepareFunc) error {
+	return c.perform(ctx, name, s, result, true, progress, prepare)
+}
+
+func (c *Client) perform(ctx context.Context, name string, s *Scope, result any, rest bool, progress func(ToolChunk), prepare prepareFunc) error {
 	if err := ctx.Err(); err != nil {
 		return contextError(name, err)
 	}
@@ -42,27 +52,40 @@ func (c *Client) run(ctx context.Context, name string, s *Scope, result any, pre
 	if !ok {
 		return contextError(name, context.DeadlineExceeded)
 	}
-	var opts C.mcpgw_call_options
-	var err error
-	if opts.agent_id, err = cString(name, "the agent id", s.agentID); err != nil {
-		return err
-	}
-	defer C.free(unsafe.Pointer(opts.agent_id))
-	if opts.session_id, err = cString(name, "the session id", s.sessionID); err != nil {
-		return err
-	}
-	defer C.free(unsafe.Pointer(opts.session_id))
-	opts.timeout_ms = C.uint32_t(timeoutMS)
-
-	op, err := c.prepare(name, &opts, prepare)
+	op, err := c.prepare(name, s, timeoutMS, prepare)
 	if err != nil {
 		return err
 	}
 	// The operation keeps what it needs of the client: it outlives a concurrent Close.
-	defer C.mcpgw_op_free(op)
-	execErr, err := c.drive(ctx, name, op)
-	if err != nil {
-		return err
+	defer func() { C.mcpgw_op_free(op) }()
+
+	sent := false
+	var sess *session
+	if rest {
+		sess = c.session(ctx)
+	}
+	if sess != nil {
+		limit := time.Duration(timeoutMS) * time.Millisecond
+		if timeoutMS == 0 {
+			limit = c.timeout
+		}
+		if sent, err = sess.run(ctx, name, op, progress, limit); err != nil {
+			return err
+		}
+		if !sent && bool(C.mcpgw_op_is_finished(op)) {
+			// Refused by the session and failed there (a body over its frame limit): the same
+			// operation, prepared again, goes one-shot.
+			C.mcpgw_op_free(op)
+			if op, err = c.prepare(name, s, timeoutMS, prepare); err != nil {
+				return err
+			}
+		}
+	}
+	var execErr error
+	if !sent {
+		if execErr, err = c.drive(ctx, name, op); err != nil {
+			return err
+		}
 	}
 	if rc := Code(C.mcpgw_op_result(op)); rc != CodeOK {
 		e := errorFromC(name, rc, C.mcpgw_op_error(op))
@@ -85,17 +108,43 @@ func (c *Client) run(ctx context.Context, name string, s *Scope, result any, pre
 	defer C.mcpgw_string_free(js)
 	// Decoded straight from the library's buffer: encoding/json copies what it keeps.
 	if err := json.Unmarshal(unsafe.Slice((*byte)(unsafe.Pointer(js)), C.strlen(js)), result); err != nil {
-		return &Error{Op: name, Code: CodeProtocol, Message: name + ": cannot decode the result: " + err.Error(), Err: err}
+		return &Error{Op: name, Code: CodeProtocolError, Message: name + ": cannot decode the result: " + err.Error(), Err: err}
 	}
 	return nil
 }
 
-// prepare starts an operation, unless the client is closed.
-func (c *Client) prepare(name string, opts *C.mcpgw_call_options, prepare prepareFunc) (*C.mcpgw_op, error) {
+// prepare starts an operation in scope s with a time limit of timeoutMS (0: the client's),
+// unless the client is closed.
+func (c *Client) prepare(name string, s *Scope, timeoutMS uint32, prepare prepareFunc) (*C.mcpgw_op, error) {
+	agent, err := cString(name, "the agent id", s.agentID)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(agent))
+	session, err := cString(name, "the session id", s.sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(session))
+	var opts *C.mcpgw_call_options
+	if rc := Code(C.mcpgw_call_options_new(&opts)); rc != CodeOK {
+		return nil, errorFromC(name, rc, nil)
+	}
+	defer C.mcpgw_call_options_free(opts)
+	for _, rc := range []C.mcpgw_result{
+		C.mcpgw_call_options_set_agent_id(opts, agent),
+		C.mcpgw_call_options_set_session_id(opts, session),
+		C.mcpgw_call_options_set_timeout_ms(opts, C.uint32_t(timeoutMS)),
+	} {
+		if err := check(name, rc); err != nil {
+			return nil, err
+		}
+	}
+
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.ptr == nil {
-		return nil, &Error{Op: name, Code: CodeInvalidState, Message: name + ": the client is closed", Err: ErrClosed}
+		return nil, closedError(name)
 	}
 	var op *C.mcpgw_op
 	rc := Code(prepare(c.ptr, opts, &op))
@@ -137,9 +186,16 @@ func (c *Client) drive(ctx context.Context, name string, op *C.mcpgw_op) (execEr
 		if err := ctx.Err(); err != nil {
 			return nil, contextError(name, err)
 		}
-		// Copied: the library's text lives only until the operation moves on.
+		// Copied: the library's text and bytes live only until the operation moves on, and an
+		// abandoned exec goroutine may still read them after the operation is freed.
 		command := C.GoString(cmd)
-		out, err := c.execute(ctx, name, command, time.Duration(limitMS)*time.Millisecond)
+		var stdin []byte
+		var buf *C.uint8_t
+		var n C.size_t
+		if Code(C.mcpgw_op_command_stdin(op, &buf, &n)) == CodeOK && buf != nil {
+			stdin = C.GoBytes(unsafe.Pointer(buf), C.int(n))
+		}
+		out, err := c.execute(ctx, name, command, stdin, time.Duration(limitMS)*time.Millisecond)
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +229,7 @@ type execOutcome struct {
 // it, for the end of ctx, or for the command's time limit, whichever comes first. When it stops
 // waiting, the goroutine is left to finish on its own (its result is dropped; a panic in it is
 // raised there, since nobody is left to receive it).
-func (c *Client) execute(ctx context.Context, name, command string, limit time.Duration) (execOutcome, error) {
+func (c *Client) execute(ctx context.Context, name, command string, stdin []byte, limit time.Duration) (execOutcome, error) {
 	var cmdCtx context.Context
 	var cancel context.CancelFunc
 	if limit > 0 {
@@ -198,7 +254,7 @@ func (c *Client) execute(ctx context.Context, name, command string, limit time.D
 				}
 			}
 		}()
-		o.res, o.err = c.exec(cmdCtx, command)
+		o.res, o.err = c.exec.Exec(cmdCtx, command, stdin)
 	}()
 	select {
 	case o := <-done:

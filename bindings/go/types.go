@@ -2,8 +2,14 @@ package mcpgw
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 )
+
+// The Go types of this file round-trip the gateway's JSON: a value decoded from what the
+// gateway sent marshals back to the same JSON value. Members the wire writes as null are
+// pointers (or slices and maps, whose nil is null), members it may leave out are omitted only
+// when they are absent, and members this version does not know are kept in Extra.
 
 // The mcp_config types of an MCPSpec.
 const (
@@ -15,71 +21,156 @@ const (
 )
 
 // MCPSpec registers an MCP server with the gateway: AgentScope's MCPClient dump. Build one
-// with StdioSpec or HTTPSpec, or as a literal.
+// with StdioSpec or HTTPSpec, or as a literal. ListMCPs gives the specs as registered, each with
+// its Status; such a spec can be registered again as it is (AddMCP ignores Status).
 type MCPSpec struct {
-	// Name is unique within a scope and matches [A-Za-z0-9_-]+.
+	// Name is unique within a scope, matches [A-Za-z0-9_-]+ and has at most 128 bytes.
 	Name string `json:"name"`
-	// IsStateful says whether the gateway keeps one session open; nil means true, the
-	// gateway's default. A stdio MCP must be stateful; a stateless HTTP MCP gets a fresh
-	// session for every operation.
+	// IsStateful says whether the gateway keeps one session open; nil (left out on the wire)
+	// means true, the gateway's default. A stdio MCP must be stateful; a stateless HTTP MCP gets
+	// a fresh session for every operation.
 	IsStateful *bool `json:"is_stateful,omitempty"`
 	// MCPConfig says how the gateway reaches the server.
 	MCPConfig MCPConfig `json:"mcp_config"`
-	// EnableTools, when set, lists the only tools that are listed.
-	EnableTools []string `json:"enable_tools,omitempty"`
-	// DisableTools, when set, lists tools that are not listed.
-	DisableTools []string `json:"disable_tools,omitempty"`
-	// ExecutionTimeout bounds each tool call of this MCP, in seconds; 0 means no bound of its
-	// own (each call still has its context's deadline or the client's timeout).
-	ExecutionTimeout float64 `json:"execution_timeout,omitempty"`
+	// EnableTools, when not nil, lists the only tools that are listed.
+	EnableTools []string `json:"enable_tools"`
+	// DisableTools, when not nil, lists tools that are not listed.
+	DisableTools []string `json:"disable_tools"`
+	// ExecutionTimeout bounds each tool call of this MCP, in seconds (at most 86400); nil for no
+	// bound of its own (each call still has its context's deadline or the client's timeout).
+	ExecutionTimeout *float64 `json:"execution_timeout"`
 	// StreamProgress is AgentScope's streaming switch; the gateway keeps and echoes it.
-	StreamProgress bool `json:"stream_progress,omitempty"`
+	StreamProgress bool `json:"stream_progress"`
 	// RuntimeHeaders are extra headers for an HTTP MCP, sent on registration and never
 	// echoed back (see SetRuntimeHeaders).
 	RuntimeHeaders map[string]string `json:"runtime_headers,omitempty"`
-	// Status is the gateway's view of the MCP, filled in by ListMCPs; ignored by AddMCP.
+	// Status is the gateway's view of the MCP, filled in by ListMCPs; AddMCP leaves it out.
 	Status *MCPStatus `json:"status,omitempty"`
+	// Extra holds members this version does not know; the gateway keeps and echoes them.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
-// MCPConfig is the mcp_config of an MCPSpec: a stdio server (Type ConfigStdio, with
-// Command, Args, Env, Cwd) or an HTTP server (Type ConfigHTTP, with URL, Headers, Timeout).
+type plainSpec MCPSpec
+
+// MarshalJSON writes the spec with its Extra members.
+func (s MCPSpec) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(plainSpec(s))
+	if err != nil {
+		return nil, err
+	}
+	return withExtra(b, s.Extra)
+}
+
+// UnmarshalJSON reads a spec, keeping unknown members in Extra.
+func (s *MCPSpec) UnmarshalJSON(data []byte) error {
+	var p plainSpec
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	extra, err := unknownMembers(data, reflect.TypeOf(p))
+	if err != nil {
+		return err
+	}
+	p.Extra = extra
+	*s = MCPSpec(p)
+	return nil
+}
+
+// MCPConfig is the mcp_config of an MCPSpec: a stdio server (Type ConfigStdio, with Command,
+// Args, Env, Cwd, EncodingErrorHandler) or an HTTP server (Type ConfigHTTP, with URL, Headers,
+// Timeout). Only the members of its type are written.
 type MCPConfig struct {
 	// Type is ConfigStdio or ConfigHTTP.
 	Type string `json:"type"`
 	// Command is the program of a stdio server, looked up on PATH when it has no slash.
 	Command string `json:"command,omitempty"`
-	// Args are its arguments.
+	// Args are its arguments (nil: null, none).
 	Args []string `json:"args,omitempty"`
-	// Env holds variables added to the gateway's environment for the child.
+	// Env holds variables added to the gateway's environment for the child (nil: null).
 	Env map[string]string `json:"env,omitempty"`
-	// Cwd is the child's working directory.
-	Cwd string `json:"cwd,omitempty"`
+	// Cwd is the child's working directory (nil: null, the gateway's).
+	Cwd *string `json:"cwd,omitempty"`
 	// EncodingErrorHandler says what to do with stdout bytes that are not UTF-8: "strict"
-	// (the default), "ignore" or "replace".
+	// (the default, also when ""), "ignore" or "replace".
 	EncodingErrorHandler string `json:"encoding_error_handler,omitempty"`
 	// URL is the endpoint of an HTTP server, e.g. http://127.0.0.1:8000/mcp.
 	URL string `json:"url,omitempty"`
-	// Headers are sent with every request to an HTTP server.
+	// Headers are sent with every request to an HTTP server (nil: null).
 	Headers map[string]string `json:"headers,omitempty"`
-	// Timeout bounds one HTTP request, in seconds; 0 means the default (30).
-	Timeout float64 `json:"timeout,omitempty"`
+	// Timeout bounds how long a connection to an HTTP server may take to open, in seconds.
+	// nil is written as null, which means no bound; HTTPSpec sets AgentScope's default, 30.
+	Timeout *float64 `json:"timeout,omitempty"`
+	// Extra holds members this version does not know; the gateway keeps and echoes them.
+	Extra map[string]json.RawMessage `json:"-"`
 }
+
+type plainConfig MCPConfig
+
+// MarshalJSON writes the members of the config's type, as the gateway does.
+func (c MCPConfig) MarshalJSON() ([]byte, error) {
+	w := newObject()
+	w.add("type", c.Type)
+	switch c.Type {
+	case ConfigStdio:
+		w.add("command", c.Command)
+		w.add("args", c.Args)
+		w.add("env", c.Env)
+		w.add("cwd", c.Cwd)
+		if c.EncodingErrorHandler != "" {
+			w.add("encoding_error_handler", c.EncodingErrorHandler)
+		}
+	case ConfigHTTP:
+		w.add("url", c.URL)
+		w.add("headers", c.Headers)
+		w.add("timeout", c.Timeout)
+	default:
+		// A type this version does not know: whatever is set.
+		b, err := json.Marshal(plainConfig(c))
+		if err != nil {
+			return nil, err
+		}
+		return withExtra(b, c.Extra)
+	}
+	w.extra(c.Extra)
+	return w.bytes()
+}
+
+// UnmarshalJSON reads a config, keeping unknown members in Extra.
+func (c *MCPConfig) UnmarshalJSON(data []byte) error {
+	var p plainConfig
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	extra, err := unknownMembers(data, reflect.TypeOf(p))
+	if err != nil {
+		return err
+	}
+	p.Extra = extra
+	*c = MCPConfig(p)
+	return nil
+}
+
+// MCPState is the state of a registered MCP (MCPStatus.State); the constants MCPStateConnecting,
+// ... are generated from the gateway's own list, with its documentation.
+type MCPState string
+
+// MCPStates returns every state the gateway reports, in its order.
+func MCPStates() []MCPState { return append([]MCPState(nil), mcpStates...) }
 
 // MCPStatus is how the gateway sees a registered MCP.
 type MCPStatus struct {
-	// State is one of "connecting", "connected", "stateless" (an HTTP MCP without a
-	// session), "exited", "restarting", "crashing", "failed" and "closed".
-	State string `json:"state"`
-	// PID is the process id of a stdio server inside the sandbox, or 0.
-	PID int `json:"pid,omitempty"`
+	// State is one of the MCPState constants.
+	State MCPState `json:"state"`
+	// PID is the process id of a stdio server that runs, nil otherwise.
+	PID *int `json:"pid"`
 	// Restarts counts how often a stdio server was started again after dying.
-	Restarts int `json:"restarts"`
-	// LastError is the last failure of the upstream, or "".
-	LastError string `json:"last_error,omitempty"`
+	Restarts uint64 `json:"restarts"`
+	// LastError is why the upstream last failed, nil when it has not.
+	LastError *string `json:"last_error"`
 	// Calls counts the tool calls made.
-	Calls int `json:"calls"`
-	// Errors counts the tool calls that failed.
-	Errors int `json:"errors"`
+	Calls uint64 `json:"calls"`
+	// Errors counts the tool calls that ended in an error status.
+	Errors uint64 `json:"errors"`
 }
 
 // StdioSpec is the spec of a stdio MCP server: the gateway spawns command with args inside
@@ -89,27 +180,54 @@ func StdioSpec(name, command string, args ...string) MCPSpec {
 }
 
 // HTTPSpec is the spec of an MCP server the gateway reaches at url (streamable HTTP, or legacy
-// SSE when the path ends in /sse or /messages/).
+// SSE when the path ends in /sse or /messages/), with AgentScope's connection timeout of 30 s.
 func HTTPSpec(name, url string) MCPSpec {
-	return MCPSpec{Name: name, MCPConfig: MCPConfig{Type: ConfigHTTP, URL: url}}
+	timeout := 30.0
+	return MCPSpec{Name: name, MCPConfig: MCPConfig{Type: ConfigHTTP, URL: url, Timeout: &timeout}}
 }
 
 // Tool is an MCP tool as its server describes it (the MCP Tool object, camelCase).
 type Tool struct {
 	// Name is the tool's name on its server, as CallTool takes it.
 	Name string `json:"name"`
-	// Title is a display name, or "".
-	Title string `json:"title,omitempty"`
-	// Description says what the tool does.
-	Description string `json:"description,omitempty"`
+	// Title is a display name, nil when the server gave none.
+	Title *string `json:"title,omitempty"`
+	// Description says what the tool does, nil when the server gave nothing.
+	Description *string `json:"description,omitempty"`
 	// InputSchema is the JSON Schema of its arguments.
-	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
-	// OutputSchema is the JSON Schema of its structured output, if it has one.
+	InputSchema json.RawMessage `json:"inputSchema"`
+	// OutputSchema is the JSON Schema of its structured output, nil when it has none.
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
-	// Annotations holds hints such as readOnlyHint, if any.
+	// Annotations holds hints such as readOnlyHint, nil when there are none.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
-	// Meta is the tool's _meta object, if any.
-	Meta json.RawMessage `json:"_meta,omitempty"`
+	// Extra holds every other member the server sent (_meta, icons, execution, ...).
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+type plainTool Tool
+
+// MarshalJSON writes the tool with its Extra members.
+func (t Tool) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(plainTool(t))
+	if err != nil {
+		return nil, err
+	}
+	return withExtra(b, t.Extra)
+}
+
+// UnmarshalJSON reads a tool, keeping the members it has no field for in Extra.
+func (t *Tool) UnmarshalJSON(data []byte) error {
+	var p plainTool
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	extra, err := unknownMembers(data, reflect.TypeOf(p))
+	if err != nil {
+		return err
+	}
+	p.Extra = extra
+	*t = Tool(p)
+	return nil
 }
 
 // ToolState is AgentScope's state of a tool execution.
@@ -130,8 +248,19 @@ const (
 	StateDenied ToolState = "denied"
 )
 
-// ToolChunk is the result of a tool call, in AgentScope's shape. It marshals back to the
-// JSON the gateway sent.
+// The metadata keys of a ToolChunk that mcpgw fills in.
+const (
+	// MetadataStructuredContent holds the MCP result's structuredContent.
+	MetadataStructuredContent = "structured_content"
+	// MetadataProgress holds the progress of a progress chunk (AgentScope's reserved key).
+	MetadataProgress = "mcp_progress"
+	// MetadataError holds {"status", "detail"} on the last chunk of a streamed call that failed
+	// after progress was sent.
+	MetadataError = "error"
+)
+
+// ToolChunk is the result of a tool call, or one progress report of a streamed call (IsLast
+// false), in AgentScope's shape. It marshals back to the JSON the gateway sent.
 type ToolChunk struct {
 	// Content holds the text and data blocks, in the upstream's order.
 	Content []Block `json:"content"`
@@ -139,8 +268,7 @@ type ToolChunk struct {
 	State ToolState `json:"state"`
 	// IsLast says whether this is the call's last chunk.
 	IsLast bool `json:"is_last"`
-	// Metadata holds side information: structured_content (the MCP result's
-	// structuredContent), progress, ...
+	// Metadata holds side information: MetadataStructuredContent, MetadataProgress, ...
 	Metadata map[string]json.RawMessage `json:"metadata"`
 	// ID is 32 lowercase hex digits.
 	ID string `json:"id"`
@@ -159,7 +287,31 @@ func (c *ToolChunk) Text() string {
 
 // StructuredContent is the MCP result's structuredContent as JSON, or nil when it had none.
 func (c *ToolChunk) StructuredContent() json.RawMessage {
-	return c.Metadata["structured_content"]
+	return c.Metadata[MetadataStructuredContent]
+}
+
+// Progress is the progress a progress chunk reports (metadata.mcp_progress), or nil for a chunk
+// that reports none.
+func (c *ToolChunk) Progress() *Progress {
+	raw, ok := c.Metadata[MetadataProgress]
+	if !ok {
+		return nil
+	}
+	var p Progress
+	if json.Unmarshal(raw, &p) != nil {
+		return nil
+	}
+	return &p
+}
+
+// Progress is one progress report of a tool call, as the MCP server sent it.
+type Progress struct {
+	// Progress is how far the call is; it increases with every report.
+	Progress float64 `json:"progress"`
+	// Total is what Progress counts up to, nil when the server does not know.
+	Total *float64 `json:"total"`
+	// Message describes the step, nil when there is none.
+	Message *string `json:"message"`
 }
 
 // The block types of a ToolChunk.
@@ -179,7 +331,8 @@ const (
 )
 
 // Block is one block of a ToolChunk: text (an MCP text content or embedded text resource) or
-// data (an image, audio, embedded blob or resource link).
+// data (an image, audio, embedded blob or resource link). Only the members of its type are
+// written.
 type Block struct {
 	// Type is BlockText or BlockData.
 	Type string `json:"type"`
@@ -187,28 +340,74 @@ type Block struct {
 	Text string `json:"text,omitempty"`
 	// Source says where a data block's bytes are.
 	Source *Source `json:"source,omitempty"`
-	// Name is a data block's name (e.g. of a linked resource), or "".
-	Name string `json:"name,omitempty"`
+	// Name is a data block's name (e.g. of a linked resource), nil when it has none.
+	Name *string `json:"name,omitempty"`
 	// ID identifies the block.
 	ID string `json:"id"`
 	// CreatedAt is when the block was made (ISO 8601).
-	CreatedAt string `json:"created_at,omitempty"`
-	// FinishedAt is when it was finished, or "".
-	FinishedAt string `json:"finished_at,omitempty"`
+	CreatedAt string `json:"created_at"`
+	// FinishedAt is when it was finished, nil while it is not.
+	FinishedAt *string `json:"finished_at"`
+}
+
+type plainBlock Block
+
+// MarshalJSON writes the members of the block's type, as the gateway does.
+func (b Block) MarshalJSON() ([]byte, error) {
+	w := newObject()
+	w.add("type", b.Type)
+	switch b.Type {
+	case BlockText:
+		w.add("text", b.Text)
+	case BlockData:
+		w.add("id", b.ID)
+		w.add("source", b.Source)
+		w.add("name", b.Name)
+		w.add("created_at", b.CreatedAt)
+		w.add("finished_at", b.FinishedAt)
+		return w.bytes()
+	default:
+		return json.Marshal(plainBlock(b))
+	}
+	w.add("id", b.ID)
+	w.add("created_at", b.CreatedAt)
+	w.add("finished_at", b.FinishedAt)
+	return w.bytes()
 }
 
 // Source is where a data block's bytes are: inline (SourceBase64, decoded into Data) or
-// behind a URL (SourceURL).
+// behind a URL (SourceURL). Only the members of its type are written.
 type Source struct {
 	// Type is SourceBase64 or SourceURL.
 	Type string `json:"type"`
-	// Data holds the decoded bytes of an inline source (base64 on the wire, which
-	// encoding/json decodes and encodes).
+	// Data holds the decoded bytes of an inline source (base64 on the wire).
 	Data []byte `json:"data,omitempty"`
 	// URL is where a linked source's bytes are.
 	URL string `json:"url,omitempty"`
 	// MediaType is e.g. "image/png".
 	MediaType string `json:"media_type"`
+}
+
+type plainSource Source
+
+// MarshalJSON writes the members of the source's type, as the gateway does.
+func (s Source) MarshalJSON() ([]byte, error) {
+	w := newObject()
+	w.add("type", s.Type)
+	switch s.Type {
+	case SourceBase64:
+		if s.Data == nil {
+			w.add("data", "")
+		} else {
+			w.add("data", s.Data)
+		}
+	case SourceURL:
+		w.add("url", s.URL)
+	default:
+		return json.Marshal(plainSource(s))
+	}
+	w.add("media_type", s.MediaType)
+	return w.bytes()
 }
 
 // GatewayInfo describes the gateway StartGateway launched. It names the token file, never
@@ -230,8 +429,8 @@ type GatewayInfo struct {
 type Health struct {
 	// Status is "ok".
 	Status string `json:"status"`
-	// InstanceNonce is the gateway's launch nonce, or "" when it was launched without one.
-	InstanceNonce string `json:"instance_nonce,omitempty"`
+	// InstanceNonce is the gateway's launch nonce, nil when it was launched without one.
+	InstanceNonce *string `json:"instance_nonce,omitempty"`
 }
 
 // BinaryStatus is what EnsureGatewayBinary found or did.
@@ -242,4 +441,25 @@ type BinaryStatus struct {
 	SHA256 string `json:"sha256"`
 	// Path is where it is in the sandbox.
 	Path string `json:"path"`
+}
+
+// SessionInfo is what a session channel says when it opens (its hello frame).
+type SessionInfo struct {
+	// V is the frame format version.
+	V int `json:"v"`
+	// Version is the gateway binary's version.
+	Version string `json:"version"`
+	// Port is the port of the gateway the channel relays to.
+	Port int `json:"port"`
+	// PID is the gateway's process id inside the sandbox.
+	PID int `json:"pid"`
+	// InstanceNonce is the gateway's launch nonce, nil when it has none.
+	InstanceNonce *string `json:"instance_nonce"`
+	// TokenFile is the gateway's token file (the token never crosses the channel), nil when
+	// it has none.
+	TokenFile *string `json:"token_file"`
+	// Launched says whether opening the session launched the gateway (the client knew none).
+	Launched bool `json:"launched"`
+	// MaxFrameBytes is the longest frame the channel takes; larger requests go one-shot.
+	MaxFrameBytes uint64 `json:"max_frame_bytes"`
 }

@@ -1,8 +1,9 @@
 // Command quickstart runs the whole mcpgw cycle against a "sandbox" that is a temp dir on this
 // machine, driven with `sh -c`: it launches the gateway, registers the project's MCP test
 // server over stdio, lists its tools, calls a few (text, structured, media, a tool error, one
-// past its deadline), shows a typed error, removes the server and stops the gateway. It exits
-// non-zero when anything unexpected happens.
+// past its deadline), shows a typed error, opens a session and streams a call's progress over
+// it, removes the server and stops the gateway. It exits non-zero when anything unexpected
+// happens.
 //
 //	go run ./examples/quickstart [-gateway PATH] [-server PATH]
 //
@@ -118,7 +119,7 @@ func run(gateway, server string) error {
 	defer cancel()
 	_, err = client.CallTool(deadline, "test", "slow", map[string]int{"seconds": 30})
 	var e *mcpgw.Error
-	if !errors.Is(err, mcpgw.ErrTimeout) || !errors.As(err, &e) {
+	if !errors.Is(err, mcpgw.ErrDeadline) || !errors.As(err, &e) {
 		return fmt.Errorf("a slow call with a 1 s deadline: want a timeout, got %v", err)
 	}
 	fmt.Printf("slow, 1 s deadline: HTTP %d, %s\n", e.HTTPStatus, e.Detail)
@@ -135,9 +136,28 @@ func run(gateway, server string) error {
 	}
 	status, _ := json.Marshal(specs[0].Status)
 	fmt.Printf("MCP %s: %s\n", specs[0].Name, status)
+
+	// From here on every call goes over one long-lived exec (here a local pipe; DockerSession
+	// for `docker exec -i`), with live progress and real cancellation.
+	hello, err := client.OpenSession(ctx, mcpgw.LocalSession(sandbox))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("session open: gateway %s, frames of at most %d bytes\n", hello.Version, hello.MaxFrameBytes)
+	chunk, err = client.CallTool(ctx, "test", "slow", map[string]any{"seconds": 0.6, "steps": 3},
+		mcpgw.WithProgress(func(c mcpgw.ToolChunk) {
+			if p := c.Progress(); p != nil && p.Total != nil {
+				fmt.Printf("slow: progress %v of %v\n", p.Progress, *p.Total)
+			}
+		}))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("slow: %s\n", chunk.Text())
 	if err := client.RemoveMCP(ctx, "test"); err != nil {
 		return err
 	}
+	// Closes the session, then stops the gateway: nothing is left running in the sandbox.
 	if err := client.StopGateway(ctx); err != nil {
 		return err
 	}
