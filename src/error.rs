@@ -44,6 +44,25 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ErrorKind; 15] = [
+        ErrorKind::InvalidArgument,
+        ErrorKind::ExecFailed,
+        ErrorKind::CommandFailed,
+        ErrorKind::GatewayNotRunning,
+        ErrorKind::StartFailed,
+        ErrorKind::Unauthorized,
+        ErrorKind::NotFound,
+        ErrorKind::Conflict,
+        ErrorKind::UpstreamError,
+        ErrorKind::Deadline,
+        ErrorKind::ProtocolError,
+        ErrorKind::HostIo,
+        ErrorKind::InvalidState,
+        ErrorKind::SessionLost,
+        ErrorKind::Cancelled,
+    ];
+
     /// A short name of the kind, for logs.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -189,5 +208,17 @@ mod tests {
         assert_eq!(e.http_status(), Some(404));
         assert_eq!(e.detail(), Some("no such MCP"));
         assert_eq!(e.to_string(), "list_tools: unknown MCP");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorKind;
+
+    #[test]
+    fn all_lists_the_kinds_in_declaration_order() {
+        for (i, kind) in ErrorKind::ALL.iter().enumerate() {
+            assert_eq!(*kind as usize, i, "{kind:?}");
+        }
     }
 }

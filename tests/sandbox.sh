@@ -16,6 +16,8 @@
 # BINARY needs (no curl, no python). Needs root.
 set -eu
 
+HERE=$(cd "$(dirname "$0")" && pwd)
+
 die() { echo "sandbox.sh: $*" >&2; exit 1; }
 
 check() {
@@ -27,22 +29,10 @@ check() {
         { echo "unshare --net --pid --mount --fork is refused here"; return 1; }
 }
 
-busybox_static() {
-    for b in /bin/busybox /usr/bin/busybox; do
-        if [ -x "$b" ] && ! ldd "$b" >/dev/null 2>&1; then echo "$b"; return; fi
-    done
-    echo "sandbox.sh: installing busybox-static" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q busybox-static >&2 ||
-        { apt-get update -q >&2 && apt-get install -y -q busybox-static >&2; } ||
-        die "cannot install busybox-static"
-    echo /bin/busybox
-}
-
 make_root() {
     root=$1 libs_for=$2
     mkdir -p "$root/bin" "$root/tmp" "$root/proc" "$root/dev" "$root/usr/local/bin"
-    cp "$(busybox_static)" "$root/bin/busybox"
+    cp "$(sh "$HERE/busybox.sh")" "$root/bin/busybox"
     for applet in $("$root/bin/busybox" --list); do
         [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
     done

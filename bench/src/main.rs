@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use mcpgw::{CallOptions, Client, Config, Exec, ExecOutput, LocalShell, Transport};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
+use mcpgw_bench::{Run, median};
 use serde_json::{Value, json};
 
 const CONCURRENCY: [usize; 2] = [1, 32];
@@ -61,29 +62,6 @@ impl Paths {
         }
         paths
     }
-}
-
-/// Throughput and latency of one measured run.
-#[derive(Clone, Copy, Default)]
-struct Run {
-    calls: u64,
-    secs: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    errors: u64,
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() - 1) as f64 * p / 100.0).round() as usize;
-    sorted[i]
-}
-
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    percentile(&v, 50.0)
 }
 
 /// Runs of one system at one concurrency, over the rounds.
@@ -220,31 +198,9 @@ fn start_agentscope(paths: &Paths, token: &str) -> Gateway {
     Gateway { child, port }
 }
 
-/// wrk against a gateway's tool-call endpoint.
 fn wrk(port: u16, token: &str, callers: usize, secs: u64, script: &Path) -> Run {
-    // One wrk thread drives 32 connections easily and leaves the other core to the systems
-    // under test; a second one only adds contention on a 2-core machine.
-    let out = Command::new("wrk")
-        .args(["-t", "1", "-c", &callers.to_string()])
-        .args(["-d", &format!("{secs}s"), "--timeout", "10s", "-s"])
-        .arg(script)
-        .arg(format!("http://127.0.0.1:{port}/mcps/ts/tools/echo"))
-        .env("MCPGW_BENCH_TOKEN", token)
-        .output()
-        .expect("wrk runs (make bench installs it)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("wrk printed no result: {stdout}"));
-    let v: Value = serde_json::from_str(line).unwrap();
-    Run {
-        calls: v["requests"].as_u64().unwrap(),
-        secs: v["duration_us"].as_f64().unwrap() / 1e6,
-        p50_ms: v["p50_us"].as_f64().unwrap() / 1e3,
-        p99_ms: v["p99_us"].as_f64().unwrap() / 1e3,
-        errors: v["errors"].as_u64().unwrap(),
-    }
+    let url = format!("http://127.0.0.1:{port}/mcps/ts/tools/echo");
+    mcpgw_bench::wrk(&url, token, callers, secs, script)
 }
 
 /// The floor: `callers` tasks calling `echo` on one rmcp session to the upstream, back to back.
@@ -262,7 +218,7 @@ async fn direct(peer: &rmcp::service::Peer<rmcp::RoleClient>, callers: usize, se
                     let t = Instant::now();
                     let params = CallToolRequestParams::new("echo").with_arguments(args.clone());
                     match peer.call_tool(params).await {
-                        Ok(_) => latencies.push(t.elapsed().as_secs_f64() * 1e3),
+                        Ok(_) => latencies.push(t.elapsed().as_secs_f64()),
                         Err(_) => errors += 1,
                     }
                 }
@@ -277,15 +233,7 @@ async fn direct(peer: &rmcp::service::Peer<rmcp::RoleClient>, callers: usize, se
         all.extend(l);
         errors += e;
     }
-    let secs = started.elapsed().as_secs_f64();
-    all.sort_by(f64::total_cmp);
-    Run {
-        calls: all.len() as u64,
-        secs,
-        p50_ms: percentile(&all, 50.0),
-        p99_ms: percentile(&all, 99.0),
-        errors,
-    }
+    Run::from_latencies(all, started.elapsed().as_secs_f64(), errors)
 }
 
 fn cold_start(paths: &Paths, runs: usize) -> Vec<f64> {

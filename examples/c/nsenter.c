@@ -28,17 +28,7 @@ static int32_t exec_nsenter(void *userdata, const char *command, uint32_t timeou
     /* -r/-w: the sandbox's own root and working directory (a minimal root has only /bin/sh). */
     char *argv[] = {"nsenter", "-t", sb->pid, "-n", "-p", "-m", "-r", "-w",
                     "--", "/bin/sh", "-c", (char *)command, NULL};
-    proc_job job;
-    char why[256];
-    if (proc_run(&job, argv, timeout_ms, NULL, 0, why, sizeof why) != 0) {
-        mcpgw_exec_output_set_error(out, why);
-        proc_free(&job);
-        return 1;
-    }
-    mcpgw_exec_output_set(out, job.exit_code, job.out[0].data, job.out[0].len, job.out[1].data,
-                          job.out[1].len);
-    proc_free(&job);
-    return 0;
+    return proc_exec_argv(argv, timeout_ms, out);
 }
 
 static void release_sandbox(void *userdata) { free(userdata); }

@@ -1,8 +1,10 @@
 /* proc.h: run a command with its stdout and stderr captured, optional bytes on its stdin, and a
- * timeout; blocking, or step by step from the host's own poll() loop. Shared by the mcpgw C
- * examples and by docker_exec.c. */
+ * timeout; blocking, or step by step from the host's own poll() loop; and mcpgw exec callbacks
+ * made of it. Shared by the mcpgw C examples and by docker_exec.c. */
 #ifndef MCPGW_EXAMPLE_PROC_H
 #define MCPGW_EXAMPLE_PROC_H
+
+#include <mcpgw.h>
 
 #include <poll.h>
 #include <stddef.h>
@@ -65,5 +67,16 @@ int proc_run(proc_job *job, char *const argv[], uint32_t timeout_ms, const unsig
 
 /* Frees the job's buffers and closes what is still open. */
 void proc_free(proc_job *job);
+
+/* The body of an mcpgw exec callback: runs argv with the bytes mcpgw gives for the command's
+ * stdin and reports its exit status and output into `out`. Returns what the callback returns:
+ * 0 when it ran to its end (whatever its exit status), 1 when it could not be started or overran
+ * `timeout_ms` and was killed (the reason is set on `out`). */
+int32_t proc_exec_argv(char *const argv[], uint32_t timeout_ms, mcpgw_exec_output *out);
+
+/* An mcpgw exec callback running each command with `sh -c` on this machine, passing its stdin
+ * (userdata is unused). */
+int32_t proc_exec_local(void *userdata, const char *command, uint32_t timeout_ms,
+                        mcpgw_exec_output *out);
 
 #endif

@@ -14,29 +14,6 @@
 
 #include "proc.h"
 
-/* The exec callback: run `sh -c command` here with the bytes it wants on its stdin, report
- * its exit status and output. Returns non-zero only when it could not be run (or overran its
- * timeout and was killed). */
-static int32_t exec_local(void *userdata, const char *command, uint32_t timeout_ms,
-                          mcpgw_exec_output *out) {
-    (void)userdata;
-    const uint8_t *in = NULL;
-    size_t in_len = 0;
-    mcpgw_exec_output_stdin(out, &in, &in_len);
-    char *argv[] = {"sh", "-c", (char *)command, NULL};
-    proc_job job;
-    char why[256];
-    if (proc_run(&job, argv, timeout_ms, in, in_len, why, sizeof why) != 0) {
-        mcpgw_exec_output_set_error(out, why);
-        proc_free(&job);
-        return 1;
-    }
-    mcpgw_exec_output_set(out, job.exit_code, job.out[0].data, job.out[0].len, job.out[1].data,
-                          job.out[1].len);
-    proc_free(&job);
-    return 0;
-}
-
 /* The blocking form of an operation: runs the op `*op` (just prepared, with result `prepared`)
  * through the client's exec callback, then frees it. On success `*json_out` and `*chunk_out`
  * (each may be NULL) receive its result; on failure its error is printed. */
@@ -108,13 +85,13 @@ int main(int argc, char **argv) {
     if ((rc = mcpgw_client_config_new(&cfg)) != MCPGW_RESULT_OK ||
         (rc = mcpgw_client_config_set_gateway_path(cfg, argv[1])) != MCPGW_RESULT_OK ||
         (rc = mcpgw_client_config_set_timeout_ms(cfg, 30000)) != MCPGW_RESULT_OK ||
-        /* exec_local passes a command's stdin: large bodies then take one command. */
+        /* proc_exec_local passes a command's stdin: large bodies then take one command. */
         (rc = mcpgw_client_config_set_exec_stdin(cfg, true)) != MCPGW_RESULT_OK) {
         mcpgw_client_config_free(cfg);
         fprintf(stderr, "config: %s\n", mcpgw_result_message(rc));
         return 1;
     }
-    rc = mcpgw_client_new(cfg, exec_local, NULL, NULL, &client, &err);
+    rc = mcpgw_client_new(cfg, proc_exec_local, NULL, NULL, &client, &err);
     mcpgw_client_config_free(cfg);
     if (rc != MCPGW_RESULT_OK) {
         fprintf(stderr, "mcpgw_client_new: %s\n", mcpgw_error_message(err));

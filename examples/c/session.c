@@ -39,27 +39,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* One-shot commands (stop_gateway) run here with `sh -c`. */
-static int32_t exec_local(void *userdata, const char *command, uint32_t timeout_ms,
-                          mcpgw_exec_output *out) {
-    (void)userdata;
-    const uint8_t *in = NULL;
-    size_t in_len = 0;
-    mcpgw_exec_output_stdin(out, &in, &in_len);
-    char *argv[] = {"sh", "-c", (char *)command, NULL};
-    proc_job job;
-    char why[256];
-    if (proc_run(&job, argv, timeout_ms, in, in_len, why, sizeof why) != 0) {
-        mcpgw_exec_output_set_error(out, why);
-        proc_free(&job);
-        return 1;
-    }
-    mcpgw_exec_output_set(out, job.exit_code, job.out[0].data, job.out[0].len, job.out[1].data,
-                          job.out[1].len);
-    proc_free(&job);
-    return 0;
-}
-
 /* Spawns `sh -c command` with its stdin and stdout piped to us; its stderr stays ours (logs). */
 static pid_t spawn_channel(const char *command, int *read_fd, int *write_fd) {
     int in[2], out[2];
@@ -253,7 +232,7 @@ int main(int argc, char **argv) {
         mcpgw_client_config_free(cfg);
         return 1;
     }
-    mcpgw_result rc = mcpgw_client_new(cfg, exec_local, NULL, NULL, &client, &err);
+    mcpgw_result rc = mcpgw_client_new(cfg, proc_exec_local, NULL, NULL, &client, &err);
     mcpgw_client_config_free(cfg);
     if (rc != MCPGW_RESULT_OK) {
         fprintf(stderr, "mcpgw_client_new: %s\n", mcpgw_error_message(err));

@@ -482,24 +482,7 @@ mod tests {
 
     #[test]
     fn every_error_kind_has_its_own_code() {
-        use ErrorKind::*;
-        let kinds = [
-            InvalidArgument,
-            ExecFailed,
-            CommandFailed,
-            GatewayNotRunning,
-            StartFailed,
-            Unauthorized,
-            NotFound,
-            Conflict,
-            UpstreamError,
-            Deadline,
-            ProtocolError,
-            HostIo,
-            InvalidState,
-            SessionLost,
-            Cancelled,
-        ];
+        let kinds = ErrorKind::ALL;
         let codes: std::collections::HashSet<_> =
             kinds.iter().map(|k| mcpgw_result::from(*k)).collect();
         assert_eq!(codes.len(), kinds.len());

@@ -36,18 +36,6 @@ check() {
     fi
 }
 
-busybox_static() {
-    for b in /bin/busybox /usr/bin/busybox; do
-        if [ -x "$b" ] && ! ldd "$b" >/dev/null 2>&1; then echo "$b"; return; fi
-    done
-    echo "sandbox.sh: installing busybox-static" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q busybox-static >&2 ||
-        { apt-get update -q >&2 && apt-get install -y -q busybox-static >&2; } ||
-        die "cannot install busybox-static"
-    echo /bin/busybox
-}
-
 # A binary for a busybox-only image: it must load without any shared library.
 require_static() {
     [ -f "$1" ] || die "$1 is missing (make static builds it)"
@@ -71,7 +59,7 @@ image() {
     done
     require_static "$gateway"
     require_static "$testserver"
-    busybox=$(busybox_static)
+    busybox=$(sh "$REPO/tests/busybox.sh")
     # The tag covers every input, this script (the image layout) included.
     hash=$(for f in "$busybox" "$gateway" "$testserver" "$0"; do sha256sum < "$f"; done |
         sha256sum | cut -c1-12)

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
+use mcpgw_bench::{Run, median};
 use serde_json::{Value, json};
 
 const ECHO_PATH: &str = "/mcps/ts/tools/echo";
@@ -142,39 +143,6 @@ impl Session {
     }
 }
 
-#[derive(Default, Clone, Copy)]
-struct Run {
-    calls: u64,
-    secs: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    errors: u64,
-}
-
-impl Run {
-    fn per_sec(&self) -> f64 {
-        self.calls as f64 / self.secs
-    }
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-fn summarize(mut latencies: Vec<f64>, secs: f64, errors: u64) -> Run {
-    latencies.sort_by(f64::total_cmp);
-    Run {
-        calls: latencies.len() as u64,
-        secs,
-        p50_ms: percentile(&latencies, 0.5) * 1e3,
-        p99_ms: percentile(&latencies, 0.99) * 1e3,
-        errors,
-    }
-}
-
 /// One call at a time for `secs`.
 fn sequential(s: &mut Session, secs: f64) -> Run {
     let mut latencies = Vec::new();
@@ -189,7 +157,7 @@ fn sequential(s: &mut Session, secs: f64) -> Run {
         assert_eq!(got, id);
         errors += u64::from(!ok);
     }
-    summarize(latencies, started.elapsed().as_secs_f64(), errors)
+    Run::from_latencies(latencies, started.elapsed().as_secs_f64(), errors)
 }
 
 /// `depth` calls in flight for `secs`: the next one is written as each answer arrives.
@@ -219,36 +187,12 @@ fn in_flight(s: &mut Session, depth: usize, secs: f64) -> Run {
             s.input.flush().unwrap();
         }
     }
-    summarize(latencies, started.elapsed().as_secs_f64(), errors)
+    Run::from_latencies(latencies, started.elapsed().as_secs_f64(), errors)
 }
 
 fn wrk(paths: &Paths, port: u16, token: &str, connections: usize, secs: u64) -> Run {
-    let out = Command::new("wrk")
-        .args(["-t", "1", "-c", &connections.to_string()])
-        .args(["-d", &format!("{secs}s"), "--timeout", "10s", "-s"])
-        .arg(paths.root.join("bench/call.lua"))
-        .arg(format!("http://127.0.0.1:{port}{ECHO_PATH}"))
-        .env("MCPGW_BENCH_TOKEN", token)
-        .output()
-        .expect("wrk runs (apt-get install wrk)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("wrk printed no result: {stdout}"));
-    let v: Value = serde_json::from_str(line).unwrap();
-    Run {
-        calls: v["requests"].as_u64().unwrap(),
-        secs: v["duration_us"].as_f64().unwrap() / 1e6,
-        p50_ms: v["p50_us"].as_f64().unwrap() / 1e3,
-        p99_ms: v["p99_us"].as_f64().unwrap() / 1e3,
-        errors: v["errors"].as_u64().unwrap(),
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    let url = format!("http://127.0.0.1:{port}{ECHO_PATH}");
+    mcpgw_bench::wrk(&url, token, connections, secs, &paths.root.join("bench/call.lua"))
 }
 
 fn median_by(runs: &[Run], f: impl Fn(&Run) -> f64) -> f64 {

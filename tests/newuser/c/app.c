@@ -14,26 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int32_t exec_local(void *userdata, const char *command, uint32_t timeout_ms,
-                          mcpgw_exec_output *out) {
-    (void)userdata;
-    const uint8_t *in = NULL;
-    size_t in_len = 0;
-    mcpgw_exec_output_stdin(out, &in, &in_len);
-    char *argv[] = {"sh", "-c", (char *)command, NULL};
-    proc_job job;
-    char why[256];
-    if (proc_run(&job, argv, timeout_ms, in, in_len, why, sizeof why) != 0) {
-        mcpgw_exec_output_set_error(out, why);
-        proc_free(&job);
-        return 1;
-    }
-    mcpgw_exec_output_set(out, job.exit_code, job.out[0].data, job.out[0].len, job.out[1].data,
-                          job.out[1].len);
-    proc_free(&job);
-    return 0;
-}
-
 /* Runs the op `*op` (prepared with result `prepared`) through the exec callback, then frees
  * it; on success `*chunk_out` (may be NULL) receives a tool call's chunk. */
 static int run(const mcpgw_client *client, mcpgw_result prepared, mcpgw_op **op,
@@ -61,7 +41,7 @@ int main(int argc, char **argv) {
     if (mcpgw_client_config_new(&cfg) != MCPGW_RESULT_OK ||
         mcpgw_client_config_set_gateway_path(cfg, argv[1]) != MCPGW_RESULT_OK ||
         mcpgw_client_config_set_exec_stdin(cfg, true) != MCPGW_RESULT_OK ||
-        mcpgw_client_new(cfg, exec_local, NULL, NULL, &client, &err) != MCPGW_RESULT_OK) {
+        mcpgw_client_new(cfg, proc_exec_local, NULL, NULL, &client, &err) != MCPGW_RESULT_OK) {
         fprintf(stderr, "client: %s\n", err ? mcpgw_error_message(err) : "config failed");
         mcpgw_error_free(err);
         mcpgw_client_config_free(cfg);
