@@ -112,21 +112,11 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
 /// Logs go to `--log-file`, else stderr, except on a terminal session where stderr is the
 /// same terminal as stdout: log lines there would land among the frames.
 fn init_logging(args: &AttachArgs, on_terminal: bool) -> Result<(), Failure> {
-    use std::os::unix::fs::OpenOptionsExt;
     use tracing_subscriber::filter::LevelFilter;
     use tracing_subscriber::prelude::*;
     let (writer, level): (Box<dyn Write + Send>, LevelFilter) = match &args.log_file {
         Some(path) => (
-            Box::new(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .mode(0o600)
-                    .open(path)
-                    .map_err(|e| {
-                        Failure::new(1, format!("cannot open log file {}: {e}", path.display()))
-                    })?,
-            ),
+            Box::new(crate::serve::open_log_file(path).map_err(|e| Failure::new(1, e))?),
             LevelFilter::from_level(args.log_level),
         ),
         // SAFETY: isatty only inspects the descriptor.
