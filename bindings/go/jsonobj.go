@@ -72,6 +72,25 @@ func (w *objectWriter) bytes() ([]byte, error) {
 	return w.buf.Bytes(), nil
 }
 
+// marshalWithExtra writes plain (a struct type without JSON methods of its own) with the
+// members of extra it lacks.
+func marshalWithExtra(plain any, extra map[string]json.RawMessage) ([]byte, error) {
+	b, err := json.Marshal(plain)
+	if err != nil {
+		return nil, err
+	}
+	return withExtra(b, extra)
+}
+
+// unmarshalWithExtra reads the JSON object data into *plain (a struct type without JSON methods
+// of its own) and returns the members it has no field for, nil when there are none.
+func unmarshalWithExtra[P any](data []byte, plain *P) (map[string]json.RawMessage, error) {
+	if err := json.Unmarshal(data, plain); err != nil {
+		return nil, err
+	}
+	return unknownMembers(data, reflect.TypeOf(*plain))
+}
+
 // withExtra appends the members of extra that obj (a JSON object) lacks.
 func withExtra(obj []byte, extra map[string]json.RawMessage) ([]byte, error) {
 	if len(extra) == 0 {

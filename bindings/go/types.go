@@ -2,7 +2,6 @@ package mcpgw
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 )
 
@@ -54,20 +53,13 @@ type plainSpec MCPSpec
 
 // MarshalJSON writes the spec with its Extra members.
 func (s MCPSpec) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(plainSpec(s))
-	if err != nil {
-		return nil, err
-	}
-	return withExtra(b, s.Extra)
+	return marshalWithExtra(plainSpec(s), s.Extra)
 }
 
 // UnmarshalJSON reads a spec, keeping unknown members in Extra.
 func (s *MCPSpec) UnmarshalJSON(data []byte) error {
 	var p plainSpec
-	if err := json.Unmarshal(data, &p); err != nil {
-		return err
-	}
-	extra, err := unknownMembers(data, reflect.TypeOf(p))
+	extra, err := unmarshalWithExtra(data, &p)
 	if err != nil {
 		return err
 	}
@@ -138,10 +130,7 @@ func (c MCPConfig) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads a config, keeping unknown members in Extra.
 func (c *MCPConfig) UnmarshalJSON(data []byte) error {
 	var p plainConfig
-	if err := json.Unmarshal(data, &p); err != nil {
-		return err
-	}
-	extra, err := unknownMembers(data, reflect.TypeOf(p))
+	extra, err := unmarshalWithExtra(data, &p)
 	if err != nil {
 		return err
 	}
@@ -208,20 +197,13 @@ type plainTool Tool
 
 // MarshalJSON writes the tool with its Extra members.
 func (t Tool) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(plainTool(t))
-	if err != nil {
-		return nil, err
-	}
-	return withExtra(b, t.Extra)
+	return marshalWithExtra(plainTool(t), t.Extra)
 }
 
 // UnmarshalJSON reads a tool, keeping the members it has no field for in Extra.
 func (t *Tool) UnmarshalJSON(data []byte) error {
 	var p plainTool
-	if err := json.Unmarshal(data, &p); err != nil {
-		return err
-	}
-	extra, err := unknownMembers(data, reflect.TypeOf(p))
+	extra, err := unmarshalWithExtra(data, &p)
 	if err != nil {
 		return err
 	}
