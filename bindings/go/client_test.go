@@ -212,7 +212,13 @@ func TestConcurrentCalls(t *testing.T) {
 	if err := sb.client.AddMCP(ctx, testServerSpec("ts")); err != nil {
 		t.Fatalf("AddMCP: %v", err)
 	}
-	const n = 64
+	t.Logf("64 concurrent calls took %v", concurrentCalls(ctx, t, sb.client, 64))
+}
+
+// concurrentCalls makes calls 0 to n-1 of concurrentCall at once, each from its own goroutine,
+// reports every failure, and returns how long they took together.
+func concurrentCalls(ctx context.Context, t *testing.T, c *mcpgw.Client, n int) time.Duration {
+	t.Helper()
 	start := make(chan struct{})
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -221,7 +227,7 @@ func TestConcurrentCalls(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			errs <- concurrentCall(ctx, sb.client, i)
+			errs <- concurrentCall(ctx, c, i)
 		}()
 	}
 	began := time.Now()
@@ -233,7 +239,7 @@ func TestConcurrentCalls(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	t.Logf("%d concurrent calls took %v", n, time.Since(began))
+	return time.Since(began)
 }
 
 // concurrentCall makes call number i: an echo of its own text, an add of its own numbers, or

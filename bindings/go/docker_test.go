@@ -194,24 +194,8 @@ func TestDockerOneShotAndSession(t *testing.T) {
 	}
 
 	t.Run("64 concurrent calls", func(t *testing.T) {
-		errs := make(chan error, 64)
-		var wg sync.WaitGroup
-		began := time.Now()
-		for i := range 64 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs <- concurrentCall(ctx, c, i)
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Error(err)
-			}
-		}
-		t.Logf("64 concurrent calls over one docker session took %v", time.Since(began).Round(time.Millisecond))
+		took := concurrentCalls(ctx, t, c, 64)
+		t.Logf("64 concurrent calls over one docker session took %v", took.Round(time.Millisecond))
 	})
 
 	t.Run("progress", func(t *testing.T) {
