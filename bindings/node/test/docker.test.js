@@ -32,6 +32,8 @@ import {
   stopContainers,
   testserverSpec,
   waitFor,
+  rejection,
+  streamFailure,
 } from './helpers.js';
 
 const docked = dockerImage();
@@ -44,32 +46,6 @@ const containerName = (what) => `mcpgw-node-${what}-${process.pid}`;
 
 /** The test server inside the image. */
 const TESTSERVER = '/usr/local/bin/mcpgw-testserver';
-
-/** Rejects with the error `promise` rejects with, failing when it resolves. */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
-
-/**
- * The error a stream's iterator ends with, after the chunks it still yields (progress that came
- * before the failure); fails when the stream ends normally.
- *
- * @param {AsyncIterator<unknown>} it
- */
-async function streamFailure(it) {
-  for (;;) {
-    try {
-      if ((await it.next()).done) assert.fail('the stream ended without an error');
-    } catch (e) {
-      return e;
-    }
-  }
-}
 
 describe('a gateway in a Docker container', { skip }, () => {
   const box = containerName('box');

@@ -2,6 +2,7 @@
 // `sh -c` in it), real Docker containers (tests/docker/sandbox.sh), process checks, and waiting on
 // conditions with deadlines (never on fixed sleeps).
 
+import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -215,4 +216,30 @@ export function containerProcesses(container) {
     .slice(1)
     .map((l) => l.trim())
     .filter((l) => l && !/\bps -o pid,args$/.test(l));
+}
+
+/** Rejects with the error `promise` rejects with, failing when it resolves. */
+export async function rejection(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  assert.fail('expected a rejection');
+}
+
+/**
+ * The error a stream's iterator ends with, after the chunks it still yields (progress that came
+ * before the failure); fails when the stream ends normally.
+ *
+ * @param {AsyncIterator<unknown>} it
+ */
+export async function streamFailure(it) {
+  for (;;) {
+    try {
+      if ((await it.next()).done) assert.fail('the stream ended without an error');
+    } catch (e) {
+      return e;
+    }
+  }
 }

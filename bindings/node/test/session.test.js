@@ -28,33 +28,9 @@ import {
   testserverSpec,
   waitFor,
   waitGone,
+  rejection,
+  streamFailure,
 } from './helpers.js';
-
-/** Rejects with the error `promise` rejects with, failing when it resolves. */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
-
-/**
- * The error a stream's iterator ends with, after the chunks it still yields (progress that came
- * before the failure); fails when the stream ends normally.
- *
- * @param {AsyncIterator<unknown>} it
- */
-async function streamFailure(it) {
-  for (;;) {
-    try {
-      if ((await it.next()).done) assert.fail('the stream ended without an error');
-    } catch (e) {
-      return e;
-    }
-  }
-}
 
 /** Spawns the session's command with `sh -c` in `dir`, keeping the child for the test. */
 function spawner(dir) {
