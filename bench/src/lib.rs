@@ -1,10 +1,23 @@
 //! What the benchmark programs share: one measured run, its statistics, and wrk as the HTTP
 //! load generator.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+
+/// The repository's root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("bench/ has a parent")
+        .to_path_buf()
+}
+
+/// Cargo's target directory: `$CARGO_TARGET_DIR`, else `target/` in the repository.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), PathBuf::from)
+}
 
 /// Throughput and latency of one measured run.
 #[derive(Clone, Copy, Debug, Default)]

@@ -20,9 +20,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mcpgw::{CallOptions, Client, Config, Exec, ExecOutput, LocalShell, Transport};
+use mcpgw_bench::{Run, median};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use mcpgw_bench::{Run, median};
 use serde_json::{Value, json};
 
 const CONCURRENCY: [usize; 2] = [1, 32];
@@ -38,13 +38,8 @@ struct Paths {
 
 impl Paths {
     fn find() -> Paths {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .unwrap()
-            .to_path_buf();
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join("target"));
+        let root = mcpgw_bench::repo_root();
+        let target = mcpgw_bench::target_dir();
         let paths = Paths {
             gateway: target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway"),
             testserver: target.join("release/mcpgw-testserver"),

@@ -28,13 +28,8 @@ struct Paths {
 }
 
 fn paths() -> Paths {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let root = mcpgw_bench::repo_root();
+    let target = mcpgw_bench::target_dir();
     let static_gateway = target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway");
     let gateway = std::env::var_os("MCPGW_BENCH_GATEWAY")
         .map(PathBuf::from)
@@ -192,7 +187,13 @@ fn in_flight(s: &mut Session, depth: usize, secs: f64) -> Run {
 
 fn wrk(paths: &Paths, port: u16, token: &str, connections: usize, secs: u64) -> Run {
     let url = format!("http://127.0.0.1:{port}{ECHO_PATH}");
-    mcpgw_bench::wrk(&url, token, connections, secs, &paths.root.join("bench/call.lua"))
+    mcpgw_bench::wrk(
+        &url,
+        token,
+        connections,
+        secs,
+        &paths.root.join("bench/call.lua"),
+    )
 }
 
 fn median_by(runs: &[Run], f: impl Fn(&Run) -> f64) -> f64 {

@@ -155,12 +155,7 @@ fn main() -> ExitCode {
             other => panic!("unknown argument {other} (use --calls N, --in-flight N)"),
         }
     }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let target = mcpgw_bench::target_dir();
     let gateway = std::env::var_os("MCPGW_SOAK_GATEWAY").map_or_else(
         || target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway"),
         PathBuf::from,
