@@ -8,11 +8,18 @@ use std::ffi::CString;
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-static FREED: AtomicUsize = AtomicUsize::new(0);
+/// A counter of finalizer runs of its own for each test (tests run in parallel).
+fn counter() -> &'static AtomicUsize {
+    Box::leak(Box::new(AtomicUsize::new(0)))
+}
 
+/// The finalizer: counts its runs on the counter its userdata points to.
 unsafe extern "C" fn count_free(userdata: *mut c_void) {
-    assert_eq!(userdata as usize, 42);
-    FREED.fetch_add(1, Ordering::SeqCst);
+    unsafe { &*(userdata as *const AtomicUsize) }.fetch_add(1, Ordering::SeqCst);
+}
+
+fn userdata(freed: &'static AtomicUsize) -> *mut c_void {
+    freed as *const AtomicUsize as *mut c_void
 }
 
 /// Runs the command with a real local `sh -c`, passing its stdin.
@@ -95,7 +102,7 @@ fn attached_config() -> *mut mcpgw_client_config {
     cfg
 }
 
-fn new_client(exec: mcpgw_exec_fn, userdata: usize) -> *mut mcpgw_client {
+fn new_client(exec: mcpgw_exec_fn, freed: &'static AtomicUsize) -> *mut mcpgw_client {
     let cfg = attached_config();
     let mut client = ptr::null_mut();
     unsafe {
@@ -103,7 +110,7 @@ fn new_client(exec: mcpgw_exec_fn, userdata: usize) -> *mut mcpgw_client {
             mcpgw_client_new(
                 cfg,
                 exec,
-                userdata as *mut c_void,
+                userdata(freed),
                 Some(count_free),
                 &mut client,
                 ptr::null_mut()
@@ -117,8 +124,8 @@ fn new_client(exec: mcpgw_exec_fn, userdata: usize) -> *mut mcpgw_client {
 
 #[test]
 fn run_reports_errors_through_the_op_and_the_finalizer_runs_once() {
-    let before = FREED.load(Ordering::SeqCst);
-    let client = new_client(Some(broken), 42);
+    let freed = counter();
+    let client = new_client(Some(broken), freed);
     unsafe {
         let mut op = ptr::null_mut();
         assert_eq!(
@@ -160,23 +167,23 @@ fn run_reports_errors_through_the_op_and_the_finalizer_runs_once() {
         );
         assert_eq!(mcpgw_op_result(op), mcpgw_result::InvalidArgument);
         mcpgw_op_free(op);
-        assert_eq!(FREED.load(Ordering::SeqCst), before);
+        assert_eq!(freed.load(Ordering::SeqCst), 0);
         mcpgw_client_free(client);
-        assert_eq!(FREED.load(Ordering::SeqCst), before + 1);
+        assert_eq!(freed.load(Ordering::SeqCst), 1);
         mcpgw_client_free(ptr::null_mut());
     }
 }
 
 #[test]
 fn a_failed_new_and_a_client_without_exec_release_the_userdata() {
-    let before = FREED.load(Ordering::SeqCst);
+    let freed = counter();
     unsafe {
         let mut err = ptr::null_mut();
         assert_eq!(
             mcpgw_client_new(
                 ptr::null(),
                 Some(broken),
-                42 as *mut c_void,
+                userdata(freed),
                 Some(count_free),
                 ptr::null_mut(),
                 &mut err
@@ -184,33 +191,33 @@ fn a_failed_new_and_a_client_without_exec_release_the_userdata() {
             mcpgw_result::NullParameter
         );
         mcpgw_error_free(err);
-        assert_eq!(FREED.load(Ordering::SeqCst), before + 1);
+        assert_eq!(freed.load(Ordering::SeqCst), 1);
         let mut client = ptr::null_mut();
         assert_eq!(
             mcpgw_client_new(
                 ptr::null(),
                 None,
-                42 as *mut c_void,
+                userdata(freed),
                 Some(count_free),
                 &mut client,
                 ptr::null_mut()
             ),
             mcpgw_result::Ok
         );
-        assert_eq!(FREED.load(Ordering::SeqCst), before + 2);
+        assert_eq!(freed.load(Ordering::SeqCst), 2);
         // Without a callback, run says what to use instead and leaves the op alone.
         let mut op = ptr::null_mut();
         mcpgw_client_prepare_list_mcps(client, ptr::null(), &mut op);
         assert_eq!(mcpgw_client_run(client, op), mcpgw_result::InvalidState);
         mcpgw_op_free(op);
         mcpgw_client_free(client);
-        assert_eq!(FREED.load(Ordering::SeqCst), before + 2);
+        assert_eq!(freed.load(Ordering::SeqCst), 2);
     }
 }
 
 #[test]
 fn the_sans_io_pair_drives_a_real_shell() {
-    let client = new_client(None, 42);
+    let client = new_client(None, counter());
     unsafe {
         let mut opts = ptr::null_mut();
         mcpgw_call_options_new(&mut opts);
