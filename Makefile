@@ -54,7 +54,7 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 test-rust: deps build static
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --no-fail-fast
 
 test-c: build
 	$(MAKE) -C examples/c check
