@@ -209,11 +209,6 @@ mod tests {
         assert_eq!(e.detail(), Some("no such MCP"));
         assert_eq!(e.to_string(), "list_tools: unknown MCP");
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ErrorKind;
 
     #[test]
     fn all_lists_the_kinds_in_declaration_order() {
