@@ -90,7 +90,8 @@ func LocalExec(dir string) StdinExecFunc {
 //
 // Docker's own failures are errors (the call fails with ErrExecFailed), not exit statuses of
 // the command: exit 1 with "Error response from daemon: ..." (no such container, not running,
-// paused) or "Cannot connect to the Docker daemon", 125 (docker could not run), 126 with "OCI
+// paused), "Cannot connect to the Docker daemon" or "unable to upgrade to tcp" (the container is
+// being killed as the exec starts), 125 (docker could not run), 126 with "OCI
 // runtime exec failed" (sh cannot start), and 137 with no output when the container is no
 // longer running (killed during the command). Any other exit status is the command's.
 func DockerExec(container string, dockerFlags ...string) StdinExecFunc {
@@ -155,7 +156,8 @@ func dockerFailure(ctx context.Context, container string, res ExecResult, channe
 	stdout := strings.TrimSpace(string(res.Stdout))
 	switch {
 	case res.ExitCode == 1 && (strings.HasPrefix(stderr, "Error response from daemon:") ||
-		strings.HasPrefix(stderr, "Cannot connect to the Docker daemon")):
+		strings.HasPrefix(stderr, "Cannot connect to the Docker daemon") ||
+		strings.HasPrefix(stderr, "unable to upgrade to tcp")):
 		return "the sandbox is gone or unreachable: " + firstLine(stderr)
 	case res.ExitCode == 125:
 		return "docker could not run the command: " + firstLine(stderr)

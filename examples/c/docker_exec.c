@@ -50,8 +50,9 @@ int32_t docker_exec(void *userdata, const char *command, uint32_t timeout_ms,
     const proc_buffer *o = &job.out[0], *e = &job.out[1];
     int ran = 1;
     if (job.exit_code == 1 && (starts_with(e, "Error response from daemon:") ||
-                               starts_with(e, "Cannot connect to the Docker daemon"))) {
-        ran = 0; /* no such container, not running, paused; no daemon */
+                               starts_with(e, "Cannot connect to the Docker daemon") ||
+                               starts_with(e, "unable to upgrade to tcp"))) {
+        ran = 0; /* no such container, not running, paused, being killed; no daemon */
         first_line(e, why, sizeof why);
     } else if (job.exit_code >= 126 && !container_running(container)) {
         /* Killed with the container (137), or caught by its end while starting (126:

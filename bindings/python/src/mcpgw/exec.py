@@ -241,8 +241,9 @@ class DockerExec(ArgvExec):
     """Runs each command with ``docker exec -i CONTAINER sh -c COMMAND``.
 
     The Docker CLI says "the sandbox is gone" with exit status 1 and a stderr that starts with
-    ``Error response from daemon:`` (no such container, not running, paused) or ``Cannot connect
-    to the Docker daemon``, and with 137 and no output when the container was killed during the
+    ``Error response from daemon:`` (no such container, not running, paused), ``Cannot connect
+    to the Docker daemon`` or ``unable to upgrade to tcp`` (the container is being killed as the
+    exec starts), and with 137 and no output when the container was killed during the
     exec; those raise :class:`ExecFailure`. Anything else is the command's own result.
 
     A process started by ``docker exec`` outlives the CLI, so a command without stdin runs
@@ -278,7 +279,9 @@ class DockerExec(ArgvExec):
     def classify(self, result: ExecResult) -> ExecResult:
         if result.exit_code == 1:
             err = _stderr_text(result)
-            if err.startswith(("Error response from daemon:", "Cannot connect to the Docker daemon")):
+            if err.startswith(
+                ("Error response from daemon:", "Cannot connect to the Docker daemon", "unable to upgrade to tcp")
+            ):
                 raise ExecFailure(f"docker exec {self.container}: {err}")
         if result.exit_code == 137 and not result.stdout and not result.stderr:
             raise ExecFailure(f"docker exec {self.container}: killed (the container was stopped or removed)")
