@@ -69,17 +69,21 @@ start() {
             exec chroot "$1/root" /bin/sleep 2147483647'
     else
         # Directories under /tmp that must survive the private /tmp are held open (fds 3 and 4)
-        # before it is mounted, then bound back at their old paths.
+        # before it is mounted, then bound back at their old paths. "ready" is written only
+        # once the private /tmp is in place (through fd 5, DIR itself, which may be under the
+        # host's /tmp): a command entering earlier would write into the host's /tmp, hidden
+        # from it a moment later.
         inner='mount --make-rprivate / &&
             mount -t proc proc /proc &&
-            ip link set lo up && echo ready > "$1/ready" &&
-            exec 3<"$2" 4<"$3" &&
+            ip link set lo up &&
+            exec 3<"$2" 4<"$3" 5<"$1" &&
             mount -t tmpfs -o mode=1777 tmpfs /tmp &&
             for fd in 3 4; do
                 eval "p=\$$((fd - 1))"
                 case $p in /tmp/*) mkdir -p "$p" && mount --no-canonicalize --bind "/proc/self/fd/$fd" "$p" ;; esac
             done &&
-            exec 3<&- 4<&- sleep 2147483647'
+            echo ready > /proc/self/fd/5/ready &&
+            exec 3<&- 4<&- 5<&- sleep 2147483647'
     fi
     repo=$(cd "$(dirname "$0")/.." && pwd)
     target=${CARGO_TARGET_DIR:-$repo/target}
