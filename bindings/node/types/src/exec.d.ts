@@ -180,8 +180,9 @@ export declare function dockerArgv(container: string, command: string, { user, w
 /**
  * Why `docker exec` (or `docker inspect`) did not reach a running container, from its exit status
  * and stderr, or `null` when it did. Measured with Docker CLI 28 (tests/docker/README.md): exit 1
- * with stderr `Error response from daemon: ...` (no such container, not running, paused) or
- * `Cannot connect to the Docker daemon ...`; 125 for the CLI's own failures. A command inside the
+ * with stderr `Error response from daemon: ...` (no such container, not running, paused),
+ * `Cannot connect to the Docker daemon ...` or `unable to upgrade to tcp` (the container is being
+ * killed as the exec starts); 125 for the CLI's own failures. A command inside the
  * container that exits 1 says something else on stderr.
  *
  * @param {{exitCode: number, stderr: Uint8Array}} r
