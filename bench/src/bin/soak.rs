@@ -241,11 +241,11 @@ fn main() -> ExitCode {
             for _ in 0..in_flight {
                 scope.spawn(|| {
                     let mut http = Http::new(port, &token);
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= upto {
-                            break;
-                        }
+                    // Claims the next index only while it is below `upto`, so that the
+                    // warm-up's last claims do not skip indices of the measured run.
+                    while let Ok(i) = next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |i| {
+                        (i < upto).then_some(i + 1)
+                    }) {
                         tally.calls.fetch_add(1, Ordering::Relaxed);
                         one_call(i, &mut http, &client, &session, &opts, &ts, &tally);
                     }
