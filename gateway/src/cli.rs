@@ -267,6 +267,12 @@ fn at_least(flag: &str, value: &str, min: usize) -> Result<usize, String> {
     Ok(n)
 }
 
+fn level(flag: &str, value: &str) -> Result<tracing::Level, String> {
+    value
+        .parse()
+        .map_err(|_| format!("--{flag}: {value:?} is not a level"))
+}
+
 /// Seconds as the wire contract bounds every deadline: positive, at most a day.
 fn seconds(flag: &str, value: &str) -> Result<Duration, String> {
     mcpgw::wire::spec::timeout_secs(&format!("--{flag}"), number(flag, value)?)
@@ -316,11 +322,7 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
                     other => return Err(format!("--log-format: {other:?} is not text or json")),
                 }
             }
-            "log-level" => {
-                out.log_level = value
-                    .parse()
-                    .map_err(|_| format!("--log-level: {value:?} is not a level"))?
-            }
+            "log-level" => out.log_level = level(name, &value)?,
             "max-body-bytes" => out.max_body_bytes = number(name, &value)?,
             "max-reply-bytes" => out.max_reply_bytes = at_least(name, &value, 1024)?,
             "header-timeout" => out.header_timeout = seconds(name, &value)?,
@@ -380,14 +382,10 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
             "instance-nonce" => out.instance_nonce = Some(value),
             "launch" => out.launch = true,
             "gateway-arg" => out.gateway_args.push(value),
-            "max-frame-bytes" => out.max_frame_bytes = number(name, &value)?,
-            "max-in-flight" => out.max_in_flight = number(name, &value)?,
+            "max-frame-bytes" => out.max_frame_bytes = at_least(name, &value, 1024)?,
+            "max-in-flight" => out.max_in_flight = at_least(name, &value, 1)?,
             "log-file" => out.log_file = Some(PathBuf::from(value)),
-            "log-level" => {
-                out.log_level = value
-                    .parse()
-                    .map_err(|_| format!("--log-level: {value:?} is not a level"))?
-            }
+            "log-level" => out.log_level = level(name, &value)?,
             other => return Err(format!("unknown option --{other}")),
         }
     }
@@ -396,12 +394,6 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
     }
     if out.launch && out.state_dir.is_none() {
         return Err("attach --launch needs --state-dir (where the gateway keeps its token, log and ready file)".into());
-    }
-    if out.max_frame_bytes < 1024 {
-        return Err("--max-frame-bytes: at least 1024".into());
-    }
-    if out.max_in_flight == 0 {
-        return Err("--max-in-flight: at least 1".into());
     }
     Ok(out)
 }
