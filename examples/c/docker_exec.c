@@ -36,17 +36,10 @@ static int container_running(const char *container) {
 int32_t docker_exec(void *userdata, const char *command, uint32_t timeout_ms,
                     mcpgw_exec_output *out) {
     const char *container = userdata;
-    const uint8_t *in = NULL;
-    size_t in_len = 0;
-    mcpgw_exec_output_stdin(out, &in, &in_len);
     char *argv[] = {"docker", "exec", "-i", (char *)container, "sh", "-c", (char *)command, NULL};
     proc_job job;
+    if (proc_run_exec(&job, argv, timeout_ms, out) != 0) return 1;
     char why[512];
-    if (proc_run(&job, argv, timeout_ms, in, in_len, why, sizeof why) != 0) {
-        mcpgw_exec_output_set_error(out, why);
-        proc_free(&job);
-        return 1;
-    }
     const proc_buffer *o = &job.out[0], *e = &job.out[1];
     int ran = 1;
     if (job.exit_code == 1 && (starts_with(e, "Error response from daemon:") ||

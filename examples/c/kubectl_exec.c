@@ -23,18 +23,11 @@ static void last_line(const char *text, char *dst, size_t cap) {
 int32_t kubectl_exec(void *userdata, const char *command, uint32_t timeout_ms,
                      mcpgw_exec_output *out) {
     const kubectl_pod *pod = userdata;
-    const uint8_t *in = NULL;
-    size_t in_len = 0;
-    mcpgw_exec_output_stdin(out, &in, &in_len);
     char *argv[] = {"kubectl", "exec", "-i", "-n", (char *)pod->ns, (char *)pod->name, "--",
                     "sh", "-c", (char *)command, NULL};
     proc_job job;
+    if (proc_run_exec(&job, argv, timeout_ms, out) != 0) return 1;
     char why[512];
-    if (proc_run(&job, argv, timeout_ms, in, in_len, why, sizeof why) != 0) {
-        mcpgw_exec_output_set_error(out, why);
-        proc_free(&job);
-        return 1;
-    }
     const proc_buffer *o = &job.out[0], *e = &job.out[1];
     char *err = strndup(e->len ? (const char *)e->data : "", e->len); /* to search it */
     int ran = job.exit_code == 0 || (err && strstr(err, "command terminated with exit code"));

@@ -220,17 +220,22 @@ void proc_free(proc_job *job) {
     close_fd(&job->in_fd);
 }
 
-int32_t proc_exec_argv(char *const argv[], uint32_t timeout_ms, mcpgw_exec_output *out) {
+int proc_run_exec(proc_job *job, char *const argv[], uint32_t timeout_ms, mcpgw_exec_output *out) {
     const uint8_t *in = NULL;
     size_t in_len = 0;
     mcpgw_exec_output_stdin(out, &in, &in_len);
-    proc_job job;
     char why[256];
-    if (proc_run(&job, argv, timeout_ms, in, in_len, why, sizeof why) != 0) {
+    if (proc_run(job, argv, timeout_ms, in, in_len, why, sizeof why) != 0) {
         mcpgw_exec_output_set_error(out, why);
-        proc_free(&job);
+        proc_free(job);
         return 1;
     }
+    return 0;
+}
+
+int32_t proc_exec_argv(char *const argv[], uint32_t timeout_ms, mcpgw_exec_output *out) {
+    proc_job job;
+    if (proc_run_exec(&job, argv, timeout_ms, out) != 0) return 1;
     mcpgw_exec_output_set(out, job.exit_code, job.out[0].data, job.out[0].len, job.out[1].data,
                           job.out[1].len);
     proc_free(&job);

@@ -68,6 +68,12 @@ int proc_run(proc_job *job, char *const argv[], uint32_t timeout_ms, const unsig
 /* Frees the job's buffers and closes what is still open. */
 void proc_free(proc_job *job);
 
+/* The start of an mcpgw exec callback: runs argv with the bytes mcpgw gives for the command's
+ * stdin. Returns 0 when it ran to its end, whatever its exit status (job->exit_code, job->out;
+ * call proc_free(job) afterwards); 1 when it could not be started or overran `timeout_ms` and
+ * was killed: the reason is then set on `out` and the job is freed. */
+int proc_run_exec(proc_job *job, char *const argv[], uint32_t timeout_ms, mcpgw_exec_output *out);
+
 /* The body of an mcpgw exec callback: runs argv with the bytes mcpgw gives for the command's
  * stdin and reports its exit status and output into `out`. Returns what the callback returns:
  * 0 when it ran to its end (whatever its exit status), 1 when it could not be started or overran
