@@ -33,6 +33,14 @@ pub fn mint_nonce() -> String {
     mint_token()
 }
 
+/// 128 random bits as 32 lowercase hex digits: an identifier nobody else can guess (a resumable
+/// call's id).
+pub fn hex_id() -> String {
+    let mut b = [0u8; 16];
+    fill(&mut b);
+    hex(&b)
+}
+
 /// A random UUID version 4 as 32 lowercase hex digits, the form of AgentScope's ids.
 pub fn uuid4_hex() -> String {
     let mut b = [0u8; 16];

@@ -269,6 +269,7 @@ impl Session {
             path: request.path.as_str().into(),
             body,
             stream: request.stream,
+            call: None,
         })
         .encode(&mut self.output);
     }
@@ -494,7 +495,7 @@ impl Session {
             GatewayFrame::Hello(_) => self
                 .events
                 .push_back(Event::Notice("a second hello frame was ignored".into())),
-            GatewayFrame::Chunk { id, chunk } => {
+            GatewayFrame::Chunk { id, chunk, .. } => {
                 let Some(flight) = self.in_flight.get_mut(&id) else {
                     return self.unknown(id);
                 };
@@ -557,6 +558,10 @@ impl Session {
             GatewayFrame::Error { id: None, message } => self.events.push_back(Event::Notice(
                 format!("the gateway's attach says: {message}"),
             )),
+            GatewayFrame::Ping => {}
+            GatewayFrame::Opened { id }
+            | GatewayFrame::Message { id, .. }
+            | GatewayFrame::Closed { id, .. } => self.unknown(id),
         }
     }
 

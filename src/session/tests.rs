@@ -16,6 +16,8 @@ fn hello_line(nonce: &str, launched: bool) -> String {
         token_file: Some("/tmp/s/token".into()),
         launched,
         max_frame_bytes: 1 << 20,
+        heartbeat_ms: 0,
+        retention_ms: 0,
     })
     .encode(&mut out);
     String::from_utf8(out).unwrap()
@@ -298,7 +300,7 @@ fn another_gateway_or_another_version_is_refused() {
     assert_eq!(e.kind(), ErrorKind::GatewayNotRunning);
 
     let (mut session, command) = Session::open(&client).unwrap();
-    let line = hello_line(&nonce_of(&command), true).replace("\"v\":1", "\"v\":99");
+    let line = hello_line(&nonce_of(&command), true).replace("\"v\":2", "\"v\":99");
     session.feed(line.as_bytes());
     let Some(Event::Lost(e)) = session.poll_event() else {
         panic!("not refused")

@@ -48,6 +48,8 @@ pub enum Input {
     Request(Call),
     /// Abandon a request.
     Cancel(u64),
+    /// A heartbeat (or a frame that needs no answer).
+    Ping,
     /// A line that is not a valid frame: the `error` frame to answer it with.
     Invalid {
         /// The id the line carried, when it could be read.
@@ -135,6 +137,19 @@ pub fn parse(line: Vec<u8>) -> Input {
     let request = match HostFrame::parse(text) {
         Ok(HostFrame::Request(r)) => r,
         Ok(HostFrame::Cancel { id }) => return Input::Cancel(id),
+        Ok(HostFrame::Ping) => return Input::Ping,
+        Ok(
+            HostFrame::Resume { id, .. }
+            | HostFrame::Open { id, .. }
+            | HostFrame::Message { id, .. }
+            | HostFrame::Close { id },
+        ) => {
+            return Input::Invalid {
+                id: Some(id),
+                message: "this attach does not carry resumes or MCP connections yet".into(),
+            };
+        }
+        Ok(HostFrame::Ack { .. }) => return Input::Ping,
         Err(e) => {
             return Input::Invalid {
                 id: e.id,

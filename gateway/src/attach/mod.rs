@@ -86,6 +86,8 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         token_file: gateway.token_file.as_ref().map(|p| p.display().to_string()),
         launched: gateway.launched,
         max_frame_bytes: args.max_frame_bytes as u64,
+        heartbeat_ms: 0,
+        retention_ms: 0,
     });
     let flags = stdio::Restore::record();
     let (ending, written) = runtime.block_on(async {

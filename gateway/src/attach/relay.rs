@@ -292,7 +292,12 @@ impl Relay {
                     String::from_utf8_lossy(&line[..line.len().min(200)])
                 )
             })?;
-        self.send(&GatewayFrame::Chunk { id, chunk }).await;
+        self.send(&GatewayFrame::Chunk {
+            id,
+            chunk,
+            seq: None,
+        })
+        .await;
         Ok(())
     }
 
@@ -393,6 +398,7 @@ pub async fn run(
                 None => break Ending::Eof,
                 Some(Input::Request(call)) => relay.admit(call, &permits, &mut waiting, &mut outbox),
                 Some(Input::Cancel(id)) => relay.cancel(id, &mut waiting, &mut outbox),
+                Some(Input::Ping) => {}
                 Some(Input::Invalid { id, message }) => {
                     outbox.push(&relay.out, &GatewayFrame::Error { id, message: message.into() })
                 }
