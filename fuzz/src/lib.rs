@@ -181,8 +181,10 @@ pub fn stream(data: &[u8]) {
     let mut call = client.prepare_call_tool(&o, "m", "slow", "{}");
     let mut list = client.prepare_list_tools(&o, "m");
     let ids = [
-        session.submit(&mut call, true).expect("submits"),
-        session.submit(&mut list, false).expect("submits"),
+        session
+            .submit(&mut call, true, Some(mcpgw::wire::frame::CallId::random()))
+            .expect("submits"),
+        session.submit(&mut list, false, None).expect("submits"),
     ];
     let cut = data.first().map_or(0, |&b| usize::from(b).min(data.len()));
     session.feed(&data[..cut]);
@@ -193,7 +195,13 @@ pub fn stream(data: &[u8]) {
         match event {
             Event::Progress { id, chunk } => {
                 assert_eq!(id, ids[0]);
+                let chunk: mcpgw::wire::ToolChunk =
+                    serde_json::from_str(chunk.get()).expect("a progress chunk is a ToolChunk");
                 assert!(!chunk.is_last);
+            }
+            Event::Detached { id, .. } => {
+                assert!(id == ids[0] && !finished.contains(&id));
+                finished.push(id);
             }
             Event::Finished { id, answer } => {
                 assert!(ids.contains(&id) && !finished.contains(&id));
@@ -208,7 +216,12 @@ pub fn stream(data: &[u8]) {
                 assert!(ids.contains(&id) && !finished.contains(&id));
                 finished.push(id);
             }
-            Event::Opened(_) | Event::Notice(_) | Event::Lost(_) => {}
+            Event::Opened(_)
+            | Event::Notice(_)
+            | Event::Lost(_)
+            | Event::ConnectionOpened { .. }
+            | Event::ConnectionMessage { .. }
+            | Event::ConnectionClosed { .. } => {}
         }
     }
     assert!(session.is_lost());
