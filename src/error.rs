@@ -189,6 +189,36 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The error as JSON, for hosts that build their own error values from it:
+    /// `{"code":7105,"name":"NOT_FOUND","message":...,"http_status":404,"detail":...,"backend":
+    /// {"backend","target","exit_code","state","reason"}}` (absent fields omitted).
+    pub fn to_json(&self) -> String {
+        #[derive(serde::Serialize)]
+        struct Json<'a> {
+            code: u32,
+            name: &'static str,
+            message: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            http_status: Option<u16>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            detail: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            backend: Option<&'a BackendFailure>,
+        }
+        let code = self.kind.code();
+        serde_json::to_string(&Json {
+            code: code.value,
+            name: code.name,
+            message: &self.message,
+            http_status: self.status,
+            detail: self.detail.as_deref(),
+            backend: self.backend.as_deref(),
+        })
+        .expect("errors serialize")
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

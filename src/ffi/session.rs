@@ -24,9 +24,9 @@ use super::client::mcpgw_client;
 use super::error::{mcpgw_error, report_code, report_error};
 use super::op::{OpCell, bytes, mcpgw_op};
 use super::{c_str, cstring_lossy, ffi_boundary, mcpgw_result, try_ref};
-use core_api::error::{Error, ErrorKind};
-use core_api::session::blocking::BlockingSession;
-use core_api::session::{Event, Session};
+use mcpgw::error::{Error, ErrorKind};
+use mcpgw::session::blocking::BlockingSession;
+use mcpgw::session::{Event, Session};
 
 /// What a session event is.
 #[repr(u32)]
@@ -354,8 +354,8 @@ fn to_c(state: &mut State, event: Event) -> mcpgw_session_event {
         Event::Detached { id, .. } => {
             if let Some(cell) = state.ops.remove(&id) {
                 let mut cell = lock(&cell);
-                cell.op.deliver(Err(core_api::Error::new(
-                    core_api::ErrorKind::SessionLost,
+                cell.op.deliver(Err(mcpgw::Error::new(
+                    mcpgw::ErrorKind::SessionLost,
                     "the session channel was lost",
                 )));
                 cell.sync();

@@ -396,6 +396,22 @@ impl Host {
         }
     }
 
+    /// What the driver knows, as JSON: `{"session": "off"|"opening"|"open", "gateway": {port,
+    /// pid, token_file, instance_nonce, state_dir} or null, "hello": {...} or null}`.
+    pub fn state_json(&self) -> String {
+        let (session, hello) = match self.session_state() {
+            SessionState::Off => ("off", None),
+            SessionState::Opening => ("opening", None),
+            SessionState::Open(h) => ("open", Some(h)),
+        };
+        serde_json::json!({
+            "session": session,
+            "gateway": self.client.gateway(),
+            "hello": hello,
+        })
+        .to_string()
+    }
+
     /// How many operations, connections and processes are under way.
     pub fn in_flight(&self) -> usize {
         self.ops.len() + self.conns.len() + self.procs.len()

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import koffi from 'koffi';
 
 /** The ABI version this binding was written against (`MCPGW_ABI_VERSION` in mcpgw.h). */
-export const ABI_VERSION = 2;
+export const ABI_VERSION = 3;
 
 /** `mcpgw_transport` values. */
 export const TRANSPORT = Object.freeze({ auto: 0, curl: 1, builtin: 2 });

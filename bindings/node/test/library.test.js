@@ -80,7 +80,7 @@ test('the loaded library has the ABI this binding needs and the crate version', 
   const version = cargo.match(/^version\s*=\s*"([^"]+)"/m)?.[1];
   assert.equal(lib.version, version);
   assert.equal(lib.abiVersion, ABI_VERSION);
-  assert.equal(ABI_VERSION, 2);
+  assert.equal(ABI_VERSION, 3);
 });
 
 test("the result codes are the library's, and every code has a typed error", () => {

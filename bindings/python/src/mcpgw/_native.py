@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 #: The ABI version this package was written against (`MCPGW_ABI_VERSION` in mcpgw.h).
-ABI_VERSION = 2
+ABI_VERSION = 3
 #: The package's version; the library must have the same major and minor version.
-VERSION = "0.2.0"
+VERSION = "0.3.0"
 
 LIBRARY_NAME = "libmcpgw.so"
 _PACKAGE_DIR = Path(__file__).resolve().parent
