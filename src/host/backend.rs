@@ -435,8 +435,9 @@ impl Backend {
                 137 if channel || silent => Verdict::Ask(self.running_question()),
                 _ => Verdict::Command,
             },
+            // podman 4 exits 125 for its own failures, 255 for a container that is not running.
             Backend::Podman(_) => match exit_code {
-                125 => {
+                125 | 255 if said.starts_with("Error:") => {
                     let state = if said.contains("no such container") {
                         FailureState::Gone
                     } else if said.contains("state improper") || said.contains("not running") {
@@ -746,9 +747,14 @@ mod tests {
             })
         ));
         assert!(matches!(
-            p.judge(125, b"", b"Error: can only create exec sessions on running containers: container state improper", false),
+            p.judge(255, b"", b"Error: can only create exec sessions on running containers: container state improper", false),
             Verdict::Failed(BackendFailure { state: FailureState::NotRunning, .. })
         ));
+        // The command's own 255 is its own.
+        assert_eq!(
+            p.judge(255, b"", b"ssh: connect failed", false),
+            Verdict::Command
+        );
         let Verdict::Ask(q) = p.judge(137, b"", b"", false) else {
             panic!()
         };
