@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,8 @@ from agentscope.workspace import BubblewrapWorkspace, LocalWorkspace
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
 from agentscope.workspace._gateway_client import GatewayMCPTool as StockGatewayMCPTool
 
+import mcpgw.agentscope
+from agentscope_support import bwrap_reason, cmdline, descendants
 from mcpgw.agentscope import GatewayClient, GatewayMCPClient, use_mcpgw
 
 
@@ -135,36 +136,9 @@ class RecordingBackend:
         backend.start_process = recorded_start_process
 
 
-def bwrap_reason() -> str | None:
-    if shutil.which("bwrap") is None:
-        return "bwrap is not installed (Debian package bubblewrap; .ci/run installs it)"
-    probe = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--share-net", "true"]
-    r = subprocess.run(probe, capture_output=True, text=True)
-    return None if r.returncode == 0 else f"bwrap cannot make a sandbox here: {r.stderr.strip()}"
-
-
-def descendants(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            children = (task / "children").read_text().split()
-        except OSError:
-            continue
-        for child in map(int, children):
-            out += [child, *descendants(child)]
-    return out
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 @pytest.mark.parametrize("session", [False, True], ids=["one-shot", "session"])
 async def test_bubblewrap_workspace_through_agentscopes_toolkit(
-    tmp_path: Path, gateway_to_install: Path, session: bool
+    tmp_path: Path, gateway_to_install: Path, session: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reason = bwrap_reason()
     if reason:
@@ -201,6 +175,19 @@ async def test_bubblewrap_workspace_through_agentscopes_toolkit(
             recorded.active = False
 
     workspace._setup_mcp_gateway = recorded_setup
+    # AgentScope's own bootstrap steps (they probe the workspace's .venv interpreter, which the
+    # agent's commands run) are not the gateway's: not recorded.
+    bootstrap = mcpgw.agentscope.bootstrap
+
+    async def unrecorded_bootstrap(ws: Any, **kwargs: Any) -> None:
+        assert recorded is not None
+        recorded.active = False
+        try:
+            await bootstrap(ws, **kwargs)
+        finally:
+            recorded.active = True
+
+    monkeypatch.setattr(mcpgw.agentscope, "bootstrap", unrecorded_bootstrap)
     async with workspace:
         assert recorded is not None
         launch = list(recorded.argvs)
