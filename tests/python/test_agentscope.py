@@ -4,6 +4,7 @@ client side by side, and its real BubblewrapWorkspace driven through its own Too
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,7 +27,7 @@ from agentscope.workspace._gateway_client import GatewayMCPTool as StockGatewayM
 
 import mcpgw.agentscope
 from agentscope_support import bwrap_reason, cmdline, descendants
-from mcpgw.agentscope import GatewayClient, GatewayMCPClient, use_mcpgw
+from mcpgw.agentscope import GatewayClient, GatewayMCPClient, bootstrap_commands, use_mcpgw
 
 
 @pytest.fixture
@@ -290,3 +291,53 @@ async def test_constructed_like_agentscopes_with_a_token(launched: GatewayClient
     with pytest.raises(RuntimeError, match="HTTP 401"):
         await wrong.list_mcps()
     await wrong.aclose()
+
+
+def workspace_of_kind(kind: str, extra_pip: list[str]) -> Any:
+    """A workspace of AgentScope's `kind` as its bootstrap sees it after provisioning: paths are
+    joined by its backend (POSIX here, as in every sandbox), Daytona's paths come from its SDK."""
+    import agentscope.workspace
+
+    ws = getattr(agentscope.workspace, kind)(extra_pip=extra_pip)
+    ws._backend = LocalBackend()
+    if kind == "DaytonaWorkspace":
+        # What _derive_sdk_paths reads from Daytona's SDK for its default user.
+        ws._user_home = "/home/daytona"
+        ws._gateway_home = "/home/daytona/.agentscope"
+        ws._uv_bin = "/home/daytona/.local/bin/uv"
+    return ws
+
+
+KINDS = [
+    "BubblewrapWorkspace",
+    "E2BWorkspace",
+    "K8sWorkspace",
+    "OpenSandboxWorkspace",
+    "DaytonaWorkspace",
+    "AppleContainerWorkspace",
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bootstrap_commands_are_agentscopes_without_the_gateways_part(kind: str) -> None:
+    ws = workspace_of_kind(kind, ["mcp-server-time==2026.10.19"])
+    stock = ws._bootstrap_commands()
+    ours = bootstrap_commands(ws)
+    installs = [c for c in stock if " pip install " in c]
+    assert len(installs) == 2 and any("fastapi" in c for c in installs), stock
+    # Every other step (system packages, uv and uvx, rg, `uv venv`) is AgentScope's, in order.
+    assert [c for c in ours if " pip install " not in c] == [c for c in stock if " pip install " not in c]
+    assert any("uv venv" in c for c in ours)
+    # Into the .venv goes only extra_pip: none of the gateway's requirements, not agentscope.
+    [pip] = [c for c in ours if " pip install " in c]
+    words = shlex.split(pip)
+    assert words[words.index("--python") :] == ["--python", ws._gateway_python, "mcp-server-time==2026.10.19"]
+    # Without extra_pip nothing is installed into the .venv at all.
+    assert [c for c in bootstrap_commands(workspace_of_kind(kind, [])) if " pip install " in c] == []
+
+
+def test_an_unknown_package_install_is_refused() -> None:
+    ws = workspace_of_kind("K8sWorkspace", [])
+    ws._bootstrap_commands = lambda: ["uv pip install --python /root/.agentscope/.venv/bin/python fastapi"]
+    with pytest.raises(RuntimeError, match="K8sWorkspace's bootstrap has a package install mcpgw does not know"):
+        bootstrap_commands(ws)
