@@ -89,6 +89,22 @@ def agentscope_test_file(name: str) -> Path:
 
 # ── offline images for AgentScope's DockerWorkspace ────────────────
 
+#: The MCP server the Docker workspaces here run: real, nobody here wrote it, installed into the
+#: workspace's .venv (first on PATH) through its ``extra_pip``.
+TIME_SERVER_PIP = "mcp-server-time==2026.10.19"
+#: What AgentScope 2.0.11's own sandbox gateway lacks to call any tool: its bootstraps install
+#: agentscope ``--no-deps`` beside its ``_GATEWAY_BASE_REQUIREMENTS``, and a call imports
+#: ``agentscope.tool``, which needs these (without them every call answers HTTP 500 "No module
+#: named ..."). An unswapped workspace gets them through ``extra_pip`` where it must call tools.
+STOCK_GATEWAY_MISSING = [
+    "docstring_parser==0.18.0",
+    "jinja2==3.1.6",
+    "aiofiles==25.1.0",
+    "python-frontmatter==1.3.0",
+    "tree-sitter==0.26.1",
+    "tree-sitter-bash==0.25.1",
+]
+
 #: The interpreter the images carry (AgentScope's images must have a python3): this machine's
 #: Debian python3 with its standard library and the shared libraries everything in the image needs.
 IMAGE_PYTHON = Path("/usr/bin/python3.11")

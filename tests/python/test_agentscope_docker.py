@@ -25,13 +25,11 @@ from agentscope.workspace import DockerWorkspace
 from agentscope.workspace._docker._make_dockerfile import prepare_build_context
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
 
-from agentscope_support import agentscope_test_file, docker_image, docker_image_reason
+from agentscope_support import TIME_SERVER_PIP, agentscope_test_file, docker_image, docker_image_reason
 from mcpgw.agentscope import GatewayClient, gateway_free_image, use_mcpgw
 
-#: The workspaces' extra_pip here: a real MCP server nobody here wrote, in the .venv (first on
-#: PATH), and docstring_parser, without which AgentScope's own gateway fails every tool call
-#: (its bootstraps install agentscope --no-deps; agentscope.tool imports docstring_parser).
-EXTRA_PIP = ["mcp-server-time==2026.10.19", "docstring_parser==0.18.0"]
+#: The swapped workspaces' extra_pip: a real MCP server, in the .venv (first on PATH).
+EXTRA_PIP = [TIME_SERVER_PIP]
 
 
 @pytest.fixture(scope="module")
