@@ -9,10 +9,12 @@ the difference. Every request runs as a command through the workspace backend's
 inside the sandbox instead of a ``python3 -c`` shim: no Python runs in the sandbox for it, and a
 call costs one ``sh -c`` instead of a Python start-up plus a body file written and deleted.
 
-:func:`use_mcpgw` makes a sandboxed workspace (bubblewrap, Docker, E2B, Kubernetes) launch
-``mcpgw-gateway`` instead of its stock Python gateway (no venv, no ``pip install`` in the
-sandbox), always with a token the gateway mints into its own 0600 token file, also where the
-stock launch uses none (Docker, E2B, Kubernetes)::
+:func:`use_mcpgw` makes a sandboxed workspace (Bubblewrap, Docker, E2B, Kubernetes, OpenSandbox,
+Daytona) launch ``mcpgw-gateway`` instead of its stock Python gateway, always with a token the
+gateway mints into its own 0600 token file, also where the stock launch uses none (Docker, E2B,
+Kubernetes). What the workspace's bootstrap gives AgentScope's other tools (``uv``, ``uvx``,
+``rg``, the ``.venv`` interpreter) it still gets, from AgentScope's own bootstrap steps; what it
+installs for the Python gateway (fastapi, uvicorn, agentscope, ...) it does not::
 
     from mcpgw.agentscope import use_mcpgw
     workspace = use_mcpgw(DockerWorkspace(...), gateway_binary="/usr/local/lib/mcpgw-gateway")
