@@ -15,7 +15,6 @@ checks, which want both binaries.)
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import statistics
@@ -26,10 +25,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [
-    str(REPO / "tests" / "python"),
-    str(REPO / "bindings" / "python" / "src"),
-]
+sys.path[:0] = [str(REPO / "bench"), str(REPO / "tests" / "python"), str(REPO / "bindings" / "python" / "src")]
 # The image builder lives with the tests, whose helpers check for these binaries at import.
 os.environ.setdefault("MCPGW_GATEWAY", sys.argv[1] if len(sys.argv) > 1 else "")
 os.environ.setdefault("MCPGW_TESTSERVER", sys.argv[2] if len(sys.argv) > 2 else "")
@@ -42,6 +38,7 @@ from agentscope_support import (  # noqa: E402
     docker_image,
     docker_image_reason,
 )
+from python_adapter import arguments, per_call_ms  # noqa: E402
 
 from mcpgw.agentscope import use_mcpgw  # noqa: E402
 
@@ -52,15 +49,6 @@ TIME = MCPClient(
     is_stateful=True,
     mcp_config=StdioMCPConfig(command="mcp-server-time", args=["--local-timezone", "UTC"]),
 )
-
-
-async def per_call_ms(call: Callable[[], Awaitable[Any]], n: int) -> list[float]:
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        await call()
-        times.append((time.perf_counter() - t) * 1000)
-    return times
 
 
 async def started(
@@ -121,12 +109,7 @@ async def main(gateway: str, calls: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("gateway")
-    parser.add_argument("testserver")
-    parser.add_argument("--calls", type=int, default=30)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = arguments(__doc__, 30)
     reason = docker_image_reason()
     if reason:
         print(f"SKIPPED: no AgentScope Docker workspace here: {reason}")
