@@ -15,6 +15,7 @@ import base64
 import json
 import os
 import shutil
+import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -333,5 +334,18 @@ async def test_grep_and_glob_find_what_is_there(tmp_path: Path, gateway_to_insta
         glob = await tools["Glob"](pattern="**/*.txt", path="/workspace")
         assert glob.content[0].text == "/workspace/notes/a.txt", glob
         assert (await run(ws, "sh", "-c", "command -v rg")).strip() == "/workspace/.agentscope/bin/rg"
+    finally:
+        await ws.close()
+
+
+async def test_an_explicit_gateway_port_is_the_one_listened_on(tmp_path: Path, gateway_to_install: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ws = swapped(gateway_to_install, host_cache_dir=str(tmp_path / "cache"), gateway_port=port)
+    try:
+        await ws.initialize()
+        assert ws.gateway_port == port and ws._gateway is not None and ws._gateway.gateway_port == port
+        assert await ws._gateway.health()
     finally:
         await ws.close()

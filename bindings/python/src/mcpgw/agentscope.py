@@ -331,6 +331,7 @@ class GatewayClient:
         tmp_dir: str = SANDBOX_TMP_DIR,
         transport: Transport | None = None,
         keep_alive: bool | None = None,
+        port: int = 0,
     ) -> GatewayClient:
         """Launches ``mcpgw-gateway`` through `backend` and returns the client of it.
 
@@ -340,6 +341,7 @@ class GatewayClient:
             gateway_binary: a host path of the binary to install at `gateway_path` first
                 (skipped when an identical file is there).
             state_dir: where the gateway keeps its token file and log in the sandbox.
+            port: the port to listen on in the sandbox; 0, a free one the gateway picks.
             keep_alive: run the launch in a process of the backend kept for the gateway's
                 lifetime, for backends whose every command is a sandbox of its own that dies
                 with it (bubblewrap: ``start_process``). Default: when the backend has
@@ -350,7 +352,7 @@ class GatewayClient:
         gc = cls(
             backend, 0, timeout=timeout, tmp_dir=tmp_dir, gateway_path=gateway_path, transport=transport or "builtin"
         )
-        client = gc._new_client(state_dir=state_dir)
+        client = gc._new_client(state_dir=state_dir, port=port or None)
         try:
             if gateway_binary is not None:
                 await client.ensure_gateway_binary(gateway_binary)
@@ -507,6 +509,9 @@ def use_mcpgw(
             gateway_binary=gateway_binary,
             timeout=timeout,
             transport=transport,
+            # Bubblewrap's explicit port (None there means a free one); the other kinds' port is
+            # a default (5600) a gateway left running by an earlier stock start may hold.
+            port=getattr(ws, "_gateway_port_input", None) or 0,
         )
         if session and channel_spawn(backend) is not None:
             try:
