@@ -341,3 +341,8 @@ def test_an_unknown_package_install_is_refused() -> None:
     ws._bootstrap_commands = lambda: ["uv pip install --python /root/.agentscope/.venv/bin/python fastapi"]
     with pytest.raises(RuntimeError, match="K8sWorkspace's bootstrap has a package install mcpgw does not know"):
         bootstrap_commands(ws)
+
+
+def test_a_workspace_without_a_gateway_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="a LocalWorkspace has none"):
+        use_mcpgw(LocalWorkspace(workdir=str(tmp_path)))

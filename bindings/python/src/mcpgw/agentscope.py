@@ -486,7 +486,13 @@ def use_mcpgw(
     """
     ws = cast(Any, workspace)
     from agentscope.workspace import DockerWorkspace
+    from agentscope.workspace._sandboxed_base import SandboxedWorkspaceBase
 
+    if not isinstance(ws, SandboxedWorkspaceBase):
+        raise TypeError(
+            f"use_mcpgw swaps the gateway of a sandboxed workspace; a {type(ws).__name__} has none "
+            "(a LocalWorkspace takes gateway-backed MCP clients: GatewayClient.launch(...).make_client(spec))"
+        )
     if isinstance(ws, DockerWorkspace):
 
         async def build_or_reuse_image() -> None:
@@ -520,7 +526,7 @@ def use_mcpgw(
                 log.warning("mcpgw: no session channel (%s); requests go one command each", e)
         describe_gateway(ws, gc)
 
-    ws._setup_mcp_gateway = setup_mcp_gateway
+    setattr(ws, "_setup_mcp_gateway", setup_mcp_gateway)  # noqa: B010 - an instance attribute
     return workspace
 
 
