@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import agentscope
@@ -85,6 +88,40 @@ def agentscope_test_file(name: str) -> Path:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(member.read())
     return out
+
+
+def run_swapped(test_file: Path, report: Path, env: dict[str, str] | None = None) -> None:
+    """Runs one of AgentScope's own test files under pytest in a process of its own, every
+    sandboxed workspace it initializes swapped (the ``mcpgw_swap`` plugin, with the static
+    gateway; ``sandbox_test_support``'s stand-in on its path), and checks that every test in it
+    ran and passed: none failed, none errored, none was skipped."""
+    path = [str(REPO / "tests" / "python" / "agentscope_suite"), str(REPO / "bindings" / "python" / "src")]
+    # pytest-asyncio stays out of unittest's own async test cases.
+    ini = ["-o", "asyncio_mode=strict", "-o", "asyncio_default_fixture_loop_scope=function"]
+    plugins = ["-p", "no:cacheprovider", "-p", "mcpgw_swap"]
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", *plugins, *ini, f"--junitxml={report}", str(test_file)],
+        cwd=test_file.parent,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(path),
+            "MCPGW_LIB": str(Path(os.environ["MCPGW_LIB"]).resolve()),
+            "MCPGW_AGENTSCOPE_SWAP": "1",
+            "MCPGW_GATEWAY_BINARY": str(STATIC_GATEWAY),
+            **(env or {}),
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    print(r.stdout[-6000:], r.stderr[-3000:], sep="\n")
+    assert report.is_file(), r.stderr
+    suite = ET.parse(report).getroot().find("testsuite")
+    assert suite is not None
+    written = re.findall(r"^\s*(?:async )?def (test_\w+)", test_file.read_text(), re.MULTILINE)
+    ran = [c.get("name") for c in suite.iter("testcase")]
+    assert written and sorted(ran) == sorted(written), (written, ran)
+    assert [suite.get(k) for k in ("failures", "errors", "skipped")] == ["0", "0", "0"], ET.tostring(suite)[:6000]
 
 
 # ── offline images for AgentScope's DockerWorkspace ────────────────

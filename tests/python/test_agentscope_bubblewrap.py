@@ -32,7 +32,7 @@ from agentscope.message import Base64Source, DataBlock, UserMsg
 from agentscope.workspace import BubblewrapBackend, BubblewrapWorkspace
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
 
-from agentscope_support import bwrap_reason
+from agentscope_support import bwrap_reason, run_swapped
 from mcpgw.agentscope import GatewayClient, use_mcpgw
 
 #: The MCP server AgentScope's own suite starts through uvx, from PyPI, pinned.
@@ -286,6 +286,23 @@ async def test_an_ephemeral_workspace_initializes_again(tmp_path: Path, gateway_
         assert not Path(second).exists()
     finally:
         await ws.close()
+
+
+async def test_agentscopes_own_bubblewrap_tests_pass_swapped(tmp_path: Path) -> None:
+    # Its file itself, where a checkout of AgentScope's repository is at hand (CI has only PyPI,
+    # whose sdist lacks it): every workspace it builds swapped, its integration and network
+    # tests on, every test in it passing.
+    import agentscope
+
+    tests = os.environ.get("AGENTSCOPE_TESTS")
+    if not tests:
+        skip(
+            "AgentScope's tests/workspace_bubblewrap_test.py is not in its sdist on PyPI (the tests above "
+            "check what it checks): set AGENTSCOPE_TESTS to the tests directory of a checkout of AgentScope "
+            f"{agentscope.__version__} to run it swapped"
+        )
+    env = {"AGENTSCOPE_BWRAP_INTEGRATION_TEST": "1", "AGENTSCOPE_BWRAP_NETWORK_TEST": "1"}
+    run_swapped(Path(tests) / "workspace_bubblewrap_test.py", tmp_path / "report.xml", env)
 
 
 # ── the workspace's fields and AgentScope's tools ──────────────────

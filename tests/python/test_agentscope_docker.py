@@ -4,18 +4,13 @@ its sdist, then its builtin tools and an MCP tool call through the swapped works
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import REPO, STATIC_GATEWAY, skip
+from conftest import STATIC_GATEWAY, skip
 
 pytest.importorskip("agentscope", reason="AgentScope is not installed (make deps)")
 pytest.importorskip("aiodocker", reason="aiodocker is not installed (make deps)")
@@ -25,7 +20,7 @@ from agentscope.workspace import DockerWorkspace
 from agentscope.workspace._docker._make_dockerfile import prepare_build_context
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
 
-from agentscope_support import TIME_SERVER_PIP, agentscope_test_file, docker_image, docker_image_reason
+from agentscope_support import TIME_SERVER_PIP, agentscope_test_file, docker_image, docker_image_reason, run_swapped
 from mcpgw.agentscope import GatewayClient, gateway_free_image, use_mcpgw
 
 #: The swapped workspaces' extra_pip: a real MCP server, in the .venv (first on PATH).
@@ -57,47 +52,11 @@ def test_the_swapped_image_is_agentscopes_without_the_gateway() -> None:
     assert gateway_free_image(DockerWorkspace())[1]["requirements.txt"] == b"\n"
 
 
-def run_agentscope_test_file(name: str, env: dict[str, str], tmp_path: Path) -> ET.Element:
-    """Runs AgentScope's own `tests/NAME` (from its sdist) under pytest in a process of its own,
-    with the project's ``sandbox_test_support`` stand-in on its path; returns the JUnit report."""
-    test_file = agentscope_test_file(name)
-    report = tmp_path / "report.xml"
-    path = [str(REPO / "tests" / "python" / "agentscope_suite"), str(REPO / "bindings" / "python" / "src")]
-    # pytest-asyncio stays out of unittest's own async test cases.
-    ini = ["-o", "asyncio_mode=strict", "-o", "asyncio_default_fixture_loop_scope=function"]
-    r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *ini, str(test_file)],
-        cwd=test_file.parent,
-        env={
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(path),
-            "MCPGW_LIB": str(Path(os.environ["MCPGW_LIB"]).resolve()),
-            **env,
-        },
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    print(r.stdout[-4000:], r.stderr[-4000:], sep="\n")
-    assert report.is_file(), r.stderr
-    suite = ET.parse(report).getroot().find("testsuite")
-    assert suite is not None
-    return suite
-
-
 async def test_agentscopes_own_docker_tests_pass_swapped(docker_ok: None, tmp_path: Path) -> None:
-    # Its tests/test_e2e_docker_mcp.py, every DockerWorkspace it builds swapped on initialize;
+    # Its tests/test_e2e_docker_mcp.py from its sdist, every DockerWorkspace it builds swapped;
     # every test it has must pass (none skipped), so also every one that passes unswapped.
     docker_image(stock=False, extra_pip=[])
-    suite = run_agentscope_test_file(
-        "test_e2e_docker_mcp.py",
-        {"MCPGW_AGENTSCOPE_SWAP": "1", "MCPGW_GATEWAY_BINARY": str(STATIC_GATEWAY)},
-        tmp_path,
-    )
-    names = re.findall(r"async def (test_\w+)", agentscope_test_file("test_e2e_docker_mcp.py").read_text())
-    assert len(names) >= 4
-    assert {c.get("name") for c in suite.iter("testcase")} == set(names)
-    assert [suite.get(k) for k in ("failures", "errors", "skipped")] == ["0", "0", "0"], ET.tostring(suite)[:4000]
+    run_swapped(agentscope_test_file("test_e2e_docker_mcp.py"), tmp_path / "report.xml")
 
 
 @pytest.fixture(params=[False, True], ids=["one-shot", "session"])
