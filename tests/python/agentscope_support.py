@@ -152,6 +152,8 @@ IMAGE_ENV = {
     "UV_PROJECT_ENVIRONMENT": f"{GATEWAY_HOME}/.venv",
     "UV_LINK_MODE": "copy",
 }
+#: The label naming the workspace tag an image was built for.
+FOR_TAG = "mcpgw-test-agentscope-for"
 #: Debian's programs the images carry besides busybox (see _build_image).
 HOST_PROGRAMS = (Path("/usr/bin/nohup"), Path("/usr/bin/pkill"), Path("/usr/bin/realpath"))
 #: Parts of the standard library no workspace command uses.
@@ -242,7 +244,7 @@ def docker_image(stock: bool, extra_pip: list[str]) -> str:
             _userland(root, busybox)
             _python(root, tools)
             _venv(root / GATEWAY_HOME.lstrip("/"), requirements, stock)
-            _import(root, Path(work) / "rootfs.tar", name)
+            _import(root, Path(work) / "rootfs.tar", name, tag)
     _run("docker", "tag", name, tag)
     return tag
 
@@ -307,9 +309,11 @@ def _venv(home: Path, requirements: list[str], stock: bool) -> None:
     (home / "_mcp_gateway_app.py").write_bytes(_read_gateway_script_bytes())
 
 
-def _import(root: Path, rootfs: Path, name: str) -> None:
+def _import(root: Path, rootfs: Path, name: str, tag: str) -> None:
     """Adds every shared library the image's executables and extension modules load (where ldd
-    finds them here: the same paths in the image), then imports the tree as image `name`."""
+    finds them here: the same paths in the image), then imports the tree as image `name`,
+    labelled with the workspace's `tag`; earlier builds for that tag are removed (a storage
+    driver such as vfs keeps every image whole)."""
     elves = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and _is_elf(p)]
     for lib in _shared_libraries(elves):
         if not (root / str(lib).lstrip("/")).exists():
@@ -317,8 +321,11 @@ def _import(root: Path, rootfs: Path, name: str) -> None:
     with tarfile.open(rootfs, "w") as tar:
         tar.add(root, arcname=".", filter=_owned_by_root)
     changes = [f"ENV {k}={v}" for k, v in IMAGE_ENV.items()]
-    changes += ["WORKDIR /workspace", "LABEL mcpgw-test=1", 'CMD ["sleep", "infinity"]']
+    changes += ["WORKDIR /workspace", "LABEL mcpgw-test=1", f"LABEL {FOR_TAG}={tag}", 'CMD ["sleep", "infinity"]']
+    earlier = _run("docker", "images", "-q", "--filter", f"label={FOR_TAG}={tag}").split()
     _run("docker", "import", *(a for c in changes for a in ("--change", c)), str(rootfs), name)
+    for image in sorted(set(earlier)):
+        subprocess.run(["docker", "rmi", "-f", image], capture_output=True, check=False)
 
 
 def _is_elf(path: Path) -> bool:
