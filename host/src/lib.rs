@@ -8,6 +8,11 @@
 //! timers) is the driver's; this crate only moves bytes. Many hosts share one runtime: no thread
 //! is made per host or per session.
 
+pub mod aggregate;
+pub mod cli;
+pub mod endpoint;
+pub mod http;
+
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
