@@ -11,6 +11,10 @@ cargo build --quiet --release -p mcpgw-testserver -p mcpgw-bench -p mcpgw-ffi
 # The Rust bench's failure does not stop the Python side from measuring; it is the exit status.
 status=0
 target/release/mcpgw-bench "$@" || status=$?
+# One host process holding 1,000 sessions through the Rust host driver.
+echo
+echo "rust host driver: 1000 sessions in one process (one runtime thread), calls across all of them"
+target/release/mcpgw-sessions 1000 4 5 || status=$?
 # The Python side: AgentScope's stock host client against mcpgw's AgentScope adapter.
 echo
 echo "python: one tool call through AgentScope's LocalBackend, same mcpgw-gateway"

@@ -21,7 +21,7 @@ use mcpgw::client::Output;
 use mcpgw::host::{self as driver, Action, Exit, HostConfig, Id, ProcId, Program, Stdin, Submit};
 use mcpgw::{Error, ErrorKind};
 use serde_json::value::RawValue;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
 pub use mcpgw::host::{Backend, Container, Op, Pod, Prefix};
@@ -261,6 +261,40 @@ struct Task {
 struct Waiter {
     progress: Option<mpsc::UnboundedSender<Box<RawValue>>>,
     done: oneshot::Sender<Result<Output, Error>>,
+}
+
+/// Reads `pipe` until its end, handing each read to `take` (until it says stop). No buffer is
+/// held while waiting: one is made when the pipe is readable, and given away with what it read,
+/// so an idle channel costs no read buffer.
+async fn read_pipe(
+    pipe: impl std::os::fd::AsFd + tokio::io::AsyncRead + Unpin,
+    max: usize,
+    mut take: impl FnMut(Vec<u8>) -> bool,
+) {
+    let Ok(fd) = pipe.as_fd().try_clone_to_owned() else {
+        return;
+    };
+    drop(pipe);
+    let Ok(rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else {
+        return;
+    };
+    loop {
+        if rx.readable().await.is_err() {
+            return;
+        }
+        let mut buf = vec![0u8; max];
+        match rx.try_read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                buf.truncate(n);
+                if !take(buf) {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(_) => return,
+        }
+    }
 }
 
 fn kill_group(pid: u32) {
@@ -560,31 +594,22 @@ impl Task {
             }
             // Dropping it closes the channel's input.
         });
-        let mut stdout = child.stdout.take().expect("piped");
+        let stdout = child.stdout.take().expect("piped");
         let out_tx = tx.clone();
         let reading = tokio::spawn(async move {
-            let mut buf = vec![0u8; READ_BYTES];
-            loop {
-                match stdout.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        if out_tx.send(Msg::Data(proc, buf[..n].to_vec())).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
+            read_pipe(stdout, READ_BYTES, |bytes| {
+                out_tx.send(Msg::Data(proc, bytes)).is_ok()
+            })
+            .await;
             let _ = out_tx.send(Msg::Eof(proc));
         });
-        let mut stderr = child.stderr.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
         let err_tx = tx.clone();
         tokio::spawn(async move {
-            let mut buf = vec![0u8; 4096];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 || err_tx.send(Msg::Stderr(proc, buf[..n].to_vec())).is_err() {
-                    break;
-                }
-            }
+            read_pipe(stderr, 4096, |bytes| {
+                err_tx.send(Msg::Stderr(proc, bytes)).is_ok()
+            })
+            .await;
         });
         tokio::spawn(async move {
             let exit = match child.wait().await {
