@@ -341,6 +341,8 @@ pub struct Host {
     conns: HashMap<Id, Conn>,
     /// Channels whose input was closed, and when they are killed if still running.
     retired: Vec<(ProcId, Instant)>,
+    /// Calls resumed on a new channel, since the start.
+    resumed: u64,
     actions: VecDeque<Action>,
 }
 
@@ -370,6 +372,7 @@ impl Host {
             want: Want::Off,
             conns: HashMap::new(),
             retired: Vec::new(),
+            resumed: 0,
             actions: VecDeque::new(),
         })
     }
@@ -397,7 +400,8 @@ impl Host {
     }
 
     /// What the driver knows, as JSON: `{"session": "off"|"opening"|"open", "gateway": {port,
-    /// pid, token_file, instance_nonce, state_dir} or null, "hello": {...} or null}`.
+    /// pid, token_file, instance_nonce, state_dir} or null, "hello": {...} or null, "resumed":
+    /// calls resumed on a new channel so far}`.
     pub fn state_json(&self) -> String {
         let (session, hello) = match self.session_state() {
             SessionState::Off => ("off", None),
@@ -408,6 +412,7 @@ impl Host {
             "session": session,
             "gateway": self.client.gateway(),
             "hello": hello,
+            "resumed": self.resumed,
         })
         .to_string()
     }
@@ -867,6 +872,7 @@ impl Host {
                 channel.by_sid.insert(sid, id);
                 entry.place = Place::Session(sid);
                 entry.resumed = true;
+                self.resumed += 1;
                 // The call's own deadline is the gateway's; the answer's limit starts anew.
                 entry.deadline = Some(now + op.session_limit() + grace);
             }
