@@ -40,8 +40,11 @@ def _millis(seconds: object, what: str) -> int:
 
 
 def _text(value: object, what: str) -> str:
+    # Names, scopes and paths: text without NUL (JSON would carry one, nothing else would).
     if not isinstance(value, str):
         raise invalid(f"{what} must be a str, not {type(value).__name__}")
+    if "\0" in value:
+        raise invalid(f"{what} must not contain a NUL character: {value!r}")
     return value
 
 
