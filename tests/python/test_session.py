@@ -68,6 +68,16 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
+async def call_under_way(
+    client: mcpgw.AsyncClient, arguments: dict[str, object], timeout: float = 10
+) -> asyncio.Future[mcpgw.ToolChunk]:
+    """A call of the slow tool over the session, returned once its first progress came."""
+    progress = asyncio.Event()
+    call = asyncio.ensure_future(client.call_tool("ts", "slow", arguments, on_progress=lambda _: progress.set()))
+    await asyncio.wait_for(progress.wait(), timeout)
+    return call
+
+
 async def test_every_operation_goes_over_the_session(sandbox_dir: Path) -> None:
     reason = attach_reason()
     if reason:
@@ -120,16 +130,7 @@ async def test_progress_streams_as_it_arrives(attached: mcpgw.AsyncClient) -> No
 async def test_cancel_sends_a_cancel_frame(attached: mcpgw.AsyncClient, sandbox_dir: Path) -> None:
     client = attached
     marker = sandbox_dir / "cancelled"
-    first_progress = asyncio.Event()
-    task = asyncio.ensure_future(
-        client.call_tool(
-            "ts",
-            "slow",
-            {"seconds": 30, "steps": 300, "cancel_marker": str(marker)},
-            on_progress=lambda _: first_progress.set(),
-        )
-    )
-    await asyncio.wait_for(first_progress.wait(), 10)
+    task = await call_under_way(client, {"seconds": 30, "steps": 300, "cancel_marker": str(marker)})
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -150,11 +151,7 @@ async def test_a_lost_channel_fails_what_it_carried_and_is_opened_again(
 ) -> None:
     client = attached
     [first] = channel_pids(sandbox_dir)
-    progress = asyncio.Event()
-    call = asyncio.ensure_future(
-        client.call_tool("ts", "slow", {"seconds": 30, "steps": 300}, on_progress=lambda _: progress.set())
-    )
-    await asyncio.wait_for(progress.wait(), 10)
+    call = await call_under_way(client, {"seconds": 30, "steps": 300})
     os.kill(first, signal.SIGKILL)
     hello = client.state["hello"]
     assert hello is not None
@@ -181,11 +178,7 @@ async def test_without_reopen_a_lost_session_goes_one_shot(sandbox_dir: Path) ->
         await client.open_session()
         await client.add_mcp(ts_spec())
         [pid] = channel_pids(sandbox_dir)
-        progress = asyncio.Event()
-        call = asyncio.ensure_future(
-            client.call_tool("ts", "slow", {"seconds": 30, "steps": 300}, on_progress=lambda _: progress.set())
-        )
-        await asyncio.wait_for(progress.wait(), 10)
+        call = await call_under_way(client, {"seconds": 30, "steps": 300})
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(mcpgw.SessionLostError):
             await call
@@ -267,11 +260,7 @@ async def test_session_through_a_container(any_container: Container) -> None:
         assert [a["content"][0]["text"] for a in answers] == [f"n{i}" for i in range(16)]
         # The container gone: what the channel carried fails as lost, and the next operation
         # says the backend's failure (the container is gone), not a lost session.
-        progress = asyncio.Event()
-        call = asyncio.ensure_future(
-            client.call_tool("ts", "slow", {"seconds": 30, "steps": 300}, on_progress=lambda _: progress.set())
-        )
-        await asyncio.wait_for(progress.wait(), 30)
+        call = await call_under_way(client, {"seconds": 30, "steps": 300}, timeout=30)
         any_container.remove()
         with pytest.raises(mcpgw.SessionLostError):
             await call
