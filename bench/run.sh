@@ -16,4 +16,8 @@ echo
 echo "python: one tool call through AgentScope's LocalBackend, same mcpgw-gateway"
 MCPGW_LIB=target/release/libmcpgw.so PYTHONPATH=bindings/python/src .venv/bin/python bench/python_adapter.py \
     target/x86_64-unknown-linux-gnu/release/mcpgw-gateway target/release/mcpgw-testserver
+echo
+echo "python: one process holding 1000 sessions (local attach processes against 4 gateways)"
+MCPGW_LIB=target/release/libmcpgw.so PYTHONPATH=bindings/python/src .venv/bin/python bench/python_sessions.py \
+    target/x86_64-unknown-linux-gnu/release/mcpgw-gateway target/release/mcpgw-testserver || status=$?
 exit $status
