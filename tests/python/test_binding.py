@@ -382,3 +382,12 @@ async def test_ensure_gateway_binary_uploads_once(sandbox_dir: Path, gateway_to_
         await client.add_mcp(ts_spec())
         assert (await client.call_tool("ts", "echo", {"text": "installed"}))["content"][0]["text"] == "installed"
         await client.stop_gateway()
+
+
+def test_a_client_belongs_to_the_event_loop_it_started_on() -> None:
+    client = mcpgw.AsyncClient(mcpgw.local(), port=1, token_file="/nonexistent/token", transport="curl")
+    with pytest.raises(mcpgw.McpgwError) as first:
+        asyncio.run(client.health(timeout=5))
+    assert not isinstance(first.value, mcpgw.InvalidStateError)
+    with pytest.raises(mcpgw.InvalidStateError, match="another event loop"):
+        asyncio.run(client.health(timeout=5))

@@ -141,7 +141,7 @@ async def test_cancel_sends_a_cancel_frame(attached: mcpgw.AsyncClient, sandbox_
     async for chunk in stream:
         assert not chunk["is_last"]
         break
-    await stream.aclose()  # type: ignore[attr-defined]
+    await stream.aclose()
     assert await wait_file(marker2) == "cancelled"
     assert (await client.call_tool("ts", "echo", {"text": "after"}))["content"][0]["text"] == "after"
 

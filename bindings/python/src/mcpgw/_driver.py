@@ -20,7 +20,7 @@ import logging
 import os
 import signal
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from ctypes import c_size_t, c_uint64, c_void_p
 from typing import TYPE_CHECKING, Any
 
@@ -198,7 +198,7 @@ class Driver:
             self.cancel(ident)
             raise
 
-    async def stream(self, op: dict[str, Any]) -> AsyncIterator[Any]:
+    async def stream(self, op: dict[str, Any]) -> AsyncGenerator[Any, None]:
         """Runs `op` and yields each progress chunk as it comes, then its result. Leaving early
         cancels it."""
         ident, waiter = self.submit(op, stream=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
 from concurrent.futures import Future
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -133,7 +133,7 @@ class Client:
         then the final chunk; leaving the loop early cancels the call."""
         return self._iterate(self._client.call_tool_stream(*args, **kwargs))
 
-    def _iterate(self, stream: AsyncIterator[T]) -> Iterator[T]:
+    def _iterate(self, stream: AsyncGenerator[T, None]) -> Iterator[T]:
         async def step() -> tuple[bool, T | None]:
             try:
                 return True, await anext(stream)
@@ -141,7 +141,7 @@ class Client:
                 return False, None
 
         async def close() -> None:
-            await stream.aclose()  # type: ignore[attr-defined]
+            await stream.aclose()
 
         try:
             while True:

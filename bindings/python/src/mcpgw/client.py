@@ -9,7 +9,7 @@ only runs the processes and timers it asks for (see :mod:`mcpgw._driver`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Literal, cast
 
 from ._driver import Driver, OnProgress
@@ -297,7 +297,7 @@ class AsyncClient:
         )
         return cast(ToolChunk, await self._driver.call(request, on_progress))
 
-    async def call_tool_stream(
+    def call_tool_stream(
         self,
         mcp: str,
         tool: str,
@@ -306,7 +306,7 @@ class AsyncClient:
         agent_id: str | None = None,
         session_id: str | None = None,
         timeout: float | None = None,
-    ) -> AsyncIterator[ToolChunk]:
+    ) -> AsyncGenerator[ToolChunk, None]:
         """Calls a tool and yields its chunks: each progress chunk as it arrives (over a
         session; ``is_last`` false, ``metadata.mcp_progress``), then the final chunk. Leaving
         the loop early cancels the call once the iterator is closed (at once with
@@ -314,8 +314,7 @@ class AsyncClient:
         request = self._call_request(
             mcp, tool, arguments, agent_id=agent_id, session_id=session_id, timeout=timeout, stream=True
         )
-        async for chunk in self._driver.stream(request):
-            yield chunk
+        return cast(AsyncGenerator[ToolChunk, None], self._driver.stream(request))
 
     async def set_runtime_headers(
         self,
