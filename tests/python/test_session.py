@@ -308,3 +308,25 @@ async def test_a_call_resumes_after_its_channel_is_killed(container: Container) 
         assert last["is_last"]
         steps = [mcpgw.progress_of(c) for c in got]
         assert len(got) == 4 and len({p["progress"] for p in steps if p}) == 4, "every progress chunk once"
+
+
+def test_a_blocking_call_from_the_clients_own_callback_is_refused(sandbox_dir: Path) -> None:
+    reason = attach_reason()
+    if reason:
+        skip(reason)
+    local = mcpgw.local(cwd=str(sandbox_dir))
+    with mcpgw.Client(local, gateway_path=str(GATEWAY), state_dir=str(sandbox_dir / "state")) as client:
+        client.open_session()
+        client.add_mcp(ts_spec())
+        refused: list[BaseException] = []
+
+        def on_progress(_: mcpgw.ToolChunk) -> None:
+            try:
+                client.health()
+            except mcpgw.InvalidStateError as e:
+                refused.append(e)
+
+        client.call_tool("ts", "slow", {"seconds": 0.1, "steps": 1}, on_progress=on_progress)
+        assert refused and "wait for itself" in str(refused[0])
+        client.close_session()
+        client.stop_gateway()

@@ -68,9 +68,13 @@ class Client:
         return AsyncClient(backend, **options)
 
     def _wait(self, coro: Coroutine[Any, Any, T]) -> T:
-        if not self._loop.is_running():
+        if not self._loop.is_running() or threading.current_thread() is self._thread:
             coro.close()
-            raise invalid_state("the client is closed")
+            raise invalid_state(
+                "the client is closed"
+                if not self._loop.is_running()
+                else "a blocking call from the client's own callback (on_progress, on_message) would wait for itself"
+            )
         future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
         try:
             return future.result()
