@@ -220,14 +220,20 @@ async def test_attach_to_a_launched_gateway(sandbox_dir: Path) -> None:
         await client.stop_gateway()
 
 
-def test_blocking_client_sessions(sandbox_dir: Path) -> None:
+def blocking_session(sandbox_dir: Path) -> mcpgw.Client:
+    """A blocking client whose session launched its gateway, with the test server registered."""
     reason = attach_reason()
     if reason:
         skip(reason)
     local = mcpgw.local(cwd=str(sandbox_dir))
-    with mcpgw.Client(local, gateway_path=str(GATEWAY), state_dir=str(sandbox_dir / "state")) as client:
-        assert client.open_session()["launched"] is True
-        client.add_mcp(ts_spec())
+    client = mcpgw.Client(local, gateway_path=str(GATEWAY), state_dir=str(sandbox_dir / "state"))
+    assert client.open_session()["launched"] is True
+    client.add_mcp(ts_spec())
+    return client
+
+
+def test_blocking_client_sessions(sandbox_dir: Path) -> None:
+    with blocking_session(sandbox_dir) as client:
         chunks = list(client.call_tool_stream("ts", "slow", {"seconds": 0.3, "steps": 3}))
         assert [c["is_last"] for c in chunks] == [False, False, False, True]
         got: list[mcpgw.ToolChunk] = []
@@ -311,13 +317,7 @@ async def test_a_call_resumes_after_its_channel_is_killed(container: Container) 
 
 
 def test_a_blocking_call_from_the_clients_own_callback_is_refused(sandbox_dir: Path) -> None:
-    reason = attach_reason()
-    if reason:
-        skip(reason)
-    local = mcpgw.local(cwd=str(sandbox_dir))
-    with mcpgw.Client(local, gateway_path=str(GATEWAY), state_dir=str(sandbox_dir / "state")) as client:
-        client.open_session()
-        client.add_mcp(ts_spec())
+    with blocking_session(sandbox_dir) as client:
         refused: list[BaseException] = []
 
         def on_progress(_: mcpgw.ToolChunk) -> None:
