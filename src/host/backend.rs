@@ -452,10 +452,9 @@ impl Backend {
                 137 if channel || silent => Verdict::Ask(self.running_question()),
                 _ => Verdict::Command,
             },
+            // podman 4 exits 125 for its own failures, 255 for a container that is not running.
             Backend::Podman(_) => match exit_code {
-                // Podman 4 exits 125 for its own failures, but 255 for an exec into a container
-                // that is not running.
-                125 => {
+                125 | 255 if said.starts_with("Error:") => {
                     let state = if said.contains("no such container") {
                         FailureState::Gone
                     } else if said.contains("state improper") || said.contains("not running") {
@@ -466,11 +465,6 @@ impl Backend {
                         FailureState::CannotRun
                     };
                     self.failed(exit_code, state, said.to_owned())
-                }
-                255 if said.starts_with("Error: ")
-                    && said.ends_with("container state improper") =>
-                {
-                    self.failed(exit_code, FailureState::NotRunning, said.to_owned())
                 }
                 126 if said.contains("OCI") || out.contains("OCI") => self.failed(
                     exit_code,
@@ -770,17 +764,14 @@ mod tests {
             })
         ));
         assert!(matches!(
-            p.judge(125, b"", b"Error: can only create exec sessions on running containers: container state improper", false),
+            p.judge(255, b"", b"Error: can only create exec sessions on running containers: container state improper", false),
             Verdict::Failed(BackendFailure { state: FailureState::NotRunning, .. })
         ));
-        // What podman 4.3 exits with for a stopped container, as a channel too.
-        for channel in [false, true] {
-            assert!(matches!(
-                p.judge(255, b"", b"Error: can only create exec sessions on running containers: container state improper", channel),
-                Verdict::Failed(BackendFailure { state: FailureState::NotRunning, .. })
-            ));
-        }
-        assert_eq!(p.judge(255, b"", b"ssh: lost", false), Verdict::Command);
+        // The command's own 255 is its own.
+        assert_eq!(
+            p.judge(255, b"", b"ssh: connect failed", false),
+            Verdict::Command
+        );
         let Verdict::Ask(q) = p.judge(137, b"", b"", false) else {
             panic!()
         };

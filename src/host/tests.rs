@@ -348,7 +348,7 @@ fn kubectl_connection_errors_and_podman_failures() {
     let (proc, ..) = sim.run();
     sim.exit(
         proc,
-        125,
+        255,
         b"",
         b"Error: can only create exec sessions on running containers: container state improper",
     );

@@ -1,0 +1,48 @@
+//! `mcpgw`: the host side's command. `mcpgw mcp ...` is an MCP server on this machine for a
+//! server that runs inside a sandbox; see `mcpgw --help`.
+
+use std::process::ExitCode;
+
+use mcpgw_host::cli::{self, Command};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = match cli::parse(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mcpgw: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let args = match command {
+        Command::Help => {
+            print!("{}", cli::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Command::Version => {
+            println!("mcpgw {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Command::Mcp(args) => *args,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mcpgw: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let status = runtime.block_on(async move {
+        if args.http.is_some() {
+            mcpgw_host::http::serve(args).await
+        } else if args.prefixed {
+            mcpgw_host::aggregate::serve_stdio(args).await
+        } else {
+            mcpgw_host::endpoint::serve_stdio(args).await
+        }
+    });
+    ExitCode::from(u8::try_from(status).unwrap_or(1))
+}
