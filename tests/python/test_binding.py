@@ -211,6 +211,8 @@ async def test_bad_arguments_of_any_kind_are_invalid_argument(gateway: Gateway) 
             mcpgw.AsyncClient(make())
     with pytest.raises(mcpgw.InvalidArgumentError, match="timeout_ms"):
         mcpgw.AsyncClient(mcpgw.local(), timeout=10**30)
+    with pytest.raises(mcpgw.InvalidArgumentError, match="unknown option 'timeuot'"):
+        mcpgw.AsyncClient(mcpgw.local(), timeuot=3)  # type: ignore[call-arg]
     with pytest.raises(mcpgw.InvalidArgumentError, match="backend must be"):
         mcpgw.AsyncClient("docker")  # type: ignore[arg-type]
     assert (await client.call_tool("ts", "echo", {"text": "a\0b"}))["content"][0]["text"] == "a\0b"

@@ -27,7 +27,7 @@ from . import errors
 from ._native import ABI_VERSION, VERSION, lib
 from .backends import Backend, Channel, ExecResult, argv, docker, exec, kubectl, local, podman
 from .blocking import BlockingConnection, Client
-from .client import AsyncClient, Transport
+from .client import AsyncClient, Options, Transport
 from .connection import Connection
 from .errors import ERROR_CLASSES, RESULT, BackendError, McpgwError, error_class
 from .wire import (
@@ -84,6 +84,7 @@ __all__ = [
     "Health",
     "McpSpec",
     "McpgwError",
+    "Options",
     "Progress",
     "TextBlock",
     "Tool",

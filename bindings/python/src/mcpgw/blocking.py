@@ -11,10 +11,10 @@ import threading
 import weakref
 from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
 from concurrent.futures import Future
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 from .backends import Backend
-from .client import AsyncClient
+from .client import AsyncClient, Options
 from .connection import Connection
 from .errors import invalid_state
 from .wire import ToolChunk
@@ -52,7 +52,7 @@ class Client:
     iterator, :meth:`connect` gives a :class:`BlockingConnection`. An interrupt
     (``KeyboardInterrupt``) while waiting cancels the operation. Use ``with`` or :meth:`close`."""
 
-    def __init__(self, backend: Backend, **options: Any) -> None:
+    def __init__(self, backend: Backend, **options: Unpack[Options]) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcpgw-client", daemon=True)
         self._thread.start()
@@ -64,7 +64,7 @@ class Client:
         self._finalizer = weakref.finalize(self, _stop, self._loop, self._thread)
 
     @staticmethod
-    async def _make(backend: Backend, options: dict[str, Any]) -> AsyncClient:
+    async def _make(backend: Backend, options: Options) -> AsyncClient:
         return AsyncClient(backend, **options)
 
     def _wait(self, coro: Coroutine[Any, Any, T]) -> T:

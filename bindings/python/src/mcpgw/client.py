@@ -10,7 +10,7 @@ only runs the processes and timers it asks for (see :mod:`mcpgw._driver`).
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Mapping
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypedDict, Unpack, cast
 
 from ._driver import Driver, OnProgress
 from .backends import Backend
@@ -78,22 +78,20 @@ def _request(
     return request
 
 
-class AsyncClient:
-    """An asyncio client of one gateway in one sandbox.
+class Options(TypedDict, total=False):
+    """The options of a client: the library's host configuration, in seconds where it counts
+    milliseconds; every one has the library's default.
 
-    Args:
-        backend: how commands and the session channel reach the sandbox:
-            :func:`mcpgw.local`, :func:`mcpgw.docker`, :func:`mcpgw.podman`,
-            :func:`mcpgw.kubectl`, :func:`mcpgw.argv` or :func:`mcpgw.exec`.
+    Attributes:
         gateway_path: the gateway binary in the sandbox (``mcpgw-gateway`` on PATH by default).
         host, port, token_file, instance_nonce: a gateway that already runs (port and token
-            file); by default the client knows none until :meth:`start_gateway` or
-            :meth:`open_session` launches one.
+            file); by default the client knows none until ``start_gateway`` or
+            ``open_session`` launches one.
         state_dir, staging_dir: where a launch keeps its token file and log, and where large
             bodies are staged, inside the sandbox.
-        transport: ``"curl"`` or ``"built_in"`` (the gateway's own client); detected when None.
+        transport: ``"curl"`` or ``"built_in"`` (the gateway's own client); detected when absent.
         max_command_bytes: the longest command text handed to the backend.
-        timeout: seconds an operation may take unless it says otherwise (60 by default).
+        timeout: seconds an operation may take unless it says otherwise (60).
         open_timeout: seconds a session channel may take to say hello (60).
         answer_grace, close_grace: seconds an answer over a session may take beyond its
             operation's limit, and a closed channel's process may take to exit (5 each).
@@ -101,6 +99,52 @@ class AsyncClient:
             resumed; reopen_attempts: failed opens in a row before the session gives up (5).
         heartbeat, heartbeat_timeout: how often attach pings when idle, and how long the
             channel may stay silent before it counts as lost (seconds; 0: the defaults).
+    """
+
+    gateway_path: str | None
+    host: str | None
+    port: int | None
+    token_file: str | None
+    state_dir: str | None
+    instance_nonce: str | None
+    transport: Transport | None
+    staging_dir: str | None
+    max_command_bytes: int | None
+    timeout: float | None
+    open_timeout: float | None
+    answer_grace: float | None
+    close_grace: float | None
+    reopen: bool | None
+    reopen_attempts: int | None
+    heartbeat: float | None
+    heartbeat_timeout: float | None
+
+
+def host_config(backend: Backend, options: Options) -> dict[str, Any]:
+    """The library's host configuration of `backend` and `options`."""
+    if not isinstance(backend, Backend):
+        raise invalid(
+            "backend must be one of mcpgw.local(), docker(), podman(), kubectl(), argv() or exec(), "
+            f"not {type(backend).__name__}"
+        )
+    config: dict[str, Any] = {"backend": backend.config}
+    for key, value in options.items():
+        if key not in Options.__annotations__:
+            raise invalid(f"unknown option {key!r}; the options are {', '.join(Options.__annotations__)}")
+        if value is not None:
+            config[_SECONDS.get(key, key)] = _millis(value, key) if key in _SECONDS else value
+    return config
+
+
+class AsyncClient:
+    """An asyncio client of one gateway in one sandbox.
+
+    Args:
+        backend: how commands and the session channel reach the sandbox:
+            :func:`mcpgw.local`, :func:`mcpgw.docker`, :func:`mcpgw.podman`,
+            :func:`mcpgw.kubectl`, :func:`mcpgw.argv` or :func:`mcpgw.exec`.
+        options: see :class:`Options` (``gateway_path``, ``port``, ``token_file``,
+            ``timeout``, ``reopen``, ...).
 
     Every operation takes the keyword arguments ``agent_id`` and ``session_id`` (the scope
     the MCPs live in) and ``timeout`` (seconds; for a tool call also the gateway's deadline).
@@ -110,59 +154,9 @@ class AsyncClient:
     is first used on.
     """
 
-    def __init__(
-        self,
-        backend: Backend,
-        *,
-        gateway_path: str | None = None,
-        host: str | None = None,
-        port: int | None = None,
-        token_file: str | None = None,
-        state_dir: str | None = None,
-        instance_nonce: str | None = None,
-        transport: Transport | None = None,
-        staging_dir: str | None = None,
-        max_command_bytes: int | None = None,
-        timeout: float | None = None,
-        open_timeout: float | None = None,
-        answer_grace: float | None = None,
-        close_grace: float | None = None,
-        reopen: bool | None = None,
-        reopen_attempts: int | None = None,
-        heartbeat: float | None = None,
-        heartbeat_timeout: float | None = None,
-    ) -> None:
-        if not isinstance(backend, Backend):
-            raise invalid(
-                "backend must be one of mcpgw.local(), docker(), podman(), kubectl(), argv() or exec(), "
-                f"not {type(backend).__name__}"
-            )
-        config: dict[str, Any] = {"backend": backend.config}
-        given = {
-            "gateway_path": gateway_path,
-            "host": host,
-            "port": port,
-            "token_file": token_file,
-            "state_dir": state_dir,
-            "instance_nonce": instance_nonce,
-            "transport": transport,
-            "staging_dir": staging_dir,
-            "max_command_bytes": max_command_bytes,
-            "reopen": reopen,
-            "reopen_attempts": reopen_attempts,
-        }
-        config.update({k: v for k, v in given.items() if v is not None})
-        seconds = {
-            "timeout": timeout,
-            "open_timeout": open_timeout,
-            "answer_grace": answer_grace,
-            "close_grace": close_grace,
-            "heartbeat": heartbeat,
-            "heartbeat_timeout": heartbeat_timeout,
-        }
-        config.update({_SECONDS[k]: _millis(v, k) for k, v in seconds.items() if v is not None})
+    def __init__(self, backend: Backend, **options: Unpack[Options]) -> None:
         # The library checks every value (and names the one that is wrong) before anything runs.
-        self._driver = Driver(config, backend)
+        self._driver = Driver(host_config(backend, options), backend)
 
     # ── lifecycle and state ───────────────────────────────────────
 
@@ -371,4 +365,4 @@ class AsyncClient:
         return conn
 
 
-__all__ = ["AsyncClient", "Transport"]
+__all__ = ["AsyncClient", "Options", "Transport"]
