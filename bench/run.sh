@@ -25,4 +25,8 @@ echo
 echo "python: one MCP tool call through AgentScope's DockerWorkspace, stock and swapped by use_mcpgw"
 MCPGW_LIB=target/release/libmcpgw.so .venv/bin/python bench/agentscope_docker.py \
     target/x86_64-unknown-linux-gnu/release/mcpgw-gateway target/release/mcpgw-testserver || status=$?
+echo
+echo "python: one process holding 1000 sessions (local attach processes against 4 gateways)"
+MCPGW_LIB=target/release/libmcpgw.so PYTHONPATH=bindings/python/src .venv/bin/python bench/python_sessions.py \
+    target/x86_64-unknown-linux-gnu/release/mcpgw-gateway target/release/mcpgw-testserver || status=$?
 exit $status

@@ -221,6 +221,17 @@ fn first_line(text: &str) -> &str {
     text.trim().lines().next().unwrap_or("")
 }
 
+/// Whether `line` is one of kubectl's own log lines (klog: `E1201 21:18:57.215002  620
+/// memcache.go:265] ...`), which it prints before saying what failed.
+fn is_klog(line: &str) -> bool {
+    let b = line.as_bytes();
+    b.len() > 14
+        && b"IWEF".contains(&b[0])
+        && b[1..5].iter().all(u8::is_ascii_digit)
+        && b[5] == b' '
+        && b[8] == b':'
+}
+
 impl Backend {
     /// Checks every value; the message names the one that is unusable.
     pub fn validate(&self) -> Result<(), Error> {
@@ -406,6 +417,12 @@ impl Backend {
         // A channel's stderr holds attach's lines too: the backend's own line is its last.
         let said = if channel {
             err.lines().last().unwrap_or("").trim()
+        } else if let Backend::Kubectl(_) = self {
+            // What kubectl says comes after its own log lines.
+            err.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !is_klog(l))
+                .unwrap_or("")
         } else {
             first_line(err)
         };
@@ -788,6 +805,15 @@ mod tests {
             k.judge(1, b"", b"error: something of the command", false),
             Verdict::Command
         );
+        // kubectl logs its retries (klog lines) before it says what failed.
+        let refused = b"E1201 21:19:28.393334    1682 memcache.go:265] \"Unhandled Error\" err=\"couldn't get current server API group list\"\nE1201 21:19:28.398334    1682 memcache.go:265] again\nThe connection to the server 127.0.0.1:1 was refused - did you specify the right host or port?";
+        assert!(matches!(
+            k.judge(1, b"", refused, false),
+            Verdict::Failed(BackendFailure {
+                state: FailureState::Unreachable,
+                ..
+            })
+        ));
         let Verdict::Ask(q) = k.judge(137, b"", b"", false) else {
             panic!()
         };

@@ -196,7 +196,7 @@ async def test_bubblewrap_workspace_through_agentscopes_toolkit(
         recorded.active = True
         assert isinstance(workspace._gateway, GatewayClient)
         assert await workspace._gateway.health()
-        assert ((await workspace._gateway.client()).session is not None) == session
+        assert ((await workspace._gateway.client()).state["session"] == "open") == session
         await workspace.add_mcp(
             MCPClient(
                 name="ts",
@@ -268,7 +268,7 @@ async def test_constructed_like_agentscopes_with_a_token(launched: GatewayClient
     # As a workspace builds AgentScope's client for a gateway it launched with --auth-token.
     assert launched.token_file is not None
     token = Path(launched.token_file).read_text().strip()
-    for transport in ("builtin", "curl"):
+    for transport in ("built_in", "curl"):
         gc = GatewayClient(
             LocalBackend(),
             launched.gateway_port,

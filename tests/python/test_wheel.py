@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent(
     import mcpgw
 
     async def main(gateway, testserver, state):
-        async with mcpgw.AsyncClient(mcpgw.LocalExec(), gateway_path=gateway, state_dir=state) as client:
+        async with mcpgw.AsyncClient(mcpgw.local(), gateway_path=gateway, state_dir=state) as client:
             await client.start_gateway()
             spec = {"name": "ts", "is_stateful": True,
                     "mcp_config": {"type": "stdio_mcp", "command": testserver, "args": ["stdio"]}}
@@ -65,10 +65,10 @@ def test_wheel_installs_and_works_outside_the_repository(tmp_path: Path) -> None
     wheels = list(dist.glob("mcpgw-*.whl"))
     assert len(wheels) == 1, wheels
     wheel = wheels[0]
-    assert re.fullmatch(r"mcpgw-0\.2\.0-py3-none-manylinux_2_\d+_x86_64\.whl", wheel.name), wheel.name
+    assert re.fullmatch(r"mcpgw-0\.3\.0-py3-none-manylinux_2_\d+_x86_64\.whl", wheel.name), wheel.name
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
-    assert {"mcpgw/__init__.py", "mcpgw/py.typed", "mcpgw/_lib/libmcpgw.so", "mcpgw-0.2.0.dist-info/RECORD"} <= names
+    assert {"mcpgw/__init__.py", "mcpgw/py.typed", "mcpgw/_lib/libmcpgw.so", "mcpgw-0.3.0.dist-info/RECORD"} <= names
 
     # A fresh virtualenv (made without its own copy of pip, which only costs time: the pip of
     # this one installs into it), then only the wheel file: no index, no build step, no
@@ -85,7 +85,7 @@ def test_wheel_installs_and_works_outside_the_repository(tmp_path: Path) -> None
     site = venv / "lib"
     assert Path(result["file"]).is_relative_to(site), result
     assert Path(result["lib"]).is_relative_to(site) and result["lib"].endswith("mcpgw/_lib/libmcpgw.so"), result
-    assert result == {**result, "version": "0.2.0", "text": "from the wheel", "missing": 404}
+    assert result == {**result, "version": "0.3.0", "text": "from the wheel", "missing": 404}
 
     # MCPGW_LIB overrides the bundled library; one that is not there is a clear ImportError.
     env["MCPGW_LIB"] = str(tmp_path / "nowhere" / "libmcpgw.so")

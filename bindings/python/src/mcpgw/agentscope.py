@@ -43,11 +43,14 @@ from agentscope.tool import ToolChunk as AsToolChunk
 from agentscope.workspace._gateway_client import GatewayMCPClient as _AsGatewayMCPClient
 from agentscope.workspace._gateway_client import GatewayMCPTool as _AsGatewayMCPTool
 
-from .client import AsyncClient, Transport, _prepare_start
+from .backends import ExecResult, OpenFn
+from .backends import exec as exec_backend
+from .client import AsyncClient, Transport
 from .errors import McpgwError
-from .exec import DockerExec, ExecFailure, ExecTimeout, KubectlExec, LocalExec
-from .session import Spawn
 from .wire import GatewayInfo
+
+#: Starts a command in the sandbox with stdin, stdout and stderr piped, and leaves it running.
+Spawn = OpenFn
 
 log = logging.getLogger("mcpgw.agentscope")
 
@@ -81,13 +84,15 @@ class BackendExec:
         self._stdin_dir: str | None = None
         #: Every argv handed to ``exec_shell``, when recording (see :attr:`record`).
         self.seen: list[list[str]] | None = None
+        #: Runs the next command instead of ``exec_shell`` (the launch in a kept process).
+        self.run_next: Callable[[str, float], Awaitable[ExecResult]] | None = None
 
     async def _stdin_file(self, data: bytes) -> str:
         if self._stdin_dir is None:
             d = f"{self.tmp_dir}/mcpgw-stdin-{secrets.token_hex(8)}"
             r = await self._exec(["sh", "-c", f"umask 077 && mkdir -p {shlex.quote(d)}"], 30.0)
             if r.exit_code != 0:
-                raise ExecFailure(f"cannot make {d} in the sandbox: {r.stderr.decode(errors='replace')}")
+                raise RuntimeError(f"cannot make {d} in the sandbox: {r.stderr.decode(errors='replace')}")
             self._stdin_dir = d
         path = f"{self._stdin_dir}/{secrets.token_hex(8)}"
         await self.backend.write_file(path, data)
@@ -99,6 +104,9 @@ class BackendExec:
         return await self.backend.exec_shell(argv, timeout=timeout)
 
     async def __call__(self, command: str, timeout: float, stdin: bytes | None = None) -> Any:
+        run_next, self.run_next = self.run_next, None
+        if run_next is not None:
+            return await run_next(command, timeout)
         if stdin is not None:
             path = shlex.quote(await self._stdin_file(stdin))
             command = f"{{ {command}\n}} <{path}; s=$?; rm -f {path}; exit $s"
@@ -106,8 +114,8 @@ class BackendExec:
         if getattr(result, "exit_code", None) == -1:
             said = bytes(getattr(result, "stderr", b"") or b"").decode(errors="replace").strip()
             if said == "timed out":
-                raise ExecTimeout(f"the backend's exec_shell timed out after {timeout:g} s")
-            raise ExecFailure(f"the backend's exec_shell failed: {said or 'exit status -1'}")
+                raise TimeoutError(f"the backend's exec_shell timed out after {timeout:g} s")
+            raise RuntimeError(f"the backend's exec_shell failed: {said or 'exit status -1'}")
         return result
 
 
@@ -269,6 +277,8 @@ class GatewayClient:
         self.gateway_path = gateway_path
         self.transport = transport
         self.exec = BackendExec(backend, tmp_dir=tmp_dir)
+        #: What starts the session channel's process (see :meth:`attach`).
+        self._spawn: Spawn | None = None
         self._client: AsyncClient | None = None
         self._client_lock = asyncio.Lock()
         #: Set when this client launched the gateway: it stops it on aclose.
@@ -278,7 +288,7 @@ class GatewayClient:
 
     def _new_client(self, **config: Any) -> AsyncClient:
         return AsyncClient(
-            self.exec,
+            exec_backend(self.exec, self._open_channel, passes_stdin=True),
             gateway_path=self.gateway_path,
             transport=self.transport,
             timeout=self.timeout,
@@ -350,7 +360,7 @@ class GatewayClient:
         # The gateway binary is there (it is launched from it), and its built-in client starts
         # faster than curl: the requests use it unless told otherwise.
         gc = cls(
-            backend, 0, timeout=timeout, tmp_dir=tmp_dir, gateway_path=gateway_path, transport=transport or "builtin"
+            backend, 0, timeout=timeout, tmp_dir=tmp_dir, gateway_path=gateway_path, transport=transport or "built_in"
         )
         client = gc._new_client(state_dir=state_dir, port=port or None)
         try:
@@ -359,7 +369,7 @@ class GatewayClient:
             if keep_alive is None:
                 keep_alive = callable(getattr(backend, "start_process", None))
             if keep_alive:
-                gc.keeper, info = await _start_kept(backend, client)
+                gc.keeper, info = await _start_kept(backend, client, gc.exec)
             else:
                 info = await client.start_gateway()
         except BaseException:
@@ -388,6 +398,11 @@ class GatewayClient:
 
     # ── the session channel ───────────────────────────────────────
 
+    async def _open_channel(self, command: str) -> Any:
+        if self._spawn is None:
+            raise RuntimeError("the session channel is opened with attach()")
+        return await self._spawn(command)
+
     async def attach(self, spawn: Spawn | None = None, *, open_timeout: float = 30.0) -> dict[str, Any]:
         """Opens a session channel (``mcpgw-gateway attach``, one long-lived process of the
         backend) that every request then goes over, instead of one ``exec_shell`` each. `spawn`
@@ -399,13 +414,15 @@ class GatewayClient:
                 f"no session channel is known for a {type(self.backend).__name__}: pass spawn, an async "
                 "function starting a command in the sandbox with stdin and stdout piped"
             )
+        self._spawn = spawn
         client = await self.client()
-        return await client.attach(spawn, open_timeout=open_timeout)
+        async with asyncio.timeout(open_timeout):
+            return await client.open_session()
 
     async def detach(self) -> None:
         """Closes the session channel; requests go back to one ``exec_shell`` each."""
         if self._client is not None:
-            await self._client.detach()
+            await self._client.close_session()
 
     # ── AgentScope's interface ────────────────────────────────────
 
@@ -784,16 +801,41 @@ def channel_spawn(backend: Any) -> Spawn | None:
 
         return spawn
     if type(backend).__name__ == "LocalBackend":
-        return LocalExec().spawn
+        return _spawner([])
     container = getattr(getattr(backend, "_container", None), "id", None)
     if isinstance(container, str) and shutil.which("docker"):
-        return DockerExec(container).spawn
+        return _spawner(["docker", "exec", "-i", container])
     pod = getattr(backend, "_pod_name", None)
     if isinstance(pod, str) and shutil.which("kubectl"):
-        return KubectlExec(
-            pod, namespace=getattr(backend, "_namespace", None), container=getattr(backend, "_container_name", None)
-        ).spawn
+        namespace, name = getattr(backend, "_namespace", None), getattr(backend, "_container_name", None)
+        return _spawner(
+            [
+                "kubectl",
+                "exec",
+                "-i",
+                *(["--namespace", namespace] if namespace else []),
+                *(["--container", name] if name else []),
+                pod,
+                "--",
+            ]
+        )
     return None
+
+
+def _spawner(prefix: list[str]) -> Spawn:
+    async def spawn(command: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            *prefix,
+            "sh",
+            "-c",
+            command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+
+    return spawn
 
 
 async def _end_process_group(proc: asyncio.subprocess.Process) -> None:
@@ -819,20 +861,15 @@ _KEEPER = (
 )
 
 
-async def _start_kept(backend: Any, client: AsyncClient) -> tuple[asyncio.subprocess.Process, GatewayInfo]:
+async def _start_kept(
+    backend: Any, client: AsyncClient, exec_fn: BackendExec
+) -> tuple[asyncio.subprocess.Process, GatewayInfo]:
     """Runs the library's start_gateway with its launch command in a kept process of `backend`
     (``start_process``), then a health check with the launch's nonce through ``exec_shell``."""
-    core = client._core
-    op = core.prepare(_prepare_start, agent_id=None, session_id=None, timeout=None)
     keeper: asyncio.subprocess.Process | None = None
-    try:
-        cmd = op.command()
-        if cmd is None:
-            op.raise_failure()
-            raise RuntimeError("start_gateway prepared no command")
-        command, limit, stdin = cmd
-        if stdin is not None:
-            raise RuntimeError("the launch command unexpectedly wants stdin")
+
+    async def launch(command: str, limit: float) -> ExecResult:
+        nonlocal keeper
         marker = f"mcpgw-launch-{secrets.token_hex(8)}"
         start = cast(Callable[..., Awaitable[asyncio.subprocess.Process]], backend.start_process)
         keeper = await start(
@@ -851,23 +888,29 @@ async def _start_kept(backend: Any, client: AsyncClient) -> tuple[asyncio.subpro
                 out += data
         if head not in out:
             status = await keeper.wait()
-            raise ExecFailure(f"the launch process ended (exit status {status}) before the launch finished")
+            raise RuntimeError(f"the launch process ended (exit status {status}) before the launch finished")
         stdout, _, rest = bytes(out).partition(head)
         status_text, _, rest = rest.partition(b"\n")
         stderr = rest[: -len(marker) - 2] if rest.endswith(f"\n{marker}\n".encode()) else rest
-        op.complete(int(status_text), stdout, stderr)
-        info: GatewayInfo = await client._drive(op)
+        return ExecResult(int(status_text), stdout, stderr)
+
+    # The launch is start_gateway's first command; what follows (the health check with the
+    # nonce) runs through exec_shell as usual.
+    exec_fn.run_next = launch
+    try:
+        info = await client.start_gateway()
         # The daemon confirmed its nonce from inside the kept process's own sandbox; every later
         # request comes from a command of its own (on bubblewrap, a sandbox of its own): confirm
         # the gateway answers there, with this launch's nonce, before handing it out.
         await client.health()
-        return keeper, info
     except BaseException:
         if keeper is not None:
             await _end_process_group(keeper)
         raise
     finally:
-        op.free()
+        exec_fn.run_next = None
+    assert keeper is not None
+    return keeper, info
 
 
 __all__ = [
