@@ -161,14 +161,16 @@ pub enum Verdict {
 /// Runs `sh -c "$1"` in a session of its own while watching stdin: when stdin ends before the
 /// command does (the host killed the exec client, whose stdin it holds open), the whole session
 /// is killed, so a command cancelled on the host ends in the sandbox too (its request connection
-/// closes, and the gateway cancels the call upstream). Without `setsid` it runs the command as
-/// is. (An asynchronous list reads /dev/null unless told otherwise: the watcher gets stdin as
-/// fd 3.)
+/// closes, and the gateway cancels the call upstream). The watcher has a session of its own as
+/// well, so that it outlives the host killing the process group it started in (an argv prefix
+/// such as `nsenter` keeps the sandbox's processes in the host's group). Without `setsid` it runs
+/// the command as is. (An asynchronous list reads /dev/null unless told otherwise: the watcher
+/// gets stdin as fd 3.) `kill -KILL -PGID` without `--`: dash refuses `--`.
 pub const WATCHED: &str = "command -v setsid >/dev/null 2>&1 || exec sh -c \"$1\" </dev/null; \
      exec 3<&0; \
      setsid sh -c \"$1\" </dev/null 3<&- & p=$!; \
-     { cat <&3 >/dev/null; kill -KILL -- -\"$p\"; } >/dev/null 2>&1 & w=$!; \
-     exec 3<&-; wait \"$p\"; s=$?; kill \"$w\" 2>/dev/null; exit \"$s\"";
+     setsid sh -c 'cat >/dev/null; kill -KILL -\"$0\"' \"$p\" <&3 >/dev/null 2>&1 & w=$!; \
+     exec 3<&-; wait \"$p\"; s=$?; kill -KILL -\"$w\" 2>/dev/null; exit \"$s\"";
 
 /// The stderr prefixes with which the Docker CLI (exit 1) says the sandbox is not there.
 const DOCKER_GONE: [&str; 3] = [
@@ -644,6 +646,66 @@ mod tests {
             passes_stdin: false,
         };
         assert_eq!(exec.command("true", None).0, Program::Shell("true".into()));
+    }
+
+    /// The command's pid, once it wrote it to `file`.
+    fn pid_in(file: &std::path::Path) -> i32 {
+        for _ in 0..500 {
+            if let Ok(text) = std::fs::read_to_string(file)
+                && let Ok(pid) = text.trim().parse()
+            {
+                return pid;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("the command never wrote its pid to {}", file.display());
+    }
+
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    }
+
+    #[test]
+    fn a_watched_command_ends_when_the_host_kills_its_process_group_and_its_stdin_closes() {
+        use std::os::unix::process::CommandExt;
+        use std::process::{Command, Stdio};
+        let dir = std::env::temp_dir().join(format!("mcpgw-watched-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("pid");
+        let text = format!("echo $$ > {}; exec sleep 30", file.display());
+        // As a binding runs it: its own process group, stdin a pipe held open.
+        let mut child = Command::new("sh")
+            .args(["-c", WATCHED, "sh", &text])
+            .stdin(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = pid_in(&file);
+        assert!(alive(pid));
+        // What a binding does for KILL: the group, then the held stdin once the process exited.
+        let group = i32::try_from(child.id()).unwrap();
+        Command::new("kill")
+            .args(["-KILL", "--", &format!("-{group}")])
+            .status()
+            .unwrap();
+        child.wait().unwrap();
+        drop(child.stdin.take());
+        let mut gone = false;
+        for _ in 0..500 {
+            if !alive(pid) {
+                gone = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(gone, "the command (pid {pid}) outlived the cancel");
     }
 
     #[test]
