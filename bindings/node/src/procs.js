@@ -97,7 +97,10 @@ export function runCommand(spec, report) {
   const out = [];
   /** @type {Buffer[]} */
   const err = [];
-  const end = once(() => child.stdin?.destroy());
+  const end = once();
+  // A held stdin ends when the process does: in the sandbox that tells the command's watcher
+  // that the host gave up (what the command started may hold stdout open until then).
+  child.on('exit', () => child.stdin?.destroy());
   child.stdout?.on('data', (b) => out.push(b));
   child.stderr?.on('data', (b) => err.push(b));
   // A command that exits without reading all of its input closes the pipe: not an error here.
