@@ -437,6 +437,9 @@ impl Backend {
                 137 if channel || silent => Verdict::Ask(self.running_question()),
                 _ => Verdict::Command,
             },
+            // podman 4.3 exits 125 for its own failures (no such container), 255 when the
+            // container is not running ("container state improper"), 126 or 127 with the OCI
+            // runtime's words when it cannot start the command (a working directory missing).
             Backend::Podman(_) => match exit_code {
                 125 => {
                     let state = if said.contains("no such container") {
@@ -450,11 +453,15 @@ impl Backend {
                     };
                     self.failed(exit_code, state, said.to_owned())
                 }
-                126 if said.contains("OCI") || out.contains("OCI") => self.failed(
-                    exit_code,
-                    FailureState::CannotRun,
-                    format!("the container cannot start sh: {said}"),
-                ),
+                255 if said.starts_with("Error:") && said.contains("state improper") => {
+                    self.failed(exit_code, FailureState::NotRunning, said.to_owned())
+                }
+                126 | 127 if said.contains("OCI runtime") || out.contains("OCI runtime") => self
+                    .failed(
+                        exit_code,
+                        FailureState::CannotRun,
+                        format!("the container cannot start sh: {said}"),
+                    ),
                 137 if channel || silent => Verdict::Ask(self.running_question()),
                 _ => Verdict::Command,
             },
@@ -811,6 +818,32 @@ mod tests {
             p.judge(125, b"", b"Error: can only create exec sessions on running containers: container state improper", false),
             Verdict::Failed(BackendFailure { state: FailureState::NotRunning, .. })
         ));
+        // What podman 4.3.1 says for a stopped container and a working directory missing.
+        assert!(matches!(
+            p.judge(
+                255,
+                b"",
+                b"Error: can only create exec sessions on running containers: container state improper",
+                false
+            ),
+            Verdict::Failed(BackendFailure {
+                state: FailureState::NotRunning,
+                ..
+            })
+        ));
+        assert!(matches!(
+            p.judge(127, b"", b"Error: runc: exec failed: unable to start container process: chdir to cwd (\"/nonexistent\") set in config.json failed: no such file or directory: OCI runtime attempted to invoke a command that was not found", false),
+            Verdict::Failed(BackendFailure { state: FailureState::CannotRun, .. })
+        ));
+        // The command's own 255 and 127 stay its own.
+        assert_eq!(
+            p.judge(255, b"", b"ssh: connect refused", false),
+            Verdict::Command
+        );
+        assert_eq!(
+            p.judge(127, b"", b"sh: mcpgw-gateway: not found", false),
+            Verdict::Command
+        );
         let Verdict::Ask(q) = p.judge(137, b"", b"", false) else {
             panic!()
         };
