@@ -11,6 +11,10 @@ cargo build --quiet --release -p mcpgw-testserver -p mcpgw-bench -p mcpgw-ffi
 # The Rust bench's failure does not stop the Python side from measuring; it is the exit status.
 status=0
 target/release/mcpgw-bench "$@" || status=$?
+# Node: one process holding 1,000 open sessions, calling across all of them.
+echo
+echo "node: one process holding 1,000 sessions against 4 local gateways"
+make --no-print-directory -C bindings/node bench || status=$?
 # The Python side: AgentScope's stock host client against mcpgw's AgentScope adapter.
 echo
 echo "python: one tool call through AgentScope's LocalBackend, same mcpgw-gateway"
