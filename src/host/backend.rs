@@ -819,22 +819,20 @@ mod tests {
             Verdict::Failed(BackendFailure { state: FailureState::NotRunning, .. })
         ));
         // What podman 4.3.1 says for a stopped container and a working directory missing.
-        assert!(matches!(
-            p.judge(
-                255,
-                b"",
-                b"Error: can only create exec sessions on running containers: container state improper",
-                false
-            ),
-            Verdict::Failed(BackendFailure {
-                state: FailureState::NotRunning,
-                ..
-            })
-        ));
-        assert!(matches!(
-            p.judge(127, b"", b"Error: runc: exec failed: unable to start container process: chdir to cwd (\"/nonexistent\") set in config.json failed: no such file or directory: OCI runtime attempted to invoke a command that was not found", false),
-            Verdict::Failed(BackendFailure { state: FailureState::CannotRun, .. })
-        ));
+        let stopped =
+            b"Error: can only create exec sessions on running containers: container state improper";
+        let no_cwd = b"Error: runc: exec failed: unable to start container process: chdir to cwd \
+            (\"/nonexistent\") set in config.json failed: no such file or directory: OCI runtime \
+            attempted to invoke a command that was not found";
+        for (code, said, state) in [
+            (255, &stopped[..], FailureState::NotRunning),
+            (127, &no_cwd[..], FailureState::CannotRun),
+        ] {
+            let Verdict::Failed(f) = p.judge(code, b"", said, false) else {
+                panic!("{code}: not the backend's failure")
+            };
+            assert_eq!(f.state, state);
+        }
         // The command's own 255 and 127 stay its own.
         assert_eq!(
             p.judge(255, b"", b"ssh: connect refused", false),

@@ -148,20 +148,20 @@ impl Sim {
     }
 
     fn hello(&mut self, proc: ProcId, heartbeat_ms: u64, retention_ms: u64) {
+        self.send_hello(
+            proc,
+            Hello {
+                heartbeat_ms,
+                retention_ms,
+                ..sim_hello()
+            },
+        );
+    }
+
+    /// Feeds the channel this hello, as attach writes it.
+    fn send_hello(&mut self, proc: ProcId, hello: Hello) {
         let mut out = Vec::new();
-        GatewayFrame::Hello(Hello {
-            v: frame::VERSION,
-            version: "0.3.0".into(),
-            port: 41000,
-            pid: 77,
-            instance_nonce: None,
-            token_file: Some("/tmp/s/token".into()),
-            launched: false,
-            max_frame_bytes: 1 << 20,
-            heartbeat_ms,
-            retention_ms,
-        })
-        .encode(&mut out);
+        GatewayFrame::Hello(hello).encode(&mut out);
         self.host.on_data(proc, &out, self.now);
     }
 
@@ -194,6 +194,22 @@ impl Sim {
         self.host.on_stderr(ch, stderr, self.now);
         self.host.on_eof(ch, self.now);
         self.host.on_exit(ch, Exit::code(code), self.now);
+    }
+}
+
+/// The hello of the running gateway [`config`] names.
+fn sim_hello() -> Hello {
+    Hello {
+        v: frame::VERSION,
+        version: "0.3.0".into(),
+        port: 41000,
+        pid: 77,
+        instance_nonce: None,
+        token_file: Some("/tmp/s/token".into()),
+        launched: false,
+        max_frame_bytes: 1 << 20,
+        heartbeat_ms: 0,
+        retention_ms: 0,
     }
 }
 
@@ -877,21 +893,14 @@ fn operations_submitted_while_a_launching_channel_opens_wait_for_its_hello() {
     sim.submit(json!({"op": "health"}));
     sim.submit(call_tool());
     sim.none_left();
-    let mut out = Vec::new();
-    GatewayFrame::Hello(Hello {
-        v: frame::VERSION,
-        version: "0.3.0".into(),
-        port: 41000,
-        pid: 77,
-        instance_nonce: Some(nonce),
-        token_file: Some("/tmp/s/token".into()),
-        launched: true,
-        max_frame_bytes: 1 << 20,
-        heartbeat_ms: 0,
-        retention_ms: 0,
-    })
-    .encode(&mut out);
-    sim.host.on_data(ch, &out, sim.now);
+    sim.send_hello(
+        ch,
+        Hello {
+            instance_nonce: Some(nonce),
+            launched: true,
+            ..sim_hello()
+        },
+    );
     let (id, result) = sim.done();
     assert_eq!(id, open);
     assert!(result.is_ok(), "{result:?}");

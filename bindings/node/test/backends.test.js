@@ -36,6 +36,15 @@ cd ${JSON.stringify(dir)} && exec "$@"
     options: ['--context', 'prod'],
     program: fake,
   });
+  /** How every command and channel enters the pod. */
+  const ENTER = ['--context', 'prod', 'exec', '-i', '--namespace', 'agents'].concat([
+    '--container',
+    'work',
+    'pod-0',
+    '--',
+    'sh',
+    '-c',
+  ]);
   /** Each recorded argv. */
   const argvs = () =>
     readFileSync(log, 'utf8')
@@ -62,42 +71,16 @@ cd ${JSON.stringify(dir)} && exec "$@"
   test('one-shot and over a session, with the argv kubectl needs', async () => {
     assert.equal(textOf(await client.callTool('ts', 'echo', { text: 'one-shot' })), 'one-shot');
     const oneShot = argvs().at(-1) ?? [];
-    assert.deepEqual(oneShot.slice(0, 13), [
-      '--context',
-      'prod',
-      'exec',
-      '-i',
-      '--namespace',
-      'agents',
-      '--container',
-      'work',
-      'pod-0',
-      '--',
-      'sh',
-      '-c',
-      oneShot[12],
-    ]);
+    assert.deepEqual(oneShot.slice(0, 12), ENTER);
     // Without stdin of its own, the command runs under the cancel wrapper, which holds stdin.
     assert.match(oneShot[12], /setsid/);
+    assert.equal(oneShot.length, 15, 'sh -c WATCHED sh TEXT');
     await client.openSession();
     const calls = argvs().length;
     assert.equal(textOf(await client.callTool('ts', 'echo', { text: 'session' })), 'session');
     assert.equal(argvs().length, calls, 'no exec while the session is open');
     const channel = argvs().find((a) => a.some((w) => / attach /.test(w))) ?? [];
-    assert.deepEqual(channel.slice(0, 12), [
-      '--context',
-      'prod',
-      'exec',
-      '-i',
-      '--namespace',
-      'agents',
-      '--container',
-      'work',
-      'pod-0',
-      '--',
-      'sh',
-      '-c',
-    ]);
+    assert.deepEqual(channel.slice(0, 12), ENTER);
     await client.closeSession();
   });
 
