@@ -6,12 +6,12 @@
 
 import { debuglog } from 'node:util';
 import { errorFromJson, errorNamed, invalid } from './errors.js';
-import { ACTION_KIND, RESULT_OK, STDIN_KIND } from './ffi.js';
-import { copyBytes, live, native, takeError, takeString } from './native.js';
+import { ACTION_KIND, RESULT_OK } from './ffi.js';
+import { actionBytes, actionSpec, live, native, takeError, takeString } from './native.js';
 import { openChannel, openExec, runCommand, runExec } from './procs.js';
 
 /** @import { Backend } from './backends.js' */
-/** @import { Proc, Report, Spec } from './procs.js' */
+/** @import { Proc, Report } from './procs.js' */
 
 const log = debuglog('mcpgw');
 // setTimeout fires at once for delays above this; a later deadline is re-armed when it fires.
@@ -352,7 +352,7 @@ export class HostLoop {
       case ACTION_KIND.RUN:
       case ACTION_KIND.OPEN: {
         const proc = Number(n.mcpgw_action_proc(action));
-        const spec = this.#spec(action);
+        const spec = actionSpec(n, action);
         const report = this.#reporter(proc);
         const { run, open } = this.#backend;
         /** @type {Proc} */
@@ -366,7 +366,7 @@ export class HostLoop {
         return;
       }
       case ACTION_KIND.WRITE:
-        this.#procs.get(Number(n.mcpgw_action_proc(action)))?.write?.(bytesOf(n, action));
+        this.#procs.get(Number(n.mcpgw_action_proc(action)))?.write?.(actionBytes(n, action));
         return;
       case ACTION_KIND.CLOSE_INPUT:
         this.#procs.get(Number(n.mcpgw_action_proc(action)))?.closeInput?.();
@@ -375,7 +375,7 @@ export class HostLoop {
         this.#procs.get(Number(n.mcpgw_action_proc(action)))?.kill();
         return;
       case ACTION_KIND.PROGRESS:
-        return this.#progress(Number(n.mcpgw_action_id(action)), bytesOf(n, action));
+        return this.#progress(Number(n.mcpgw_action_id(action)), actionBytes(n, action));
       case ACTION_KIND.DONE:
         return this.#done(Number(n.mcpgw_action_id(action)), action);
       case ACTION_KIND.CONNECTION_OPENED:
@@ -383,7 +383,7 @@ export class HostLoop {
       case ACTION_KIND.CONNECTION_MESSAGE:
         return this.#conns
           .get(Number(n.mcpgw_action_id(action)))
-          ?.message(bytesOf(n, action).toString('utf8'));
+          ?.message(actionBytes(n, action).toString('utf8'));
       case ACTION_KIND.CONNECTION_CLOSED: {
         const id = Number(n.mcpgw_action_id(action));
         const events = this.#conns.get(id);
@@ -399,25 +399,6 @@ export class HostLoop {
       default:
         log('an action of a kind this binding does not know: %d', kind);
     }
-  }
-
-  /** What a RUN or OPEN action asks for, copied out of the action. */
-  #spec(action) {
-    const n = this.#n;
-    const argv = [];
-    for (let i = 0, argc = Number(n.mcpgw_action_argc(action)); i < argc; i++) {
-      argv.push(n.mcpgw_action_argv(action, i));
-    }
-    const stdinKind = n.mcpgw_action_stdin_kind(action);
-    /** @type {Spec} */
-    return {
-      argv,
-      shell: n.mcpgw_action_shell(action),
-      cwd: n.mcpgw_action_cwd(action) ?? undefined,
-      stdinKind,
-      stdin: stdinKind === STDIN_KIND.BYTES ? bytesOf(n, action) : null,
-      timeoutMs: n.mcpgw_action_timeout_ms(action),
-    };
   }
 
   /**
@@ -477,7 +458,7 @@ export class HostLoop {
     this.#pending.delete(id);
     p.signal?.removeEventListener('abort', p.onAbort);
     const n = this.#n;
-    const json = JSON.parse(bytesOf(n, action).toString('utf8'));
+    const json = JSON.parse(actionBytes(n, action).toString('utf8'));
     if (n.mcpgw_action_result(action) === RESULT_OK) return p.resolve(json);
     if (p.failure !== undefined) return p.reject(p.failure);
     let cause;
@@ -485,11 +466,4 @@ export class HostLoop {
     if (json.name === 'EXEC_FAILED') cause = this.#execCause;
     p.reject(errorFromJson(json, cause));
   }
-}
-
-/** A copy of the bytes an action carries. */
-function bytesOf(n, action) {
-  const len = [0];
-  const ptr = n.mcpgw_action_bytes(action, len);
-  return ptr ? copyBytes(ptr, Number(len[0])) : Buffer.alloc(0);
 }

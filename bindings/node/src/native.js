@@ -8,10 +8,12 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import koffi from 'koffi';
 import { CODES } from './codes.js';
-import { ABI_VERSION, ENUM_TYPES, OPAQUE_TYPES, PROTOTYPES } from './ffi.js';
+import { ABI_VERSION, ENUM_TYPES, OPAQUE_TYPES, PROTOTYPES, STDIN_KIND } from './ffi.js';
 import { errorNamed } from './errors.js';
 
 export { ABI_VERSION };
+
+/** @import { Spec } from './procs.js' */
 
 const PACKAGE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -201,4 +203,32 @@ export function takeError(n, err) {
     n.mcpgw_error_free(err);
     live.errors--;
   }
+}
+
+/** A copy of the bytes an action carries (borrowed from it). */
+export function actionBytes(n, action) {
+  const len = [0];
+  const ptr = n.mcpgw_action_bytes(action, len);
+  return ptr ? copyBytes(ptr, Number(len[0])) : Buffer.alloc(0);
+}
+
+/**
+ * What a RUN or OPEN action asks for, copied out of the action.
+ *
+ * @returns {Spec}
+ */
+export function actionSpec(n, action) {
+  const argv = [];
+  for (let i = 0, argc = Number(n.mcpgw_action_argc(action)); i < argc; i++) {
+    argv.push(n.mcpgw_action_argv(action, i));
+  }
+  const stdinKind = n.mcpgw_action_stdin_kind(action);
+  return {
+    argv,
+    shell: n.mcpgw_action_shell(action),
+    cwd: n.mcpgw_action_cwd(action) ?? undefined,
+    stdinKind,
+    stdin: stdinKind === STDIN_KIND.BYTES ? actionBytes(n, action) : null,
+    timeoutMs: n.mcpgw_action_timeout_ms(action),
+  };
 }

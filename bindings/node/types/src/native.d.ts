@@ -1,5 +1,6 @@
 import { ABI_VERSION } from './ffi.js';
 export { ABI_VERSION };
+import type { Spec } from './procs.js';
 /** The directory of the package's bundled library for this platform, e.g. `prebuilds/linux-x64`. */
 export declare function prebuildDir(platform?: NodeJS.Platform, arch?: NodeJS.Architecture): string;
 /**
@@ -86,3 +87,11 @@ export declare function copyBytes(ptr: any, len: any): Buffer<ArrayBuffer>;
 export declare function takeString(n: any, ptr: any): any;
 /** Takes an owned `mcpgw_error *`: reads it, frees it once, returns the typed error. */
 export declare function takeError(n: any, err: any): import("./mcpgw-error.js").McpgwError;
+/** A copy of the bytes an action carries (borrowed from it). */
+export declare function actionBytes(n: any, action: any): Buffer<ArrayBuffer>;
+/**
+ * What a RUN or OPEN action asks for, copied out of the action.
+ *
+ * @returns {Spec}
+ */
+export declare function actionSpec(n: any, action: any): Spec;
