@@ -2,6 +2,7 @@
 // MCP, the gateway being its MCP server. The library frames it; this only hands messages over.
 
 import { errorNamed, invalid } from './errors.js';
+import { later } from './loop.js';
 
 /** @import { HostLoop } from './loop.js' */
 
@@ -50,6 +51,14 @@ export class Connection {
     if (onMessage !== undefined && typeof onMessage !== 'function') {
       throw invalid('onMessage must be a function (message) => void');
     }
+    for (const [what, value] of [
+      ['the MCP name', mcp],
+      ['agentId', agentId],
+      ['sessionId', sessionId],
+    ]) {
+      if (typeof value !== 'string') throw invalid(`${what} must be a string, not ${typeof value}`);
+      if (value.includes('\0')) throw invalid(`${what} must not contain a NUL character`);
+    }
     this.#loop = loop;
     this.#onMessage = onMessage;
     /** @type {(opened: boolean) => void} */
@@ -64,7 +73,7 @@ export class Connection {
       opened: () => settleOpened(true),
       message: (text) => {
         const message = JSON.parse(text);
-        if (this.#onMessage) this.#onMessage(message);
+        if (this.#onMessage) later(this.#onMessage, message);
         else this.#queue.push(message);
         this.#wake();
       },

@@ -38,6 +38,14 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * @property {(reason: string | null, status: number) => void} closed
  */
 
+/**
+ * Calls the caller's `fn(value)` outside the loop: what it throws is thrown from its own tick,
+ * as an event listener's error is, never into the driver's drain.
+ */
+export function later(fn, value) {
+  queueMicrotask(() => fn(value));
+}
+
 /** The CancelledError of an operation its signal aborted. */
 export function cancelled(what, signal) {
   return errorNamed('CANCELLED', `${what}: cancelled by its AbortSignal`, {
@@ -393,7 +401,7 @@ export class HostLoop {
       case ACTION_KIND.NOTICE: {
         const text = n.mcpgw_action_text(action) ?? '';
         log('%s', text);
-        this.#onNotice?.(text);
+        if (this.#onNotice) later(this.#onNotice, text);
         return;
       }
       default:

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import {
   CancelledError,
   Client,
+  InvalidArgumentError,
   InvalidStateError,
   SessionLostError,
   StartFailedError,
@@ -360,6 +361,16 @@ describe('a session to a running gateway', () => {
   });
 
   test('a virtual connection over the session: refused by this attach, it closes with the reason', async () => {
+    for (const [mcp, opts] of [
+      [5, {}],
+      ['t\0s', {}],
+      ['ts', { agentId: 7 }],
+    ]) {
+      assert.throws(
+        () => client.connect(/** @type {any} */ (mcp), /** @type {any} */ (opts)),
+        InvalidArgumentError,
+      );
+    }
     const conn = client.connect('ts');
     assert.equal(await conn.opened, false);
     const end = await conn.closed;

@@ -34,6 +34,11 @@ export type ConnectionEvents = {
  * @property {(message: string) => void} message
  * @property {(reason: string | null, status: number) => void} closed
  */
+/**
+ * Calls the caller's `fn(value)` outside the loop: what it throws is thrown from its own tick,
+ * as an event listener's error is, never into the driver's drain.
+ */
+export declare function later(fn: any, value: any): void;
 /** The CancelledError of an operation its signal aborted. */
 export declare function cancelled(what: any, signal: any): import("./mcpgw-error.js").McpgwError;
 /** One host driver and the processes, operations and connections it is steering. */
