@@ -59,13 +59,16 @@ function once(fn) {
   };
 }
 
-/** Kills `child`'s process group (it leads one), or the child alone when it leads none. */
+/**
+ * Kills `child`'s process group (it leads one; the group may outlive it, what it started still
+ * holding its pipes), or the child alone when it leads none.
+ */
 function killTree(child) {
-  if (!child.pid || child.exitCode !== null || child.signalCode !== null) return;
+  if (!child.pid) return;
   try {
     process.kill(-child.pid, 'SIGKILL');
   } catch {
-    child.kill('SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 }
 

@@ -26,7 +26,7 @@ import {
   nativeStats,
   podman,
 } from '../index.js';
-import { execSandbox, rejection } from './helpers.js';
+import { execSandbox, rejection, script, waitGone } from './helpers.js';
 
 const ZERO = { hosts: 0, actions: 0, errors: 0, strings: 0, chunks: 0 };
 
@@ -311,6 +311,33 @@ test('ensureGatewayBinary reads and hashes the host file off the event loop; clo
   }
   assert.deepEqual(nativeStats(), ZERO);
 });
+
+test(
+  'a command whose leftover child holds its output is killed with its group at its deadline',
+  { timeout: 60_000 },
+  async () => {
+    const sb = execSandbox();
+    try {
+      // The prefix runs the command, then leaves a child that holds the command's stdout.
+      const leave = script(
+        join(sb.dir, 'leave'),
+        `"$@"; s=$?; sleep 3600 & echo $! > ${JSON.stringify(join(sb.dir, 'left.pid'))}; exit $s\n`,
+      );
+      const client = new Client(argv([leave]), {
+        port: 1,
+        tokenFile: '/nonexistent/token',
+        transport: 'curl',
+        timeoutMs: 300,
+      });
+      await rejectsWith(client.health(), DeadlineError);
+      await client.close();
+      const left = Number(readFileSync(join(sb.dir, 'left.pid'), 'utf8'));
+      assert.ok(await waitGone(left), `the leftover child (pid ${left}) still runs`);
+    } finally {
+      sb.remove();
+    }
+  },
+);
 
 test('an exec backend without a channel opener cannot open a session, and says so', async () => {
   const client = attached(async () => ({ exitCode: 0 }));
