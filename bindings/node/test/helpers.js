@@ -4,6 +4,7 @@
 // (never on fixed sleeps).
 
 import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
@@ -18,7 +19,7 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { argv, exec } from '../index.js';
+import { Client, argv, exec } from '../index.js';
 
 /** The root of the mcpgw repository. */
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -56,6 +57,31 @@ export function testserverSpec(name = 'ts', command = testserverPath()) {
     is_stateful: true,
     mcp_config: { type: 'stdio_mcp', command, args: ['stdio'] },
   };
+}
+
+/**
+ * A running gateway for the current suite: its `before` hook starts one through `sandbox`'s
+ * backend (state in `DIR/st`) with the test server registered as `ts`; its `after` hook stops
+ * it, closes the client, kills what is left of the sandbox and removes it. `client` is set once
+ * the hook ran.
+ *
+ * @param {{dir: string, backend: import('../index.js').Backend, remove: () => void}} sandbox
+ */
+export function runningGateway(sandbox) {
+  /** @type {{client: Client, stateDir: string}} */
+  const gw = { client: /** @type {any} */ (null), stateDir: join(sandbox.dir, 'st') };
+  before(async () => {
+    gw.client = new Client(sandbox.backend, { gatewayPath: gatewayPath(), stateDir: gw.stateDir });
+    await gw.client.startGateway();
+    await gw.client.addMcp(testserverSpec('ts'));
+  });
+  after(async () => {
+    await gw.client?.stopGateway().catch(() => {});
+    await gw.client?.close();
+    for (const pid of processesMentioning(sandbox.dir)) process.kill(pid, 'SIGKILL');
+    sandbox.remove();
+  });
+  return gw;
 }
 
 /** Writes an executable shell script at `path`. */

@@ -30,6 +30,7 @@ import {
   processGone,
   processesMentioning,
   rejection,
+  runningGateway,
   shell,
   streamFailure,
   testserverSpec,
@@ -90,22 +91,11 @@ describe('a session launching its gateway', () => {
 
 describe('a session to a running gateway', () => {
   const sb = makeSandbox();
-  const stateDir = join(sb.dir, 's');
+  const gw = runningGateway(sb);
+  const { stateDir } = gw;
   /** @type {Client} */
   let client;
-
-  before(async () => {
-    client = new Client(sb.backend, { gatewayPath: gatewayPath(), stateDir });
-    await client.startGateway();
-    await client.addMcp(testserverSpec('ts'));
-  });
-
-  after(async () => {
-    await client.stopGateway().catch(() => {});
-    await client.close();
-    for (const pid of processesMentioning(sb.dir)) process.kill(pid, 'SIGKILL');
-    sb.remove();
-  });
+  before(() => (client = gw.client));
 
   /** One-shot commands run since `from`. */
   const oneShotSince = (from) => sb.commands().length - from;

@@ -3,7 +3,7 @@
 // function of the test's own, or the gateway's NDJSON stream read directly), decodes it the
 // binding's way, re-serializes it and compares deep-equal.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ import {
   progressOf,
   ProtocolError,
 } from '../index.js';
-import { execSandbox, gatewayPath, processesMentioning, testserverSpec } from './helpers.js';
+import { execSandbox, runningGateway } from './helpers.js';
 
 const TRAILER = '\nmcpgw-http-status:';
 
@@ -36,21 +36,10 @@ function reserialized(value) {
 
 describe('results are the wire JSON of a real gateway', () => {
   const sb = execSandbox();
+  const gw = runningGateway(sb);
   /** @type {Client} */
   let client;
-
-  before(async () => {
-    client = new Client(sb.backend, { gatewayPath: gatewayPath(), stateDir: join(sb.dir, 'st') });
-    await client.startGateway();
-    await client.addMcp(testserverSpec('ts'));
-  });
-
-  after(async () => {
-    await client.stopGateway().catch(() => {});
-    await client.close();
-    for (const pid of processesMentioning(sb.dir)) process.kill(pid, 'SIGKILL');
-    sb.remove();
-  });
+  before(() => (client = gw.client));
 
   /** Runs `call`, returning its result and the gateway's answer to its (one) request command. */
   async function captured(call) {
