@@ -15,6 +15,10 @@ target/release/mcpgw-bench "$@" || status=$?
 echo
 echo "rust host driver: 1000 sessions in one process (one runtime thread), calls across all of them"
 target/release/mcpgw-sessions 1000 4 5 || status=$?
+# Node: one process holding 1,000 open sessions, calling across all of them.
+echo
+echo "node: one process holding 1,000 sessions against 4 local gateways"
+make --no-print-directory -C bindings/node bench || status=$?
 # The Python side: AgentScope's stock host client against mcpgw's AgentScope adapter.
 echo
 echo "python: one tool call through AgentScope's LocalBackend, same mcpgw-gateway"

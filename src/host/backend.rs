@@ -161,14 +161,16 @@ pub enum Verdict {
 /// Runs `sh -c "$1"` in a session of its own while watching stdin: when stdin ends before the
 /// command does (the host killed the exec client, whose stdin it holds open), the whole session
 /// is killed, so a command cancelled on the host ends in the sandbox too (its request connection
-/// closes, and the gateway cancels the call upstream). Without `setsid` it runs the command as
-/// is. (An asynchronous list reads /dev/null unless told otherwise: the watcher gets stdin as
-/// fd 3.)
+/// closes, and the gateway cancels the call upstream). The watcher has a session of its own as
+/// well, so that it outlives the host killing the process group it started in (an argv prefix
+/// such as `nsenter` keeps the sandbox's processes in the host's group). Without `setsid` it runs
+/// the command as is. (An asynchronous list reads /dev/null unless told otherwise: the watcher
+/// gets stdin as fd 3.) `kill -KILL -PGID` without `--`: dash refuses `--`.
 pub const WATCHED: &str = "command -v setsid >/dev/null 2>&1 || exec sh -c \"$1\" </dev/null; \
      exec 3<&0; \
      setsid sh -c \"$1\" </dev/null 3<&- & p=$!; \
-     { cat <&3 >/dev/null; kill -KILL -- -\"$p\"; } >/dev/null 2>&1 & w=$!; \
-     exec 3<&-; wait \"$p\"; s=$?; kill \"$w\" 2>/dev/null; exit \"$s\"";
+     setsid sh -c 'cat >/dev/null; kill -KILL -\"$0\"' \"$p\" <&3 >/dev/null 2>&1 & w=$!; \
+     exec 3<&-; wait \"$p\"; s=$?; kill -KILL -\"$w\" 2>/dev/null; exit \"$s\"";
 
 /// The stderr prefixes with which the Docker CLI (exit 1) says the sandbox is not there.
 const DOCKER_GONE: [&str; 3] = [
@@ -452,7 +454,9 @@ impl Backend {
                 137 if channel || silent => Verdict::Ask(self.running_question()),
                 _ => Verdict::Command,
             },
-            // podman 4 exits 125 for its own failures, 255 for a container that is not running.
+            // podman 4.3 exits 125 for its own failures (no such container), 255 when the
+            // container is not running ("container state improper"), 126 or 127 with the OCI
+            // runtime's words when it cannot start the command (a working directory missing).
             Backend::Podman(_) => match exit_code {
                 125 | 255 if said.starts_with("Error:") => {
                     let state = if said.contains("no such container") {
@@ -466,11 +470,12 @@ impl Backend {
                     };
                     self.failed(exit_code, state, said.to_owned())
                 }
-                126 if said.contains("OCI") || out.contains("OCI") => self.failed(
-                    exit_code,
-                    FailureState::CannotRun,
-                    format!("the container cannot start sh: {said}"),
-                ),
+                126 | 127 if said.contains("OCI runtime") || out.contains("OCI runtime") => self
+                    .failed(
+                        exit_code,
+                        FailureState::CannotRun,
+                        format!("the container cannot start sh: {said}"),
+                    ),
                 137 if channel || silent => Verdict::Ask(self.running_question()),
                 _ => Verdict::Command,
             },
@@ -664,6 +669,66 @@ mod tests {
         assert_eq!(exec.command("true", None).0, Program::Shell("true".into()));
     }
 
+    /// The command's pid, once it wrote it to `file`.
+    fn pid_in(file: &std::path::Path) -> i32 {
+        for _ in 0..500 {
+            if let Ok(text) = std::fs::read_to_string(file)
+                && let Ok(pid) = text.trim().parse()
+            {
+                return pid;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("the command never wrote its pid to {}", file.display());
+    }
+
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    }
+
+    #[test]
+    fn a_watched_command_ends_when_the_host_kills_its_process_group_and_its_stdin_closes() {
+        use std::os::unix::process::CommandExt;
+        use std::process::{Command, Stdio};
+        let dir = std::env::temp_dir().join(format!("mcpgw-watched-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("pid");
+        let text = format!("echo $$ > {}; exec sleep 30", file.display());
+        // As a binding runs it: its own process group, stdin a pipe held open.
+        let mut child = Command::new("sh")
+            .args(["-c", WATCHED, "sh", &text])
+            .stdin(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = pid_in(&file);
+        assert!(alive(pid));
+        // What a binding does for KILL: the group, then the held stdin once the process exited.
+        let group = i32::try_from(child.id()).unwrap();
+        Command::new("kill")
+            .args(["-KILL", "--", &format!("-{group}")])
+            .status()
+            .unwrap();
+        child.wait().unwrap();
+        drop(child.stdin.take());
+        let mut gone = false;
+        for _ in 0..500 {
+            if !alive(pid) {
+                gone = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(gone, "the command (pid {pid}) outlived the cancel");
+    }
+
     #[test]
     fn docker_failures_are_told_from_the_commands_own() {
         let d = docker("box");
@@ -767,9 +832,28 @@ mod tests {
             p.judge(255, b"", b"Error: can only create exec sessions on running containers: container state improper", false),
             Verdict::Failed(BackendFailure { state: FailureState::NotRunning, .. })
         ));
-        // The command's own 255 is its own.
+        // What podman 4.3.1 says for a stopped container and a working directory missing.
+        let stopped =
+            b"Error: can only create exec sessions on running containers: container state improper";
+        let no_cwd = b"Error: runc: exec failed: unable to start container process: chdir to cwd \
+            (\"/nonexistent\") set in config.json failed: no such file or directory: OCI runtime \
+            attempted to invoke a command that was not found";
+        for (code, said, state) in [
+            (255, &stopped[..], FailureState::NotRunning),
+            (127, &no_cwd[..], FailureState::CannotRun),
+        ] {
+            let Verdict::Failed(f) = p.judge(code, b"", said, false) else {
+                panic!("{code}: not the backend's failure")
+            };
+            assert_eq!(f.state, state);
+        }
+        // The command's own 255 and 127 stay its own.
         assert_eq!(
-            p.judge(255, b"", b"ssh: connect failed", false),
+            p.judge(255, b"", b"ssh: connect refused", false),
+            Verdict::Command
+        );
+        assert_eq!(
+            p.judge(127, b"", b"sh: mcpgw-gateway: not found", false),
             Verdict::Command
         );
         let Verdict::Ask(q) = p.judge(137, b"", b"", false) else {

@@ -306,6 +306,18 @@ impl Submit {
         }
     }
 
+    /// Whether it is a request to the gateway's REST surface (it may travel over a session).
+    pub fn is_rest(&self) -> bool {
+        !matches!(
+            self.op,
+            Op::StartGateway {}
+                | Op::StopGateway {}
+                | Op::EnsureGatewayBinary { .. }
+                | Op::OpenSession {}
+                | Op::CloseSession {}
+        )
+    }
+
     /// The client operation it is, or `None` for the session's own (open, close).
     pub(crate) fn prepare(&self, client: &Client) -> Option<Operation<Output>> {
         let o = &self.options();

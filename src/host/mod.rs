@@ -195,6 +195,9 @@ pub enum SessionState {
 /// What an operation is.
 enum Job {
     Op(Box<Operation<Output>>),
+    /// A REST operation submitted while a session is opening and no gateway is known yet (the
+    /// channel is launching one): it is prepared once the hello says which gateway answers.
+    Later(Box<Submit>),
     OpenSession,
     CloseSession,
 }
@@ -441,10 +444,14 @@ impl Host {
     /// cannot be prepared gets it at once, with the reason).
     pub fn submit(&mut self, submit: &Submit, now: Instant) -> Id {
         let id = self.take_id();
-        let job = match submit.prepare(&self.client) {
-            Some(op) => Job::Op(Box::new(op)),
-            None if matches!(submit.op, Op::OpenSession {}) => Job::OpenSession,
-            None => Job::CloseSession,
+        let job = if submit.is_rest() && self.awaits_gateway() {
+            Job::Later(Box::new(submit.clone()))
+        } else {
+            match submit.prepare(&self.client) {
+                Some(op) => Job::Op(Box::new(op)),
+                None if matches!(submit.op, Op::OpenSession {}) => Job::OpenSession,
+                None => Job::CloseSession,
+            }
         };
         self.ops.insert(
             id,
@@ -506,12 +513,28 @@ impl Host {
         }
     }
 
+    /// Whether REST operations must wait for the session's hello to learn their gateway: a
+    /// session is wanted and the client knows no gateway (the channel launches one).
+    fn awaits_gateway(&self) -> bool {
+        matches!(self.want, Want::On { .. }) && self.client.port().is_none()
+    }
+
     /// Decides where operation `id` goes now.
     fn dispatch(&mut self, id: Id, now: Instant) {
+        let awaits_gateway = self.awaits_gateway();
         let Some(entry) = self.ops.get_mut(&id) else {
             return;
         };
+        if let Job::Later(submit) = &entry.job {
+            if awaits_gateway {
+                entry.place = Place::Waiting;
+                return;
+            }
+            let op = submit.prepare(&self.client).expect("a REST operation");
+            entry.job = Job::Op(Box::new(op));
+        }
         match &mut entry.job {
+            Job::Later(_) => unreachable!("prepared above"),
             Job::OpenSession => return self.open_session(id, now),
             Job::CloseSession => return self.close_session(id, now),
             Job::Op(op) => {
@@ -1262,6 +1285,8 @@ impl Host {
                 self.fail(id, e);
             }
             (Job::Op(_), Place::Waiting) => self.run_command(id, now),
+            // No channel will name a gateway: prepared as is, it goes one-shot (or says why not).
+            (Job::Later(_), _) => self.dispatch(id, now),
             _ => {}
         }
     }
@@ -1388,6 +1413,17 @@ impl Host {
             .collect();
         for id in opens {
             self.done(id, Ok(Output::Session(hello.clone())));
+        }
+        // The hello named the gateway: what waited for it is prepared and sent now.
+        let mut later: Vec<Id> = self
+            .ops
+            .iter()
+            .filter(|(_, e)| matches!(e.job, Job::Later(_)))
+            .map(|(i, _)| *i)
+            .collect();
+        later.sort_unstable();
+        for id in later {
+            self.dispatch(id, now);
         }
     }
 

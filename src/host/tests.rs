@@ -148,20 +148,20 @@ impl Sim {
     }
 
     fn hello(&mut self, proc: ProcId, heartbeat_ms: u64, retention_ms: u64) {
+        self.send_hello(
+            proc,
+            Hello {
+                heartbeat_ms,
+                retention_ms,
+                ..sim_hello()
+            },
+        );
+    }
+
+    /// Feeds the channel this hello, as attach writes it.
+    fn send_hello(&mut self, proc: ProcId, hello: Hello) {
         let mut out = Vec::new();
-        GatewayFrame::Hello(Hello {
-            v: frame::VERSION,
-            version: "0.3.0".into(),
-            port: 41000,
-            pid: 77,
-            instance_nonce: None,
-            token_file: Some("/tmp/s/token".into()),
-            launched: false,
-            max_frame_bytes: 1 << 20,
-            heartbeat_ms,
-            retention_ms,
-        })
-        .encode(&mut out);
+        GatewayFrame::Hello(hello).encode(&mut out);
         self.host.on_data(proc, &out, self.now);
     }
 
@@ -194,6 +194,22 @@ impl Sim {
         self.host.on_stderr(ch, stderr, self.now);
         self.host.on_eof(ch, self.now);
         self.host.on_exit(ch, Exit::code(code), self.now);
+    }
+}
+
+/// The hello of the running gateway [`config`] names.
+fn sim_hello() -> Hello {
+    Hello {
+        v: frame::VERSION,
+        version: "0.3.0".into(),
+        port: 41000,
+        pid: 77,
+        instance_nonce: None,
+        token_file: Some("/tmp/s/token".into()),
+        launched: false,
+        max_frame_bytes: 1 << 20,
+        heartbeat_ms: 0,
+        retention_ms: 0,
     }
 }
 
@@ -847,4 +863,69 @@ fn an_operation_that_cannot_be_prepared_is_done_at_once() {
     assert_eq!(sim.done().0, id);
     assert!(sim.host.submit_json("{\"op\":\"brew\"}", sim.now).is_err());
     sim.none_left();
+}
+
+/// The channel of a launching session, and the instance nonce its command mints.
+fn launching_channel(sim: &mut Sim) -> (ProcId, String) {
+    let Action::Open { proc, program } = sim.next() else {
+        panic!("not an open")
+    };
+    let Program::Argv(argv) = program else {
+        panic!("{program:?}")
+    };
+    let text = argv.last().unwrap();
+    assert!(text.contains(" --launch"), "{text}");
+    let at = text.find("--instance-nonce ").unwrap() + "--instance-nonce ".len();
+    let nonce: String = text[at..]
+        .trim_start_matches('\'')
+        .chars()
+        .take_while(char::is_ascii_hexdigit)
+        .collect();
+    (proc, nonce)
+}
+
+#[test]
+fn operations_submitted_while_a_launching_channel_opens_wait_for_its_hello() {
+    // No gateway known: the channel launches one, and REST operations wait to learn it.
+    let mut sim = Sim::new(HostConfig::new(docker()));
+    let open = sim.submit(json!({"op": "open_session"}));
+    let (ch, nonce) = launching_channel(&mut sim);
+    sim.submit(json!({"op": "health"}));
+    sim.submit(call_tool());
+    sim.none_left();
+    sim.send_hello(
+        ch,
+        Hello {
+            instance_nonce: Some(nonce),
+            launched: true,
+            ..sim_hello()
+        },
+    );
+    let (id, result) = sim.done();
+    assert_eq!(id, open);
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(sim.host.client().port(), Some(41000));
+    let mut written = sim.written();
+    written.extend(sim.written());
+    assert_eq!(written.len(), 2, "{written:?}");
+    assert!(written[0]["path"].as_str().unwrap().starts_with("/health"));
+    assert_eq!(written[1]["method"], "POST");
+
+    // A launch that fails: what waited goes one-shot, where no gateway is known.
+    let mut sim = Sim::new(HostConfig::new(docker()));
+    sim.submit(json!({"op": "open_session"}));
+    let (ch, _) = launching_channel(&mut sim);
+    let health = sim.submit(json!({"op": "health"}));
+    sim.end_channel(ch, 127, b"sh: mcpgw-gateway: not found");
+    sim.pull();
+    let result = sim
+        .seen
+        .drain(..)
+        .find_map(|a| match a {
+            Action::Done { op, result } if op == health => Some(result),
+            _ => None,
+        })
+        .expect("health is done");
+    let e = result.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::GatewayNotRunning, "{e}");
 }

@@ -49,12 +49,12 @@ cat > app.mjs <<'EOF'
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, library, localExec, localSession, textOf } from 'mcpgw';
+import { Client, library, local, textOf } from 'mcpgw';
 
 const [gatewayPath, serverPath] = process.argv.slice(2);
 console.log(`library: ${library().path} (${library().version})`);
 const sandbox = mkdtempSync(join(tmpdir(), 'mcpgw-newuser-node-'));
-const client = new Client({ exec: localExec({ cwd: sandbox }), gatewayPath });
+const client = new Client(local({ cwd: sandbox }), { gatewayPath });
 try {
   await client.startGateway();
   await client.addMcp({
@@ -63,13 +63,13 @@ try {
   });
   const chunk = await client.callTool('ts', 'echo', { text: 'hello from a new user' });
   console.log(`answer: ${textOf(chunk)}`);
-  const session = await localSession(client, { cwd: sandbox });
+  await client.openSession();
   const again = await client.callTool('ts', 'echo', { text: 'over a session' });
   console.log(`session answer: ${textOf(again)}`);
-  await session.close();
+  await client.closeSession();
   await client.stopGateway();
 } finally {
-  client.close();
+  await client.close();
   rmSync(sandbox, { recursive: true, force: true });
 }
 EOF
@@ -81,13 +81,13 @@ say "app.mjs: ok ($(echo "$out" | head -n 1))"
 
 # TypeScript resolves the package's types through its exports.
 cat > app.ts <<'EOF'
-import { Client, localExec, textOf, type McpEntry, type ToolChunk } from 'mcpgw';
+import { Client, local, textOf, type McpEntry, type ToolChunk } from 'mcpgw';
 
 export async function names(gatewayPath: string): Promise<string[]> {
-  const client = new Client({ exec: localExec(), gatewayPath });
+  const client = new Client(local(), { gatewayPath });
   const entries: McpEntry[] = await client.listMcps();
   const chunk: ToolChunk = await client.callTool('ts', 'echo', { text: 'x' });
-  client.close();
+  await client.close();
   return [...entries.map((e) => `${e.name} ${e.status?.state}`), textOf(chunk)];
 }
 EOF
