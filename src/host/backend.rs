@@ -162,12 +162,13 @@ pub enum Verdict {
 /// command does (the host killed the exec client, whose stdin it holds open), the whole session
 /// is killed, so a command cancelled on the host ends in the sandbox too (its request connection
 /// closes, and the gateway cancels the call upstream). Without `setsid` it runs the command as
-/// is. (An asynchronous list reads /dev/null unless told otherwise: the watcher gets stdin as
-/// fd 3.)
+/// is. The watcher has a session of its own too: where the sandbox's processes are the host's
+/// (a local prefix such as `nsenter`), the host's kill of the client's process group leaves it
+/// to end the command. (`kill -KILL -PID`, without `--`, which dash and busybox refuse.)
 pub const WATCHED: &str = "command -v setsid >/dev/null 2>&1 || exec sh -c \"$1\" </dev/null; \
      exec 3<&0; \
      setsid sh -c \"$1\" </dev/null 3<&- & p=$!; \
-     { cat <&3 >/dev/null; kill -KILL -- -\"$p\"; } >/dev/null 2>&1 & w=$!; \
+     setsid sh -c 'cat >/dev/null; kill -KILL -\"$1\"' sh \"$p\" <&3 >/dev/null 2>&1 & w=$!; \
      exec 3<&-; wait \"$p\"; s=$?; kill \"$w\" 2>/dev/null; exit \"$s\"";
 
 /// The stderr prefixes with which the Docker CLI (exit 1) says the sandbox is not there.
@@ -436,17 +437,24 @@ impl Backend {
                 _ => Verdict::Command,
             },
             Backend::Podman(_) => match exit_code {
-                125 => {
+                // Podman 4.3 exits 125 for a container that does not exist, but 255 for one that
+                // is not running ("container state improper").
+                125 | 255 => {
                     let state = if said.contains("no such container") {
-                        FailureState::Gone
+                        Some(FailureState::Gone)
                     } else if said.contains("state improper") || said.contains("not running") {
-                        FailureState::NotRunning
+                        Some(FailureState::NotRunning)
                     } else if said.contains("connect") {
-                        FailureState::Unreachable
+                        Some(FailureState::Unreachable)
+                    } else if exit_code == 125 {
+                        Some(FailureState::CannotRun)
                     } else {
-                        FailureState::CannotRun
+                        None
                     };
-                    self.failed(exit_code, state, said.to_owned())
+                    match state {
+                        Some(state) => self.failed(exit_code, state, said.to_owned()),
+                        None => Verdict::Command,
+                    }
                 }
                 126 if said.contains("OCI") || out.contains("OCI") => self.failed(
                     exit_code,
@@ -725,6 +733,51 @@ mod tests {
         ));
     }
 
+    /// The wrapper through a real `sh`: the command's exit status is passed on, and the end of
+    /// stdin kills the command (the host gave up on it).
+    #[test]
+    fn watched_commands_end_with_their_stdin() {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let dir = std::env::temp_dir().join(format!("mcpgw-watched-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let marker = dir.join("ran-to-the-end");
+        let run = |command: &str, stdin: Stdio| {
+            Command::new("sh")
+                .args(["-c", WATCHED, "sh", command])
+                .stdin(stdin)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        // Its stdin held open to its end, as the host does.
+        let mut child = run("echo hi; exit 7", Stdio::piped());
+        let held = child.stdin.take();
+        let out = child.wait_with_output().unwrap();
+        drop(held);
+        assert_eq!(
+            (out.status.code(), &out.stdout[..]),
+            (Some(7), &b"hi\n"[..])
+        );
+
+        let command = format!("echo started; sleep 5; touch '{}'", marker.display());
+        let mut child = run(&command, Stdio::piped());
+        let mut stdin = child.stdin.take().unwrap();
+        let mut started = [0u8; 8];
+        std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut started).unwrap();
+        stdin.flush().unwrap();
+        drop(stdin);
+        let status = child.wait().unwrap();
+        assert_eq!(
+            status.code(),
+            Some(137),
+            "the watched command was not killed"
+        );
+        assert!(!marker.exists(), "the command ran to its end");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn podman_and_kubectl_failures() {
         let p = Backend::Podman(Container {
@@ -745,10 +798,17 @@ mod tests {
                 ..
             })
         ));
-        assert!(matches!(
-            p.judge(125, b"", b"Error: can only create exec sessions on running containers: container state improper", false),
-            Verdict::Failed(BackendFailure { state: FailureState::NotRunning, .. })
-        ));
+        for code in [125, 255] {
+            assert!(matches!(
+                p.judge(code, b"", b"Error: can only create exec sessions on running containers: container state improper", false),
+                Verdict::Failed(BackendFailure { state: FailureState::NotRunning, .. })
+            ));
+        }
+        // A command's own exit 255.
+        assert_eq!(
+            p.judge(255, b"", b"rsync error: some files vanished", false),
+            Verdict::Command
+        );
         let Verdict::Ask(q) = p.judge(137, b"", b"", false) else {
             panic!()
         };
