@@ -31,7 +31,7 @@ type host struct {
 	channels map[uint64]proc // the procs of OPEN actions, awaited when a session closes
 	conns    map[uint64]*Connection
 	timer    *time.Timer
-	closing  bool           // Close was called: freed once nothing is under way
+	closing  bool                     // Close was called: freed once nothing is under way
 	failures map[string][]userFailure // by the reason reported: see noteFailure
 }
 

@@ -1,0 +1,3 @@
+package mcpgw_test
+
+func stopContainers() {}
