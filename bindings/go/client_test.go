@@ -460,4 +460,3 @@ func TestClose(t *testing.T) {
 		t.Errorf("Port after Close = %d", c.Port())
 	}
 }
-
