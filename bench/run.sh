@@ -16,4 +16,8 @@ echo
 echo "python: one tool call through AgentScope's LocalBackend, same mcpgw-gateway"
 MCPGW_LIB=target/release/libmcpgw.so PYTHONPATH=bindings/python/src .venv/bin/python bench/python_adapter.py \
     target/x86_64-unknown-linux-gnu/release/mcpgw-gateway target/release/mcpgw-testserver
+# The Go binding: one process holding 1,000 sessions (memory per session, threads, calls/s).
+echo
+echo "go: one host process holding 1,000 sessions (make -C bindings/go bench)"
+make --no-print-directory -C bindings/go bench || status=$?
 exit $status

@@ -1,3 +1,0 @@
-package mcpgw_test
-
-func stopContainers() {}
