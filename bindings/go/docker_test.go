@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -257,4 +259,53 @@ func TestDockerEnsureGatewayBinary(t *testing.T) {
 	if err := c.StopGateway(ctx); err != nil {
 		t.Error(err)
 	}
+}
+
+// A call over a session whose `docker exec -i` is killed on the host (the container lives on)
+// is resumed on the channel opened again: the caller sees it finish, with each progress chunk
+// once. It needs a gateway that keeps the outcome of calls (the hello's retention_ms).
+func TestDockerCallResumesAfterChannelKilled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	container, _ := dockerEngine.container(t)
+	c, _ := dockerEngine.client(t, container)
+	hello, err := c.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hello.RetentionMS == 0 {
+		t.Skip("SKIPPED: this gateway keeps no call outcomes (retention_ms 0 in its hello): calls end with their channel")
+	}
+	var seen []float64
+	killed := false
+	chunk, err := c.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 2, "steps": 10},
+		mcpgw.WithProgress(func(ch mcpgw.ToolChunk) {
+			seen = append(seen, ch.Progress().Progress)
+			if len(seen) == 2 && !killed {
+				killed = true
+				killDockerClient(t, container)
+			}
+		}))
+	if err != nil || !strings.HasPrefix(chunk.Text(), "done") {
+		t.Fatalf("the resumed call: %v, %v", chunk, err)
+	}
+	if fmt.Sprint(seen) != "[1 2 3 4 5 6 7 8 9 10]" {
+		t.Errorf("progress of the resumed call: %v", seen)
+	}
+}
+
+// killDockerClient kills the host's `docker exec -i` of container's session channel.
+func killDockerClient(t *testing.T, container string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(string(cmdline), "\x00")
+		if err == nil && len(args) > 3 && filepath.Base(args[0]) == "docker" && args[1] == "exec" &&
+			strings.Contains(string(cmdline), container) && strings.Contains(string(cmdline), " attach ") {
+			pid, _ := strconv.Atoi(e.Name())
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return
+		}
+	}
+	t.Errorf("no docker exec of %s's session channel", container)
 }
