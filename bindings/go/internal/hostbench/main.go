@@ -4,10 +4,10 @@
 //
 //	host sessions: 1000 open, library KiB per session: X, threads: T, calls/s: Z
 //
-// with a baseline beside each figure: the process's RSS and threads before the sessions, and the
-// threads with a few sessions open. X is the growth of this process's own RSS per session (the
-// attach processes are other processes: their memory is not in it). `make -C bindings/go bench`
-// runs it.
+// with a baseline beside each figure: the same calls over ten sessions (threads, calls/s), and
+// the process's RSS and threads with none open. X is the growth of this process's own RSS per
+// session from ten sessions to all (the attach processes are other processes: their memory is not
+// in it). `make -C bindings/go bench` runs it.
 package main
 
 import (
@@ -32,7 +32,7 @@ func main() {
 	log.SetFlags(0)
 	sessions := flag.Int("sessions", 1000, "sessions to open")
 	gateways := flag.Int("gateways", 4, "gateways they attach to")
-	calls := flag.Int("calls", 3, "echo calls per session")
+	rounds := flag.Int("calls", 3, "echo calls per session")
 	parallel := flag.Int("parallel", 64, "operations at once")
 	gateway := flag.String("gateway", "", "the mcpgw-gateway binary")
 	server := flag.String("server", "", "the MCP test server binary (mcpgw-testserver)")
@@ -43,7 +43,7 @@ func main() {
 	if err := raiseFileLimit(); err != nil {
 		log.Fatal(err)
 	}
-	if err := run(*sessions, *gateways, *calls, *parallel, *gateway, *server); err != nil {
+	if err := run(*sessions, *gateways, *rounds, *parallel, *gateway, *server); err != nil {
 		log.Fatal("hostbench: ", err)
 	}
 }
@@ -80,7 +80,7 @@ func settled() (rssKiB, threads int) {
 	return status()
 }
 
-func run(sessions, gateways, calls, parallel int, gateway, server string) error {
+func run(sessions, gateways, rounds, parallel int, gateway, server string) error {
 	ctx := context.Background()
 	root, err := os.MkdirTemp("", "mcpgw-hostbench-")
 	if err != nil {
@@ -129,56 +129,66 @@ func run(sessions, gateways, calls, parallel int, gateway, server string) error 
 		each(clients, parallel, func(_ int, c *mcpgw.Client) error { return c.Close() })
 	}()
 	rss0, threads0 := settled()
+	open := func(cs []*mcpgw.Client) error {
+		return each(cs, parallel, func(_ int, c *mcpgw.Client) error {
+			_, err := c.OpenSession(ctx)
+			return err
+		})
+	}
+	// calls makes total echo calls, call j on client j%len(cs), parallel at once, and returns
+	// their rate.
+	calls := func(cs []*mcpgw.Client, total int) (float64, error) {
+		jobs := make([]*mcpgw.Client, total)
+		for j := range jobs {
+			jobs[j] = cs[j%len(cs)]
+		}
+		began := time.Now()
+		err := each(jobs, parallel, func(j int, c *mcpgw.Client) error {
+			want := fmt.Sprintf("call %d", j)
+			chunk, err := c.CallTool(ctx, "ts", "echo", map[string]string{"text": want})
+			if err == nil && chunk.Text() != want {
+				err = fmt.Errorf("call %d answered %q", j, chunk.Text())
+			}
+			return err
+		})
+		return float64(total) / time.Since(began).Seconds(), err
+	}
 
+	// The baseline: a few sessions, as many calls in all, as many at once.
 	const few = 10
-	if err := each(clients[:few], parallel, func(_ int, c *mcpgw.Client) error {
-		_, err := c.OpenSession(ctx)
-		return err
-	}); err != nil {
+	if err := open(clients[:few]); err != nil {
 		return fmt.Errorf("opening sessions: %w", err)
 	}
-	_, threadsFew := settled()
+	rateFew, err := calls(clients[:few], rounds*sessions)
+	if err != nil {
+		return fmt.Errorf("calling: %w", err)
+	}
+	rssFew, threadsFew := settled()
+
 	began := time.Now()
-	if err := each(clients[few:], parallel, func(_ int, c *mcpgw.Client) error {
-		_, err := c.OpenSession(ctx)
-		return err
-	}); err != nil {
+	if err := open(clients[few:]); err != nil {
 		return fmt.Errorf("opening sessions: %w", err)
 	}
 	opened := time.Since(began)
 	rss1, threads1 := settled()
-
-	began = time.Now()
-	if err := each(clients, parallel, func(i int, c *mcpgw.Client) error {
-		for k := range calls {
-			want := fmt.Sprintf("session %d call %d", i, k)
-			chunk, err := c.CallTool(ctx, "ts", "echo", map[string]string{"text": want})
-			if err != nil {
-				return err
-			}
-			if chunk.Text() != want {
-				return fmt.Errorf("session %d answered %q for %q", i, chunk.Text(), want)
-			}
-		}
-		return nil
-	}); err != nil {
+	rate, err := calls(clients, rounds*sessions)
+	if err != nil {
 		return fmt.Errorf("calling: %w", err)
 	}
-	took := time.Since(began)
-	_, threads2 := status()
-	open := 0
+	_, threads := status()
+	n := 0
 	for _, c := range clients {
 		if c.Session() != nil {
-			open++
+			n++
 		}
 	}
-	perSession := float64(rss1-rss0) / float64(sessions)
 	fmt.Printf("host sessions: %d open, library KiB per session: %.1f, threads: %d, calls/s: %.0f\n",
-		open, perSession, threads2, float64(sessions*calls)/took.Seconds())
-	fmt.Printf("  baseline: RSS %d KiB with no session open, %d KiB with %d; threads %d with no session, %d with %d, %d with %d open before calling; %d sessions opened in %v, %d calls at %d at once in %v (Go, %d gateways)\n",
-		rss0, rss1, sessions, threads0, threadsFew, few, threads1, sessions, sessions, opened.Round(time.Millisecond),
-		sessions*calls, parallel, took.Round(time.Millisecond), len(gws))
-	if open != sessions {
+		n, float64(rss1-rssFew)/float64(sessions-few), threads, rate)
+	fmt.Printf("  baseline (Go, %d gateways, %d calls at once): with %d sessions the same calls: threads %d, calls/s %.0f; "+
+		"RSS %d KiB with none open, %d with %d, %d with %d; threads %d with none open, %d with %d before calling; %d sessions opened in %v\n",
+		len(gws), parallel, few, threadsFew, rateFew, rss0, rssFew, few, rss1, sessions, threads0, threads1, sessions,
+		sessions-few, opened.Round(time.Millisecond))
+	if n != sessions {
 		return errors.New("not every session stayed open")
 	}
 	return nil
