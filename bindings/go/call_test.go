@@ -348,3 +348,23 @@ func startHTTPTestServer(t *testing.T) string {
 	}
 	return url
 }
+
+// WithTimeout of one call is its deadline at the gateway, without a context deadline.
+func TestCallTimeout(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t)
+	ctx := context.Background()
+	if err := sb.client.AddMCP(ctx, testServerSpec("ts")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sb.client.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 30}, mcpgw.WithTimeout(time.Second))
+	if e := asError(t, err); !errors.Is(err, mcpgw.ErrDeadline) || errors.Is(err, context.DeadlineExceeded) || e.HTTPStatus != 504 {
+		t.Errorf("a call with a 1 s timeout: %v", err)
+	}
+	if _, err := sb.client.ListMCPs(ctx, mcpgw.WithTimeout(0)); !errors.Is(err, mcpgw.ErrInvalidArgument) {
+		t.Errorf("a zero timeout: %v", err)
+	}
+	if _, err := sb.client.ListMCPs(ctx, nil); !errors.Is(err, mcpgw.ErrInvalidArgument) {
+		t.Errorf("a nil option: %v", err)
+	}
+}

@@ -69,8 +69,8 @@ func NewClient(backend Backend, opts ...Option) (*Client, error) {
 	if p, ok := cfg.keys["port"].(int); ok {
 		c.port = p
 	}
-	// Only a backstop: a forgotten Close leaks nothing.
-	runtime.SetFinalizer(c, (*Client).Close)
+	// Only a backstop: a forgotten Close leaks nothing. Not waiting in the finalizer goroutine.
+	runtime.SetFinalizer(c, func(c *Client) { go c.h.close() })
 	return c, nil
 }
 
@@ -80,11 +80,18 @@ func NewClient(backend Backend, opts ...Option) (*Client, error) {
 // the gateway (call StopGateway first for that), and always returns nil.
 func (c *Client) Close() error {
 	runtime.SetFinalizer(c, nil)
-	h := c.h
+	c.h.close()
+	runtime.KeepAlive(c)
+	return nil
+}
+
+// close closes the session, waits for the channels' processes, and frees the driver once nothing
+// is under way.
+func (h *host) close() {
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
-		return nil
+		return
 	}
 	h.closing = true
 	h.mu.Unlock()
@@ -98,8 +105,6 @@ func (c *Client) Close() error {
 	h.mu.Lock()
 	h.freeIfIdleLocked()
 	h.mu.Unlock()
-	runtime.KeepAlive(c)
-	return nil
 }
 
 // Port is the gateway's port once it is known (configured, launched, or announced by a
@@ -142,13 +147,17 @@ func (c *Client) StartGateway(ctx context.Context, opts ...CallOption) (*Gateway
 	return call[GatewayInfo](ctx, c, "start_gateway", nil, opts)
 }
 
-// StopGateway stops the gateway this client launched: SIGTERM, a wait for it to close its MCP
-// servers and exit, SIGKILL after the time limit (then it fails with ErrCommandFailed); then its
-// state directory is removed. It succeeds when the gateway had already exited, and fails with
-// ErrGatewayNotRunning when this client has not launched one (or has stopped it already). Close
-// the session first: a session open at the time is lost.
+// StopGateway stops the gateway this client launched: its session, if one is open, is closed
+// first (as CloseSession does), then SIGTERM, a wait for it to close its MCP servers and exit,
+// SIGKILL after the time limit (then it fails with ErrCommandFailed); then its state directory is
+// removed. It succeeds when the gateway had already exited, and fails with ErrGatewayNotRunning
+// when this client has not launched one (or has stopped it already).
 func (c *Client) StopGateway(ctx context.Context, opts ...CallOption) error {
-	return done(call[json.RawMessage](ctx, c, "stop_gateway", nil, opts))
+	_, err := call[json.RawMessage](ctx, c, "stop_gateway", nil, opts)
+	if werr := c.awaitChannels(ctx, "stop_gateway"); err == nil {
+		err = werr
+	}
+	return err
 }
 
 // EnsureGatewayBinary makes sure the sandbox holds the gateway binary read from hostPath on this
@@ -282,11 +291,17 @@ func (c *Client) CloseSession(ctx context.Context, opts ...CallOption) error {
 	if _, err := call[json.RawMessage](ctx, c, "close_session", nil, opts); err != nil {
 		return err
 	}
+	return c.awaitChannels(ctx, "close_session")
+}
+
+// awaitChannels waits for the session channels' processes that have not exited yet (a closed
+// channel's is killed after the close grace), or for the end of ctx.
+func (c *Client) awaitChannels(ctx context.Context, name string) error {
 	for _, p := range c.h.runningChannels() {
 		select {
 		case <-p.ended():
 		case <-ctx.Done():
-			return contextError("close_session", ctx.Err())
+			return contextError(name, ctx.Err())
 		}
 	}
 	return nil

@@ -199,6 +199,18 @@ func (e *engine) killDuringSessionCalls(t *testing.T) {
 	}
 }
 
+// backendFailures runs the failures every container engine has, as subtests.
+func (e *engine) backendFailures(t *testing.T) {
+	t.Run("no such container", func(t *testing.T) {
+		t.Parallel()
+		e.missingContainer(t)
+	})
+	t.Run("stopped container", func(t *testing.T) {
+		t.Parallel()
+		e.stoppedContainer(t)
+	})
+}
+
 // missingContainer: one-shot and session both fail with ErrExecFailed and a BackendError of
 // state gone, before anything runs in a sandbox.
 func (e *engine) missingContainer(t *testing.T) {

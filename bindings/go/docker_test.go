@@ -159,14 +159,7 @@ func TestDockerKillDuringSessionCalls(t *testing.T) {
 // Docker's own failures are ErrExecFailed with a BackendError, not a command that failed.
 func TestDockerBackendFailures(t *testing.T) {
 	t.Parallel()
-	t.Run("no such container", func(t *testing.T) {
-		t.Parallel()
-		dockerEngine.missingContainer(t)
-	})
-	t.Run("stopped container", func(t *testing.T) {
-		t.Parallel()
-		dockerEngine.stoppedContainer(t)
-	})
+	dockerEngine.backendFailures(t)
 	t.Run("killed during a one-shot call", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()

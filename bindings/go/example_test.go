@@ -261,26 +261,12 @@ func ExampleClient_OpenSession() {
 	// done after 3 steps
 }
 
-// Progress as an iterator: the progress chunks, then the result.
+// Progress as an iterator: the progress chunks, then the result (over a session).
 func ExampleClient_CallToolStream() {
+	client, stop := launch()
+	defer stop()
 	ctx := context.Background()
-	sandbox, err := os.MkdirTemp("", "mcpgw-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(sandbox)
-	client, err := mcpgw.NewClient(mcpgw.Local(sandbox), mcpgw.WithGatewayPath(gatewayBin),
-		mcpgw.WithStateDir(filepath.Join(sandbox, "state")))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer client.Close()
 	if _, err := client.OpenSession(ctx); err != nil {
-		log.Fatal(err)
-	}
-	defer client.StopGateway(ctx)
-	defer client.CloseSession(ctx)
-	if err := client.AddMCP(ctx, mcpgw.StdioSpec("ts", testServerBin, "stdio")); err != nil {
 		log.Fatal(err)
 	}
 	for chunk, err := range client.CallToolStream(ctx, "ts", "slow", map[string]any{"seconds": 0.2, "steps": 2}) {

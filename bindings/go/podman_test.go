@@ -51,12 +51,5 @@ func TestPodmanKillDuringSessionCalls(t *testing.T) {
 
 func TestPodmanBackendFailures(t *testing.T) {
 	t.Parallel()
-	t.Run("no such container", func(t *testing.T) {
-		t.Parallel()
-		podmanEngine.missingContainer(t)
-	})
-	t.Run("stopped container", func(t *testing.T) {
-		t.Parallel()
-		podmanEngine.stoppedContainer(t)
-	})
+	podmanEngine.backendFailures(t)
 }

@@ -100,15 +100,13 @@ func TestSessionLaunchesTheGateway(t *testing.T) {
 	if chunk, err := c.CallTool(ctx, "ts", "echo", map[string]string{"text": "launched"}); err != nil || chunk.Text() != "launched" {
 		t.Fatalf("CallTool: %v, %v", chunk, err)
 	}
-	if err := c.CloseSession(ctx); err != nil {
-		t.Fatalf("CloseSession: %v", err)
-	}
+	// Stopping the gateway closes the session first.
 	if err := c.StopGateway(ctx); err != nil {
 		t.Fatalf("StopGateway: %v", err)
 	}
 	waitGone(t, "the gateway", info.PID)
 	if c.Session() != nil {
-		t.Error("the session outlived CloseSession")
+		t.Error("the session outlived StopGateway")
 	}
 	if procs := attachProcesses(dir); len(procs) != 0 {
 		t.Errorf("attach processes left: %v", procs)
