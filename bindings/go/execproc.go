@@ -103,7 +103,8 @@ func (p *execChannel) kill() {
 	switch {
 	case ch == nil:
 	case ch.Kill != nil:
-		_, _ = catch(func() { _ = ch.Kill() })
+		// The user's function, not under the driver's lock.
+		go catch(func() { _ = ch.Kill() })
 	default:
 		p.input.close()
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -93,7 +94,7 @@ func spawn(ev events, id uint64, argv []string, cwd string, mode stdinMode, stdi
 		return nil, errors.New("the program is empty")
 	}
 	path := argv[0]
-	if !bytes.ContainsRune([]byte(path), '/') {
+	if !strings.ContainsRune(path, '/') {
 		found, err := exec.LookPath(path)
 		if err != nil {
 			return nil, fmt.Errorf("cannot run %s: %w", path, err)
