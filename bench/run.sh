@@ -33,4 +33,8 @@ echo
 echo "python: one process holding 1000 sessions (local attach processes against 4 gateways)"
 MCPGW_LIB=target/release/libmcpgw.so PYTHONPATH=bindings/python/src .venv/bin/python bench/python_sessions.py \
     target/x86_64-unknown-linux-gnu/release/mcpgw-gateway target/release/mcpgw-testserver || status=$?
+# The Go binding: one process holding 1,000 sessions (memory per session, threads, calls/s).
+echo
+echo "go: one host process holding 1,000 sessions (make -C bindings/go bench)"
+make --no-print-directory -C bindings/go bench || status=$?
 exit $status

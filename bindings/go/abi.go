@@ -2,7 +2,7 @@ package mcpgw
 
 // #include <mcpgw.h>
 // #if MCPGW_ABI_VERSION != 3
-// #error "this version of the Go binding is written for libmcpgw ABI version 2, but the mcpgw.h found has another: install the matching libmcpgw (pkg-config --modversion mcpgw)"
+// #error "this version of the Go binding is written for libmcpgw ABI version 3, but the mcpgw.h found has another: install the matching libmcpgw (pkg-config --modversion mcpgw)"
 // #endif
 import "C"
 

@@ -460,15 +460,20 @@ impl Backend {
             Backend::Podman(_) => match exit_code {
                 125 | 255 if said.starts_with("Error:") => {
                     let state = if said.contains("no such container") {
-                        FailureState::Gone
+                        Some(FailureState::Gone)
                     } else if said.contains("state improper") || said.contains("not running") {
-                        FailureState::NotRunning
+                        Some(FailureState::NotRunning)
                     } else if said.contains("connect") {
-                        FailureState::Unreachable
+                        Some(FailureState::Unreachable)
+                    } else if exit_code == 125 {
+                        Some(FailureState::CannotRun)
                     } else {
-                        FailureState::CannotRun
+                        None
                     };
-                    self.failed(exit_code, state, said.to_owned())
+                    match state {
+                        Some(state) => self.failed(exit_code, state, said.to_owned()),
+                        None => Verdict::Command,
+                    }
                 }
                 126 | 127 if said.contains("OCI runtime") || out.contains("OCI runtime") => self
                     .failed(
@@ -696,7 +701,7 @@ mod tests {
     fn a_watched_command_ends_when_the_host_kills_its_process_group_and_its_stdin_closes() {
         use std::os::unix::process::CommandExt;
         use std::process::{Command, Stdio};
-        let dir = std::env::temp_dir().join(format!("mcpgw-watched-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("mcpgw-watched-kill-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("pid");
         let text = format!("echo $$ > {}; exec sleep 30", file.display());
@@ -806,6 +811,51 @@ mod tests {
             d.judge(1, b"", b"2026-12-01T00:00:00Z INFO relaying\nError response from daemon: No such container: box", true),
             Verdict::Failed(_)
         ));
+    }
+
+    /// The wrapper through a real `sh`: the command's exit status is passed on, and the end of
+    /// stdin kills the command (the host gave up on it).
+    #[test]
+    fn watched_commands_end_with_their_stdin() {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let dir = std::env::temp_dir().join(format!("mcpgw-watched-stdin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let marker = dir.join("ran-to-the-end");
+        let run = |command: &str, stdin: Stdio| {
+            Command::new("sh")
+                .args(["-c", WATCHED, "sh", command])
+                .stdin(stdin)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        // Its stdin held open to its end, as the host does.
+        let mut child = run("echo hi; exit 7", Stdio::piped());
+        let held = child.stdin.take();
+        let out = child.wait_with_output().unwrap();
+        drop(held);
+        assert_eq!(
+            (out.status.code(), &out.stdout[..]),
+            (Some(7), &b"hi\n"[..])
+        );
+
+        let command = format!("echo started; sleep 5; touch '{}'", marker.display());
+        let mut child = run(&command, Stdio::piped());
+        let mut stdin = child.stdin.take().unwrap();
+        let mut started = [0u8; 8];
+        std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut started).unwrap();
+        stdin.flush().unwrap();
+        drop(stdin);
+        let status = child.wait().unwrap();
+        assert_eq!(
+            status.code(),
+            Some(137),
+            "the watched command was not killed"
+        );
+        assert!(!marker.exists(), "the command ran to its end");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -443,6 +443,9 @@ impl Host {
     /// Submits an operation; every id gets exactly one [`Action::Done`] (an operation that
     /// cannot be prepared gets it at once, with the reason).
     pub fn submit(&mut self, submit: &Submit, now: Instant) -> Id {
+        if matches!(submit.op, Op::StopGateway {}) {
+            self.end_session(now);
+        }
         let id = self.take_id();
         let job = if submit.is_rest() && self.awaits_gateway() {
             Job::Later(Box::new(submit.clone()))
@@ -478,6 +481,9 @@ impl Host {
     /// Submits an operation prepared on [`Host::client`] (Rust hosts that want typed
     /// operations); see [`Host::submit`].
     pub fn submit_operation(&mut self, op: Operation<Output>, stream: bool, now: Instant) -> Id {
+        if op.name() == "stop_gateway" {
+            self.end_session(now);
+        }
         let id = self.take_id();
         self.ops.insert(
             id,
@@ -918,6 +924,17 @@ impl Host {
     }
 
     fn close_session(&mut self, id: Id, now: Instant) {
+        self.end_session(now);
+        self.done(id, Ok(Output::Done));
+    }
+
+    /// Ends the session, if one is wanted: what its channel carries is cancelled or lost, the
+    /// channel's input is closed, and later operations go one-shot. Stopping the gateway ends it
+    /// first: its attach would outlive the gateway it relays to.
+    fn end_session(&mut self, now: Instant) {
+        if matches!(self.want, Want::Off) && self.channel.is_none() {
+            return;
+        }
         self.want = Want::Off;
         if let Some(channel) = self.channel.as_mut() {
             channel.ending = true;
@@ -948,7 +965,6 @@ impl Host {
         }
         // Detached calls were the old channel's: they end with it.
         self.settle_all_waiting(None, now);
-        self.done(id, Ok(Output::Done));
     }
 
     /// Retires `channel`: its process is told to end (closing its input, or killed), and its

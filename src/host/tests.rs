@@ -778,6 +778,21 @@ fn closing_the_session_cancels_its_calls_and_closes_the_channel() {
 }
 
 #[test]
+fn stopping_the_gateway_ends_its_session_first() {
+    let mut sim = Sim::new(config(docker()));
+    let ch = sim.session(0, 0);
+    let stop = sim.submit(json!({"op": "stop_gateway"}));
+    assert!(matches!(sim.next(), Action::CloseInput { proc } if proc == ch));
+    assert_eq!(sim.host.session_state(), SessionState::Off);
+    // The stop itself is one-shot (this host launched no gateway: it is done at once).
+    let (id, _) = sim.done();
+    assert_eq!(id, stop);
+    sim.host.on_exit(ch, Exit::code(0), sim.now);
+    sim.none_left();
+    assert_eq!(sim.host.in_flight(), 0);
+}
+
+#[test]
 fn connections_carry_messages_both_ways_and_close_with_the_channel() {
     let mut sim = Sim::new(config(docker()));
     assert_eq!(
