@@ -8,14 +8,23 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, Request, State};
+use axum::handler::Handler;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{MethodFilter, MethodRouter, on};
 use futures::StreamExt;
 use mcpgw::wire::request;
 use mcpgw::wire::rest::{NDJSON, route};
 use mcpgw::wire::{CallToolAnswer, Health, Query};
+use utoipa::openapi::path::HttpMethod;
+use utoipa::openapi::schema::ObjectBuilder;
+
+use crate::error::DeadlineSource;
+use crate::openapi::{
+    Endpoint, Params, array_of, lookup_errors, name, registration_body, sample_scope, schema_ref,
+    session_errors, string_schema,
+};
 
 use crate::auth::{Token, constant_time_eq};
 use crate::chunk;
@@ -36,17 +45,39 @@ pub struct AppState {
 
 type Shared = State<Arc<AppState>>;
 
+/// One endpoint: what the document says of it, and the handler that serves it.
+pub struct Route {
+    /// Its description.
+    pub doc: Endpoint,
+    handler: MethodRouter<Arc<AppState>>,
+}
+
+/// `handler` serves `doc`'s method on `doc`'s route.
+fn route<H, T>(handler: H, doc: Endpoint) -> Route
+where
+    H: Handler<T, Arc<AppState>>,
+    T: 'static,
+{
+    let filter = match doc.method {
+        HttpMethod::Get => MethodFilter::GET,
+        HttpMethod::Post => MethodFilter::POST,
+        HttpMethod::Put => MethodFilter::PUT,
+        HttpMethod::Delete => MethodFilter::DELETE,
+        _ => unreachable!("every endpoint is GET, POST, PUT or DELETE"),
+    };
+    Route {
+        handler: on(filter, handler),
+        doc,
+    }
+}
+
 /// The router with auth and the body limit applied.
 pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
-    Router::new()
-        .route(route::HEALTH, get(health))
-        .route(route::METRICS, get(metrics))
-        .route(route::OPENAPI, get(openapi))
-        .route(route::MCPS, get(list_mcps).post(add_mcp))
-        .route(route::MCP, axum::routing::delete(remove_mcp))
-        .route(route::RUNTIME_HEADERS, put(set_runtime_headers))
-        .route(route::TOOLS, get(list_tools))
-        .route(route::TOOL, post(call_tool))
+    surface()
+        .into_iter()
+        .fold(Router::new(), |router, r| {
+            router.route(r.doc.route, r.handler)
+        })
         .fallback(|| async { Error::NoRoute })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(max_body_bytes))
@@ -55,6 +86,247 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
         }))
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
         .with_state(state)
+}
+
+/// Every endpoint: the router serves this list and the OpenAPI document describes it.
+pub fn surface() -> Vec<Route> {
+    let invalid = |why| (Error::Invalid("...".into()), why);
+    let json = |schema| vec![("application/json", schema)];
+    let mut endpoints = vec![
+        route(
+            health,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::HEALTH,
+                summary: "Liveness; needs no token. Plain `ok`, or JSON with the instance nonce when the gateway was launched with one.",
+                auth: false,
+                query: Params::None,
+                body: None,
+                success: (
+                    200,
+                    "serving",
+                    vec![
+                        ("text/plain", string_schema()),
+                        ("application/json", schema_ref("Health")),
+                    ],
+                ),
+                errors: vec![],
+            },
+        ),
+        route(
+            metrics,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::METRICS,
+                summary: "Prometheus text: calls, errors, latency, restarts and state per MCP.",
+                auth: true,
+                query: Params::None,
+                body: None,
+                success: (200, "the metrics", vec![("text/plain", string_schema())]),
+                errors: vec![],
+            },
+        ),
+        route(
+            openapi,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::OPENAPI,
+                summary: "This document.",
+                auth: true,
+                query: Params::None,
+                body: None,
+                success: (
+                    200,
+                    "OpenAPI 3.1",
+                    json(ObjectBuilder::new().build().into()),
+                ),
+                errors: vec![],
+            },
+        ),
+        route(
+            list_mcps,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::MCPS,
+                summary: "The scope's MCPs as registered, each with its status.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (200, "the MCPs", json(array_of("McpEntry"))),
+                errors: vec![],
+            },
+        ),
+        route(
+            add_mcp,
+            Endpoint {
+                method: HttpMethod::Post,
+                route: route::MCPS,
+                summary: "Registers an MCP; answers once it is connected, initialized and its tools listed. A registration that does not finish leaves nothing behind.",
+                auth: true,
+                query: Params::Scope,
+                body: Some((registration_body(), true, "an MCP spec")),
+                success: (200, "registered", json(schema_ref("Ok"))),
+                errors: vec![
+                    invalid("the spec is invalid"),
+                    (
+                        Error::Conflict {
+                            name: name(),
+                            scope: sample_scope(),
+                        },
+                        "the name is taken in the scope",
+                    ),
+                    (
+                        Error::RemovedWhileConnecting { name: name() },
+                        "the name was deleted while it connected",
+                    ),
+                    (
+                        Error::ConnectFailed("...".into()),
+                        "the upstream could not be started, reached or initialized",
+                    ),
+                ],
+            },
+        ),
+        route(
+            remove_mcp,
+            Endpoint {
+                method: HttpMethod::Delete,
+                route: route::MCP,
+                summary: "Unregisters an MCP; answers once its session is closed and its processes are gone. Cancels a registration still connecting.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (200, "removed", json(schema_ref("Ok"))),
+                errors: vec![(
+                    Error::NotFound {
+                        name: name(),
+                        scope: sample_scope(),
+                    },
+                    "no MCP of that name in the scope",
+                )],
+            },
+        ),
+        route(
+            set_runtime_headers,
+            Endpoint {
+                method: HttpMethod::Put,
+                route: route::RUNTIME_HEADERS,
+                summary: "Replaces a streamable HTTP MCP's runtime headers; the next request carries them.",
+                auth: true,
+                query: Params::Scope,
+                body: Some((
+                    schema_ref("RuntimeHeaders"),
+                    true,
+                    "the complete header map",
+                )),
+                success: (204, "replaced", vec![]),
+                errors: [invalid("not a streamable HTTP MCP, or an invalid header")]
+                    .into_iter()
+                    .chain(lookup_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            list_tools,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::TOOLS,
+                summary: "The MCP's tools as its server describes them, filtered by enable_tools/disable_tools.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (200, "the tools", json(array_of("Tool"))),
+                errors: lookup_errors()
+                    .into_iter()
+                    .chain(session_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            call_tool,
+            Endpoint {
+                method: HttpMethod::Post,
+                route: route::TOOL,
+                summary: "Calls a tool. With `Accept: application/x-ndjson` the answer is one ToolChunk a line: progress chunks, then the result.",
+                auth: true,
+                query: Params::ScopeAndTimeout,
+                body: Some((schema_ref("CallToolBody"), false, "the tool's arguments")),
+                success: (
+                    200,
+                    "the tool's result",
+                    vec![
+                        ("application/json", schema_ref("CallToolAnswer")),
+                        (NDJSON, schema_ref("ToolChunk")),
+                    ],
+                ),
+                errors: [invalid("invalid arguments or timeout")]
+                    .into_iter()
+                    .chain(lookup_errors())
+                    .chain([(
+                        Error::ToolNotFound {
+                            tool: "read".into(),
+                            mcp: name(),
+                        },
+                        "the MCP has no such tool",
+                    )])
+                    .chain(session_errors())
+                    .chain([
+                        (
+                            Error::Died {
+                                mcp: name(),
+                                tool: "read".into(),
+                                report: "exited (exit status 1)".into(),
+                            },
+                            "the upstream died during the call (it is not retried)",
+                        ),
+                        (
+                            Error::ReplyTooLarge {
+                                mcp: name(),
+                                tool: "read".into(),
+                                bytes: 1 << 30,
+                                limit: 64 << 20,
+                            },
+                            "the reply was larger than --max-reply-bytes",
+                        ),
+                        (
+                            Error::Rpc {
+                                mcp: name(),
+                                code: -32602,
+                                message: "...".into(),
+                            },
+                            "the upstream answered with a JSON-RPC error",
+                        ),
+                        (
+                            Error::Deadline {
+                                tool: "read".into(),
+                                mcp: name(),
+                                limit: std::time::Duration::from_secs(30),
+                                source: DeadlineSource::ExecutionTimeout,
+                            },
+                            "the call passed its deadline; the upstream was told to cancel it",
+                        ),
+                        (
+                            Error::Internal("the call ended without an answer".into()),
+                            "the call ended without an answer",
+                        ),
+                    ])
+                    .collect(),
+            },
+        ),
+    ];
+    // What every endpoint with a query or a body can answer besides.
+    for e in endpoints.iter_mut().map(|r| &mut r.doc) {
+        if e.query != Params::None {
+            e.errors.push(invalid("the query string is invalid"));
+        }
+        if e.body.is_some() {
+            e.errors.push(invalid("the body is not a JSON object"));
+            e.errors.push((
+                Error::PayloadTooLarge,
+                "the body is larger than --max-body-bytes",
+            ));
+        }
+    }
+    endpoints
 }
 
 /// `413` at once for a body whose `Content-Length` is over the limit, without waiting for a

@@ -186,9 +186,12 @@ async fn serve(
         }),
         token,
         instance_nonce: args.instance_nonce.clone(),
-        openapi: serde_json::to_vec(&crate::openapi::document(args.max_body_bytes))
-            .expect("the document serializes")
-            .into(),
+        openapi: serde_json::to_vec(&crate::openapi::document(
+            api::surface().into_iter().map(|r| r.doc),
+            args.max_body_bytes,
+        ))
+        .expect("the document serializes")
+        .into(),
     });
     if let Some(path) = &args.config {
         let specs = config::load(path)?;

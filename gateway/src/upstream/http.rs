@@ -20,7 +20,8 @@ use sse_stream::Sse;
 /// it on every request).
 pub type SharedHeaders = Arc<RwLock<HashMap<HeaderName, HeaderValue>>>;
 
-/// Turns validated string headers into typed ones.
+/// Turns headers checked by the registration validator (`validate_headers`, which also refuses
+/// the names the transport sets) into typed ones.
 pub fn header_map(
     headers: &BTreeMap<String, String>,
 ) -> Result<HashMap<HeaderName, HeaderValue>, String> {
@@ -29,25 +30,11 @@ pub fn header_map(
         .map(|(k, v)| {
             let name = HeaderName::from_bytes(k.as_bytes())
                 .map_err(|_| format!("header {k:?} is invalid"))?;
-            if rmcp_reserved(&name) {
-                return Err(format!("header {k:?} is owned by the MCP transport"));
-            }
             let value = HeaderValue::from_str(v)
                 .map_err(|_| format!("header {k:?} has an invalid value"))?;
             Ok((name, value))
         })
         .collect()
-}
-
-/// The headers rmcp sets itself and refuses from callers.
-fn rmcp_reserved(name: &HeaderName) -> bool {
-    [
-        "accept",
-        "mcp-session-id",
-        "last-event-id",
-        "mcp-protocol-version",
-    ]
-    .contains(&name.as_str())
 }
 
 /// A reqwest client that adds the current runtime headers to each request; they override the
