@@ -18,6 +18,7 @@ pub use process::{
     wait_gone,
 };
 pub use servers::{
-    Server, TESTSERVER_TOOLS, everything_http, everything_js, gateway_bin, http_spec, repo,
-    rogue_sse, rogue_stdio, testserver_bin, testserver_http, testserver_stdio, venv_bin,
+    Server, TESTSERVER_TOOLS, everything_http, everything_js, everything_sse, gateway_bin,
+    http_spec, repo, rogue_sse, rogue_stdio, testserver_bin, testserver_http, testserver_stdio,
+    venv_bin,
 };
