@@ -41,6 +41,10 @@ pub struct AppState {
     pub instance_nonce: Option<String>,
     /// `/openapi.json`, rendered once.
     pub openapi: Bytes,
+    /// The virtual MCP connections open.
+    pub connections: Arc<crate::connection::Registry>,
+    /// Their bounds.
+    pub connection_limits: crate::connection::Limits,
 }
 
 type Shared = State<Arc<AppState>>;
@@ -312,6 +316,32 @@ pub fn surface() -> Vec<Route> {
                     .collect(),
             },
         ),
+        route(
+            open_connection,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::CONNECTION,
+                summary: "Opens a virtual MCP connection: an HTTP/1.1 upgrade (Connection: Upgrade, Upgrade: mcpgw-jsonrpc) after which the stream carries one JSON-RPC message a line both ways, the gateway being the MCP server of the MCP registered under the name. Its last line before it closes is {\"mcpgw\":\"closed\",\"reason\":...}. mcpgw-gateway attach carries it as open, msg and close frames.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (101, "switching to the connection's JSON-RPC stream", vec![]),
+                errors: lookup_errors()
+                    .into_iter()
+                    .chain([
+                        (
+                            Error::UpgradeRequired,
+                            "the request is not an upgrade to mcpgw-jsonrpc",
+                        ),
+                        (
+                            Error::TooManyConnections { max: 256 },
+                            "as many MCP connections as allowed are open",
+                        ),
+                    ])
+                    .chain(session_errors())
+                    .collect(),
+            },
+        ),
     ];
     // What every endpoint with a query or a body can answer besides.
     for e in endpoints.iter_mut().map(|r| &mut r.doc) {
@@ -515,9 +545,64 @@ async fn call_tool(
     Ok(json_response(
         StatusCode::OK,
         &CallToolAnswer {
-            chunk: chunk::from_call_result(result),
+            chunk: chunk::from_call_result(result_value(&result)),
         },
     ))
+}
+
+/// A `CallToolResult` as the upstream sent it, as a value to map (it is a JSON object: the
+/// call checked).
+fn result_value(raw: &serde_json::value::RawValue) -> serde_json::Value {
+    serde_json::from_str(raw.get()).unwrap_or_default()
+}
+
+/// Opens a virtual MCP connection (see [`crate::connection`]): refused before the upgrade
+/// when the MCP is not there or too many connections are open; the upstream session is
+/// chosen once the host's first message says what it can do.
+async fn open_connection(
+    State(state): Shared,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+    mut request: Request,
+) -> Result<Response, Error> {
+    let q = query(raw)?;
+    let upstream = state.registry.get(&scope(&q), &name)?;
+    let has = |name: header::HeaderName, token: &str| {
+        request.headers().get_all(name).iter().any(|v| {
+            v.to_str()
+                .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+        })
+    };
+    if !has(header::CONNECTION, "upgrade") || !has(header::UPGRADE, crate::connection::UPGRADE) {
+        return Err(Error::UpgradeRequired);
+    }
+    let limits = state.connection_limits;
+    let slot =
+        state
+            .connections
+            .reserve(limits.max_connections)
+            .ok_or(Error::TooManyConnections {
+                max: limits.max_connections,
+            })?;
+    let upgrade = hyper::upgrade::on(&mut request);
+    let registry = state.connections.clone();
+    tokio::spawn(async move {
+        match upgrade.await {
+            Ok(io) => {
+                let io = hyper_util::rt::TokioIo::new(io);
+                crate::connection::serve(io, upstream, limits, slot, registry).await;
+            }
+            Err(e) => tracing::debug!("an MCP connection's upgrade failed: {e}"),
+        }
+    });
+    Ok((
+        StatusCode::SWITCHING_PROTOCOLS,
+        [
+            (header::CONNECTION, "upgrade"),
+            (header::UPGRADE, crate::connection::UPGRADE),
+        ],
+    )
+        .into_response())
 }
 
 fn ndjson_line(chunk: &mcpgw::wire::ToolChunk) -> Bytes {
@@ -542,7 +627,7 @@ async fn stream_call(
         let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(1024);
         let call = upstream.call(&tool, arguments, deadline, Some(progress_tx));
         tokio::pin!(call);
-        let progress_line = |p: rmcp::model::ProgressNotificationParam| {
+        let progress_line = |p: crate::upstream::hub::Progress| {
             Ok(ndjson_line(&chunk::progress(
                 p.progress,
                 p.total,
@@ -561,7 +646,7 @@ async fn stream_call(
                     while let Ok(p) = progress_rx.try_recv() {
                         let _ = line_tx.send(progress_line(p)).await;
                     }
-                    let _ = line_tx.send(result.map(|r| ndjson_line(&chunk::from_call_result(r)))).await;
+                    let _ = line_tx.send(result.map(|r| ndjson_line(&chunk::from_call_result(result_value(&r))))).await;
                     return;
                 }
                 // The caller went away: dropping `call` cancels it upstream.

@@ -27,6 +27,9 @@ pub mod route {
     pub const TOOLS: &str = "/mcps/{name}/tools";
     /// `POST` calls a tool.
     pub const TOOL: &str = "/mcps/{name}/tools/{tool}";
+    /// `GET` with an HTTP/1.1 upgrade: a virtual MCP connection (one JSON-RPC message a line,
+    /// both ways).
+    pub const CONNECTION: &str = "/mcps/{name}/connection";
 }
 
 /// Request paths with their parameters percent-encoded, as clients send them.
@@ -46,6 +49,11 @@ pub mod path {
     /// `/mcps/{name}/tools`.
     pub fn tools(name: &str) -> String {
         format!("/mcps/{}/tools", percent_encode(name))
+    }
+
+    /// `/mcps/{name}/connection`.
+    pub fn connection(name: &str) -> String {
+        format!("/mcps/{}/connection", percent_encode(name))
     }
 
     /// `/mcps/{name}/tools/{tool}`.
