@@ -17,7 +17,8 @@ usage:
                 [--max-pending-host-requests N]
   mcpgw-gateway attach [--state-dir DIR] [--port P] [--host H] [--token-file PATH]
                 [--instance-nonce N] [--launch] [--gateway-arg ARG]... [--max-frame-bytes N]
-                [--max-in-flight N] [--log-file PATH] [--log-level LEVEL]
+                [--max-in-flight N] [--max-mcp-connections N] [--log-file PATH]
+                [--log-level LEVEL]
   mcpgw-gateway request METHOD PATH [--port P] [--host H] [--token-file PATH]
                 [--body-file FILE|-] [--data BODY] [--header 'Name: value']... [--max-time SECONDS]
   mcpgw-gateway --version
@@ -41,7 +42,8 @@ attach relays the session channel's frames (one JSON object a line) between its 
 and a running gateway: the one of --port, or the one DIR/gateway.json names (token file
 DIR/token). With --launch it first starts one there when none answers (--gateway-arg passes
 arguments on to it). The first line it writes is its hello frame. Past --max-in-flight requests
-(1024) the next ones wait, then stdin is no longer read. Exit status: 0 at the end of input, 7
+(1024) the next ones wait, then stdin is no longer read. Past --max-mcp-connections (64)
+virtual MCP connections on the channel, an open is refused (closed with status 429). Exit status: 0 at the end of input, 7
 when no gateway (or one of another instance) answers, 1 on other failures.
 
 request sends one HTTP request to a local gateway with the token read from --token-file (or
@@ -203,6 +205,8 @@ pub struct AttachArgs {
     pub max_frame_bytes: usize,
     /// Requests relayed at once.
     pub max_in_flight: usize,
+    /// Virtual MCP connections open at once on the channel.
+    pub max_mcp_connections: usize,
     /// Log destination; stderr when absent.
     pub log_file: Option<PathBuf>,
     /// Least severe level logged.
@@ -374,6 +378,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         "gateway-arg",
         "max-frame-bytes",
         "max-in-flight",
+        "max-mcp-connections",
         "log-file",
         "log-level",
     ];
@@ -387,6 +392,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         gateway_args: Vec::new(),
         max_frame_bytes: ServeArgs::default().max_body_bytes + mcpgw::wire::frame::ENVELOPE_BYTES,
         max_in_flight: 1024,
+        max_mcp_connections: 64,
         log_file: None,
         log_level: tracing::Level::INFO,
     };
@@ -406,6 +412,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
             "gateway-arg" => out.gateway_args.push(value),
             "max-frame-bytes" => out.max_frame_bytes = at_least(name, &value, 1024)?,
             "max-in-flight" => out.max_in_flight = at_least(name, &value, 1)?,
+            "max-mcp-connections" => out.max_mcp_connections = at_least(name, &value, 1)?,
             "log-file" => out.log_file = Some(PathBuf::from(value)),
             "log-level" => out.log_level = level(name, &value)?,
             other => return Err(format!("unknown option --{other}")),

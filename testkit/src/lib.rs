@@ -6,6 +6,7 @@
 
 pub mod fs;
 pub mod gateway;
+pub mod mcp;
 pub mod net;
 pub mod process;
 pub mod servers;
