@@ -530,6 +530,9 @@ impl Connection {
             };
             let host_id = entry.host_id.get();
             match reply {
+                Some(Reply::Ok(result)) if let Some(gap) = self.gap(&result) => {
+                    self.reply_error(Some(host_id), code::INTERNAL_ERROR, &gap)
+                }
                 Some(Reply::Ok(result)) => self.reply(Some(host_id), Ok(result.get())),
                 Some(Reply::Err(error)) => self.reply(Some(host_id), Err(error.get())),
                 Some(Reply::Closed(reason)) => self.reply_error(
@@ -550,6 +553,31 @@ impl Connection {
                 }
             }
         });
+    }
+
+    /// Why a result of the upstream's cannot reach this host as it is, when it cannot: a
+    /// multi round-trip request's `input_required` or a task of 2026-07-28 for a host of an
+    /// older revision.
+    fn gap(&self, result: &RawValue) -> Option<String> {
+        let host = self.host()?;
+        if host.modern() {
+            return None;
+        }
+        #[derive(Deserialize)]
+        struct Kind<'a> {
+            #[serde(default, borrow, rename = "resultType")]
+            result_type: Option<&'a str>,
+        }
+        let kind = serde_json::from_str::<Kind>(result.get())
+            .ok()?
+            .result_type?;
+        (kind != "complete").then(|| {
+            format!(
+                "the upstream answered with a {kind:?} result (2026-07-28), which a {} \
+                 connection cannot carry: connect with protocol version 2026-07-28",
+                host.version
+            )
+        })
     }
 
     /// Forgets request `gw_id`; what it was, if it was still in flight.
@@ -916,6 +944,10 @@ impl Downstream for Connection {
             "notifications/progress",
             Some(&value.to_string()),
         ));
+    }
+
+    fn modern(&self) -> bool {
+        self.host().is_some_and(|h| h.modern())
     }
 
     fn owns(&self, id: u64) -> bool {

@@ -217,3 +217,188 @@ async fn server_everything_over_stdio_answers_as_it_does_directly() {
             .expect("a log message");
     });
 }
+
+/// The project's test server, speaking only `protocols` (all it knows when `None`).
+fn testserver(name: &str, protocols: Option<&str>) -> Value {
+    let mut spec = testserver_stdio(name);
+    if let Some(p) = protocols {
+        spec["mcp_config"]["env"]["MCPGW_TEST_PROTOCOLS"] = json!(p);
+    }
+    spec
+}
+
+/// Opens the connection as a host of `version` would: `initialize` for the legacy revisions,
+/// `server/discover` for 2026-07-28. Returns what the `_meta` of its requests must carry.
+fn handshake(client: &mut Client, version: &str) -> Value {
+    if version == "2026-07-28" {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "mcpgw-test", "version": "1"},
+        });
+        let found = client.request("server/discover", json!({"_meta": meta}));
+        let versions = &found["result"]["supportedVersions"];
+        assert!(
+            versions.as_array().unwrap().contains(&json!(version)),
+            "{found}"
+        );
+        assert_eq!(
+            found["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "mcpgw-testserver",
+            "{found}"
+        );
+        meta
+    } else {
+        let init = initialize(client, version);
+        assert_eq!(init["result"]["protocolVersion"], version, "{init}");
+        assert_eq!(
+            init["result"]["serverInfo"]["name"], "mcpgw-testserver",
+            "{init}"
+        );
+        assert!(init["result"]["instructions"].is_string(), "{init}");
+        json!({})
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_of_each_revision_work_against_upstreams_of_each_revision() {
+    let gw = start_gateway(&[]);
+    for (name, protocols) in [
+        ("modern", None),
+        ("nov", Some("2025-11-25")),
+        ("june", Some("2025-06-18")),
+    ] {
+        gw.add(testserver(name, protocols), "").await.expect(200);
+    }
+    tokio::task::block_in_place(|| {
+        for mcp in ["modern", "nov", "june"] {
+            for version in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+                let mut client = connect(&gw, mcp);
+                let meta = handshake(&mut client, version);
+                let tools = client.request("tools/list", json!({"_meta": meta}));
+                let names: Vec<&str> = tools["result"]["tools"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{mcp} as {version}: {tools}"))
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap())
+                    .collect();
+                assert!(names.contains(&"echo"), "{mcp} as {version}: {names:?}");
+                let mut params = json!({"name": "echo_json", "arguments": {"n": 1.50, "s": "é"}});
+                params["_meta"] = meta.clone();
+                params["_meta"]["progressToken"] = json!("p");
+                let echoed = client.request("tools/call", params);
+                assert_eq!(
+                    echoed["result"]["structuredContent"],
+                    json!({"n": 1.5, "s": "é"}),
+                    "{mcp} as {version}: {echoed}"
+                );
+                let Pipe::Connection { channel, .. } = &mut client.pipe else {
+                    unreachable!()
+                };
+                channel.send(&json!({"t": "close", "id": 1}));
+                let closed = channel.next_for(1);
+                assert_eq!(closed["t"], "closed", "{closed}");
+            }
+        }
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_answered_and_cancel_and_restart_cross_the_gateway() {
+    let gw = start_gateway(&[]);
+    gw.add(testserver("t", Some("2025-11-25")), "")
+        .await
+        .expect(200);
+    let marker = gw.dir.path("cancelled");
+    tokio::task::block_in_place(|| {
+        let mut client = connect(&gw, "t");
+        initialize(&mut client, "2025-11-25");
+        // Malformed JSON-RPC gets a JSON-RPC error; the connection stays usable.
+        for (bad, code, id) in [
+            (json!("not an object"), -32600, Value::Null),
+            (json!({"jsonrpc": "2.0", "id": 5}), -32600, json!(5)),
+            (
+                json!({"jsonrpc": "1.0", "id": 6, "method": "ping"}),
+                -32600,
+                json!(6),
+            ),
+            (
+                json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": 3}),
+                -32600,
+                json!(7),
+            ),
+        ] {
+            client.send(&bad);
+            let answer = client.receive(Duration::from_secs(10)).expect("an answer");
+            assert_eq!(answer["error"]["code"], code, "{bad}: {answer}");
+            assert_eq!(answer["id"], id, "{bad}: {answer}");
+        }
+        // A slow call with progress, then an id reused while it runs, then its cancel.
+        let slow = client.take_id();
+        client.send(
+            &json!({"jsonrpc": "2.0", "id": slow, "method": "tools/call", "params": {
+            "name": "slow", "arguments": {"seconds": 60, "steps": 60, "cancel_marker": marker},
+            "_meta": {"progressToken": 77}}}),
+        );
+        let progress = client
+            .notification("notifications/progress", Duration::from_secs(20))
+            .expect("progress");
+        assert_eq!(progress["params"]["progressToken"], 77, "{progress}");
+        client.send(&json!({"jsonrpc": "2.0", "id": slow, "method": "ping"}));
+        let refused = client.receive(Duration::from_secs(10)).expect("an answer");
+        assert_eq!(refused["id"], slow);
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("already in flight"),
+            "{refused}"
+        );
+        client.notify(
+            "notifications/cancelled",
+            json!({"requestId": slow, "reason": "test"}),
+        );
+        assert!(
+            wait_for_file(&marker, Duration::from_secs(20)).is_some(),
+            "the upstream never saw the cancel"
+        );
+        let pong = client.request("ping", Value::Null);
+        assert_eq!(pong["result"], json!({}), "{pong}");
+        // The upstream restarting closes its connections, saying why.
+        client.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+            "params": {"name": "crash", "arguments": {"code": 3}}}));
+        let Pipe::Connection { channel, .. } = &mut client.pipe else {
+            unreachable!()
+        };
+        let closed = loop {
+            let frame = channel.next_for(1);
+            if frame["t"] == "closed" {
+                break frame;
+            }
+        };
+        let reason = closed["reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("session ended"), "{closed}");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opens_that_cannot_be_served_are_closed_with_the_status() {
+    let gw = start_gateway(&[]);
+    tokio::task::block_in_place(|| {
+        let mut channel = attach(&gw);
+        let closed = channel.open(3, "nowhere");
+        assert_eq!(
+            (closed["t"].as_str(), closed["status"].as_u64()),
+            (Some("closed"), Some(404)),
+            "{closed}"
+        );
+        assert!(
+            closed["reason"].as_str().unwrap().contains("not found"),
+            "{closed}"
+        );
+        channel.send(&json!({"t": "msg", "id": 3, "msg": {"jsonrpc": "2.0", "method": "x"}}));
+        let dropped = channel.next_for_any();
+        assert_eq!(dropped["t"], "error", "{dropped}");
+        assert!(channel.finish().success());
+    });
+}

@@ -112,6 +112,11 @@ impl Channel {
         }
     }
 
+    /// The next frame, whatever its id, within [`LIMIT`].
+    pub fn next_for_any(&mut self) -> Value {
+        self.next(LIMIT).expect("a frame")
+    }
+
     /// Opens a virtual MCP connection to `mcp` (default scope) under `id`; its `opened` or
     /// final frame.
     pub fn open(&mut self, id: u64, mcp: &str) -> Value {

@@ -52,6 +52,9 @@ pub trait Downstream: Send + Sync {
     /// Whether the host declared what answering `method` needs (sampling, elicitation, roots).
     fn can_answer(&self, method: &str, params: Option<&RawValue>) -> bool;
 
+    /// Whether the host speaks 2026-07-28, which has no requests from server to client.
+    fn modern(&self) -> bool;
+
     /// Relays a request of the upstream to the host; the connection answers the upstream.
     fn upstream_request(
         &self,
@@ -207,6 +210,15 @@ impl Inbound for Hub {
         }
         let message = if connections.is_empty() {
             format!("{method}: no MCP client is connected through the gateway to answer it")
+        } else if connections.iter().all(|c| c.modern()) {
+            format!(
+                "{method}: the MCP clients connected through the gateway speak 2026-07-28, which \
+                 has no requests from server to client (it asks with multi round-trip results \
+                 instead); the gateway does not carry a {} server's {method} to them",
+                self.handshake
+                    .get()
+                    .map_or("legacy", |h| h.version.as_str())
+            )
         } else {
             format!(
                 "{method}: no MCP client connected through the gateway declared the capability it needs"
