@@ -250,7 +250,7 @@ pub fn surface() -> Vec<Route> {
             Endpoint {
                 method: HttpMethod::Post,
                 route: route::TOOL,
-                summary: "Calls a tool. With `Accept: application/x-ndjson` the answer is one ToolChunk a line: progress chunks, then the result.",
+                summary: "Calls a tool. With `Accept: application/x-ndjson` the answer is one ToolChunk a line: progress chunks, then the result. With `?format=mcp` it is the upstream's CallToolResult exactly as it sent it (content of every type with annotations and _meta, structuredContent, isError).",
                 auth: true,
                 query: Params::ScopeAndTimeout,
                 body: Some((schema_ref("CallToolBody"), false, "the tool's arguments")),
@@ -313,6 +313,88 @@ pub fn surface() -> Vec<Route> {
                             "the call ended without an answer",
                         ),
                     ])
+                    .collect(),
+            },
+        ),
+        route(
+            list_resources,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::RESOURCES,
+                summary: "The MCP's resources (every page), as its server describes them.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (200, "the resources", json(any_array())),
+                errors: lookup_errors()
+                    .into_iter()
+                    .chain(pass_through_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            list_resource_templates,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::RESOURCE_TEMPLATES,
+                summary: "The MCP's resource templates (every page), as its server describes them.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (200, "the resource templates", json(any_array())),
+                errors: lookup_errors()
+                    .into_iter()
+                    .chain(pass_through_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            read_resource,
+            Endpoint {
+                method: HttpMethod::Post,
+                route: route::RESOURCE_READ,
+                summary: "Reads a resource: the upstream's ReadResourceResult exactly as it sent it.",
+                auth: true,
+                query: Params::Scope,
+                body: Some((schema_ref("ReadResourceBody"), true, "the resource's URI")),
+                success: (200, "the upstream's ReadResourceResult", json(any_object())),
+                errors: [invalid("not a read body")]
+                    .into_iter()
+                    .chain(lookup_errors())
+                    .chain(pass_through_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            list_prompts,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::PROMPTS,
+                summary: "The MCP's prompts (every page), as its server describes them.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (200, "the prompts", json(any_array())),
+                errors: lookup_errors()
+                    .into_iter()
+                    .chain(pass_through_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            get_prompt,
+            Endpoint {
+                method: HttpMethod::Post,
+                route: route::PROMPT,
+                summary: "Gets a prompt with its arguments: the upstream's GetPromptResult exactly as it sent it.",
+                auth: true,
+                query: Params::Scope,
+                body: Some((schema_ref("GetPromptBody"), false, "the prompt's arguments")),
+                success: (200, "the upstream's GetPromptResult", json(any_object())),
+                errors: [invalid("not a prompt body")]
+                    .into_iter()
+                    .chain(lookup_errors())
+                    .chain(pass_through_errors())
                     .collect(),
             },
         ),
@@ -534,6 +616,20 @@ async fn call_tool(
     let deadline = q.timeout().map_err(Error::Invalid)?;
     let arguments = request::call_body(&body_bytes(body)?).map_err(Error::Invalid)?;
     let upstream = state.registry.get(&scope(&q), &name)?;
+    let raw = match q.format.as_deref() {
+        None => false,
+        Some(mcpgw::wire::rest::FORMAT_MCP) => true,
+        Some(other) => {
+            return Err(Error::Invalid(format!(
+                "format must be {:?} (the upstream's CallToolResult), not {other:?}",
+                mcpgw::wire::rest::FORMAT_MCP
+            )));
+        }
+    };
+    if raw {
+        let result = upstream.call(&tool, arguments, deadline, None).await?;
+        return Ok(raw_json(result.get().as_bytes().to_vec()));
+    }
     let streaming = headers
         .get_all(header::ACCEPT)
         .iter()
@@ -550,10 +646,152 @@ async fn call_tool(
     ))
 }
 
+/// A JSON body as the upstream wrote it.
+fn raw_json(body: Vec<u8>) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
+/// A body of type `T`, or why it is not one.
+fn typed_body<T: serde::de::DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+    what: &str,
+) -> Result<T, Error> {
+    let bytes = body_bytes(body)?;
+    let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        &bytes
+    };
+    serde_json::from_slice(bytes).map_err(|e| Error::Invalid(format!("invalid {what}: {e}")))
+}
+
+/// `GET` of a list: every page's items, as the upstream described them.
+async fn list_of(
+    state: &AppState,
+    name: &str,
+    raw: Option<String>,
+    method: &str,
+    key: &str,
+) -> Result<Response, Error> {
+    let q = query(raw)?;
+    let upstream = state.registry.get(&scope(&q), name)?;
+    let items = upstream.list_all(method, key).await?;
+    Ok(json_response(StatusCode::OK, &items))
+}
+
+async fn list_resources(
+    State(state): Shared,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, Error> {
+    list_of(&state, &name, raw, "resources/list", "resources").await
+}
+
+async fn list_resource_templates(
+    State(state): Shared,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, Error> {
+    list_of(
+        &state,
+        &name,
+        raw,
+        "resources/templates/list",
+        "resourceTemplates",
+    )
+    .await
+}
+
+async fn list_prompts(
+    State(state): Shared,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, Error> {
+    list_of(&state, &name, raw, "prompts/list", "prompts").await
+}
+
+async fn read_resource(
+    State(state): Shared,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Error> {
+    let q = query(raw)?;
+    let mcpgw::wire::ReadResourceBody { uri } = typed_body(body, "read body")?;
+    let upstream = state.registry.get(&scope(&q), &name)?;
+    let mut params = serde_json::Map::new();
+    params.insert("uri".into(), serde_json::json!(uri));
+    let result = upstream.ask("resources/read", params).await?;
+    Ok(raw_json(result.get().as_bytes().to_vec()))
+}
+
+async fn get_prompt(
+    State(state): Shared,
+    Path((name, prompt)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Error> {
+    let q = query(raw)?;
+    let mcpgw::wire::GetPromptBody { arguments } = typed_body(body, "prompt body")?;
+    let upstream = state.registry.get(&scope(&q), &name)?;
+    let mut params = serde_json::Map::new();
+    params.insert("name".into(), serde_json::json!(prompt));
+    if let Some(arguments) = arguments {
+        params.insert("arguments".into(), serde_json::json!(arguments));
+    }
+    let result = upstream.ask("prompts/get", params).await?;
+    Ok(raw_json(result.get().as_bytes().to_vec()))
+}
+
 /// A `CallToolResult` as the upstream sent it, as a value to map (it is a JSON object: the
 /// call checked).
 fn result_value(raw: &serde_json::value::RawValue) -> serde_json::Value {
     serde_json::from_str(raw.get()).unwrap_or_default()
+}
+
+/// Any JSON object.
+fn any_object() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::Object)
+        .build()
+        .into()
+}
+
+/// An array of JSON objects.
+fn any_array() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(any_object())
+        .build()
+        .into()
+}
+
+/// What a request passed through to the upstream can answer besides.
+fn pass_through_errors() -> Vec<(Error, &'static str)> {
+    session_errors()
+        .into_iter()
+        .chain([
+            (
+                Error::Rpc {
+                    mcp: name(),
+                    code: -32602,
+                    message: "...".into(),
+                },
+                "the upstream answered with a JSON-RPC error",
+            ),
+            (
+                Error::SetupTimeout {
+                    what: "resources/read of 'fs'".into(),
+                    limit: Duration::from_secs(600),
+                },
+                "the upstream did not answer within the MCP's deadline",
+            ),
+        ])
+        .collect()
 }
 
 /// Opens a virtual MCP connection (see [`crate::connection`]): refused before the upgrade

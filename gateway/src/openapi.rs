@@ -10,8 +10,8 @@ use mcpgw::wire::spec::{
     HEADER_NAME_PATTERN, HEADER_VALUE_PATTERN, LEGACY_SSE_URL_PATTERN, RESERVED_HEADERS,
 };
 use mcpgw::wire::{
-    CallToolAnswer, CallToolBody, ErrorBody, Health, McpEntry, McpSpec, Ok, Query, RuntimeHeaders,
-    Tool, ToolChunk,
+    CallToolAnswer, CallToolBody, ErrorBody, GetPromptBody, Health, McpEntry, McpSpec, Ok, Query,
+    ReadResourceBody, RuntimeHeaders, Tool, ToolChunk,
 };
 use serde_json::{Value, json};
 use utoipa::openapi::path::{
@@ -181,7 +181,9 @@ fn parameters(kind: Params, route: &str) -> Vec<Parameter> {
         params.extend(
             Query::into_params(|| Some(ParameterIn::Query))
                 .into_iter()
-                .filter(|p| kind == Params::ScopeAndTimeout || p.name != "timeout"),
+                .filter(|p| {
+                    kind == Params::ScopeAndTimeout || (p.name != "timeout" && p.name != "format")
+                }),
         );
     }
     params
@@ -196,6 +198,8 @@ pub fn document(endpoints: impl IntoIterator<Item = Endpoint>, max_body_bytes: u
     register::<ToolChunk>(&mut schemas);
     register::<CallToolBody>(&mut schemas);
     register::<CallToolAnswer>(&mut schemas);
+    register::<ReadResourceBody>(&mut schemas);
+    register::<GetPromptBody>(&mut schemas);
     register::<RuntimeHeaders>(&mut schemas);
     register::<Health>(&mut schemas);
     register::<Ok>(&mut schemas);

@@ -170,7 +170,7 @@ fn everything_script(client: &mut Client) -> Vec<(String, Value)> {
 async fn server_everything_over_stdio_answers_as_it_does_directly() {
     let gw = start_gateway(&[]);
     gw.add(everything_stdio("ev"), "").await.expect(200);
-    tokio::task::block_in_place(|| {
+    let want = tokio::task::block_in_place(|| {
         let mut direct = Client::direct({
             let mut c = Command::new("node");
             c.arg(everything_js()).arg("stdio");

@@ -233,16 +233,22 @@ async fn the_document_refuses_what_the_gateway_refuses() {
 
 /// Fills a generated request's path parameters: an MCP that exists (`t` over stdio, `h` over
 /// streamable HTTP, both in the default scope) where the route acts on one, else a name that
-/// is registered nowhere.
+/// is registered nowhere; and whether it names an existing MCP.
 fn target(route: &str) -> (String, bool) {
-    let path = match route {
-        "/mcps/{name}/runtime-headers" => "/mcps/h/runtime-headers",
-        "/mcps/{name}/tools" => "/mcps/t/tools",
-        "/mcps/{name}/tools/{tool}" => "/mcps/t/tools/echo",
-        "/mcps/{name}" => "/mcps/nowhere",
-        other => other,
+    if route == "/mcps/{name}" {
+        return ("/mcps/nowhere".into(), false);
+    }
+    let mcp = if route.ends_with("/runtime-headers") {
+        "h"
+    } else {
+        "t"
     };
-    (path.to_string(), path != route && path != "/mcps/nowhere")
+    let path = route
+        .replace("{name}", mcp)
+        .replace("{tool}", "echo")
+        .replace("{prompt}", "p");
+    let existing = path != route;
+    (path, existing)
 }
 
 /// Requests generated from the document (hypothesis-jsonschema, in the virtualenv) are never

@@ -151,6 +151,85 @@ impl Upstream {
         }
     }
 
+    /// Sends `method` with `params` (a request the REST surface passes through: resources,
+    /// prompts) and returns the upstream's result as it sent it, within the MCP's deadline.
+    pub async fn ask(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+    ) -> Result<Box<RawValue>, Error> {
+        let (limit, _) = self.deadline(None);
+        let name = &self.name;
+        self.with_session(|session| async move {
+            let pending = session
+                .peer
+                .request(method, Some(&session.handshake.params(params)))
+                .await;
+            let id = pending.id;
+            match tokio::time::timeout(limit, pending.reply()).await {
+                Err(_) => {
+                    session
+                        .peer
+                        .cancel(id, "the request's deadline passed")
+                        .await;
+                    Err(Error::SetupTimeout {
+                        what: format!("{method} of {}", py_repr(name)),
+                        limit,
+                    })
+                }
+                Ok(Reply::Ok(result)) => Ok(result),
+                Ok(Reply::Err(error)) => {
+                    let (code, message) = jsonrpc::error_parts(&error);
+                    Err(Error::Rpc {
+                        mcp: name.clone(),
+                        code,
+                        message,
+                    })
+                }
+                Ok(Reply::Closed(_)) => Err(Error::Upstream(format!(
+                    "upstream {} {} during {method}",
+                    py_repr(name),
+                    session.death_report().await
+                ))),
+            }
+        })
+        .await
+    }
+
+    /// Every item under `key` of every page of the list `method`.
+    pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, Error> {
+        #[derive(serde::Deserialize)]
+        struct Page {
+            #[serde(default, rename = "nextCursor")]
+            next_cursor: Option<String>,
+        }
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..super::tools::MAX_PAGES {
+            let mut params = Map::new();
+            if let Some(c) = &cursor {
+                params.insert("cursor".into(), json!(c));
+            }
+            let page = self.ask(method, params).await?;
+            let mut value: Value = serde_json::from_str(page.get()).unwrap_or_default();
+            if let Some(Value::Array(list)) = value.get_mut(key).map(Value::take) {
+                items.extend(list);
+            }
+            match serde_json::from_str::<Page>(page.get())
+                .ok()
+                .and_then(|p| p.next_cursor)
+            {
+                Some(next) if !next.is_empty() => cursor = Some(next),
+                _ => return Ok(items),
+            }
+        }
+        Err(Error::Upstream(format!(
+            "the list {method} of {} did not end after {} pages",
+            py_repr(&self.name),
+            super::tools::MAX_PAGES
+        )))
+    }
+
     /// The effective deadline of a call and where it came from.
     pub(crate) fn deadline(&self, requested: Option<Duration>) -> (Duration, DeadlineSource) {
         match (self.spec.execution_timeout(), requested) {

@@ -15,7 +15,7 @@ use super::session::{Handshake, Session};
 use crate::error::{Error, py_repr};
 
 /// Pages of a tool list followed at most: a server whose cursors never end is cut off.
-const MAX_PAGES: usize = 1000;
+pub(super) const MAX_PAGES: usize = 1000;
 
 /// The tool list as last fetched.
 #[derive(Default)]
