@@ -215,7 +215,52 @@ async fn server_everything_over_stdio_answers_as_it_does_directly() {
         through
             .notification("notifications/message", Duration::from_secs(15))
             .expect("a log message");
+        want
     });
+    // The REST surface's lossless routes give what the server gave over its stdio.
+    let direct =
+        |label: &str| normalized(&want.iter().find(|(l, _)| l == label).unwrap().1["result"]);
+    let raw = gw
+        .post(
+            "/mcps/ev/tools/get-annotated-message?format=mcp",
+            json!({"arguments": {"messageType": "error", "includeImage": true}}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(normalized(&raw), direct("call get-annotated-message"));
+    let read = gw
+        .post(
+            "/mcps/ev/resources/read",
+            json!({"uri": "demo://resource/dynamic/text/5"}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        normalized(&read),
+        direct("read \"demo://resource/dynamic/text/5\"")
+    );
+    let prompt = gw
+        .post(
+            "/mcps/ev/prompts/args-prompt",
+            json!({"arguments": {"city": "Lyon"}}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(normalized(&prompt), direct("prompt args"));
+    let listed = gw.get("/mcps/ev/resources").await.expect(200).json();
+    assert_eq!(
+        normalized(&json!({"resources": listed})),
+        direct("resources/list")
+    );
+    let prompts = gw.get("/mcps/ev/prompts").await.expect(200).json();
+    assert_eq!(
+        normalized(&json!({"prompts": prompts})),
+        direct("prompts/list")
+    );
+    gw.get("/mcps/ev/resource-templates").await.expect(200);
 }
 
 /// The project's test server, speaking only `protocols` (all it knows when `None`).
@@ -483,14 +528,7 @@ fn server_everything_through_a_namespace_sandbox_over_stdio_and_streamable_http(
             return;
         }
     };
-    let mut direct = Client::direct({
-        let mut c = Command::new("node");
-        c.arg(everything_js()).arg("stdio");
-        c
-    });
-    initialize(&mut direct, "2025-11-25");
-    let want = everything_script(&mut direct);
-
+    let want = everything_directly();
     let mut setup = sandbox.attach();
     let res = rest(&mut setup, 1, "POST", "/mcps", everything_stdio("ev"));
     assert_eq!(res["status"], 200, "{res}");
@@ -506,46 +544,148 @@ fn server_everything_through_a_namespace_sandbox_over_stdio_and_streamable_http(
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     let _server = Guarded(http.spawn().unwrap());
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    register_when_up(
+        &mut setup,
+        http_spec("evh", &format!("http://127.0.0.1:{port}/mcp")),
+    );
+    for mcp in ["ev", "evh"] {
+        answers_as_directly(sandbox.attach(), mcp, &want);
+    }
+}
+
+/// What server-everything answers the script straight over its stdio.
+fn everything_directly() -> Vec<(String, Value)> {
+    let mut direct = Client::direct({
+        let mut c = Command::new("node");
+        c.arg(everything_js()).arg("stdio");
+        c
+    });
+    initialize(&mut direct, "2025-11-25");
+    everything_script(&mut direct)
+}
+
+/// Over a connection of `channel` to `mcp` (a server-everything), the script gets `want`; a
+/// long call cancelled by the host ends without an answer, and the connection goes on.
+fn answers_as_directly(mut channel: Channel, mcp: &str, want: &[(String, Value)]) {
+    let opened = channel.open(1, mcp);
+    assert_eq!(opened["t"], "opened", "{opened}");
+    let mut through = Client::over(Pipe::Connection { channel, id: 1 });
+    initialize(&mut through, "2025-11-25");
+    let got = everything_script(&mut through);
+    assert_eq!(got.len(), want.len());
+    for ((label, g), (_, w)) in got.iter().zip(want) {
+        assert_eq!(normalized(g), normalized(w), "{mcp}: {label}");
+    }
+    let long = through.take_id();
+    through.send(
+        &json!({"jsonrpc": "2.0", "id": long, "method": "tools/call", "params": {
+        "name": "trigger-long-running-operation", "arguments": {"duration": 30, "steps": 30},
+        "_meta": {"progressToken": "c"}}}),
+    );
+    through
+        .notification("notifications/progress", Duration::from_secs(20))
+        .expect("progress");
+    through.notify(
+        "notifications/cancelled",
+        json!({"requestId": long, "reason": "test"}),
+    );
+    let pong = through.request("ping", Value::Null);
+    assert_eq!(pong["result"], json!({}), "{mcp}: {pong}");
+}
+
+/// Registers `spec` over `channel` once its server answers (a server just started in a
+/// sandbox refuses connections until it listens).
+fn register_when_up(channel: &mut Channel, spec: Value) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let mut id = 2;
-    loop {
-        id += 1;
-        let res = rest(&mut setup, id, "POST", "/mcps", http_spec("evh", &url));
+    for id in 1000.. {
+        let res = rest(channel, id, "POST", "/mcps", spec.clone());
         if res["status"] == 200 {
-            break;
+            return;
         }
-        // Until the server listens inside, registering it is refused (connection refused).
         assert!(std::time::Instant::now() < deadline, "{res}");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// A container of the test image with node and the npm servers, removed on drop.
+struct Container(String);
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let _ = Command::new("sh")
+            .arg(repo().join("tests/docker/sandbox.sh"))
+            .args(["stop", &self.0])
+            .status();
+    }
+}
+
+#[test]
+fn server_everything_in_a_docker_container_over_stdio_and_streamable_http() {
+    let script = repo().join("tests/docker/sandbox.sh");
+    let check = Command::new("sh")
+        .arg(&script)
+        .arg("check")
+        .output()
+        .unwrap();
+    if !check.status.success() {
+        eprintln!("SKIPPED: {}", String::from_utf8_lossy(&check.stdout).trim());
+        return;
+    }
+    let image = Command::new("sh")
+        .arg(&script)
+        .args(["image", "--with-node"])
+        .output()
+        .unwrap();
+    assert!(
+        image.status.success(),
+        "{}",
+        String::from_utf8_lossy(&image.stderr)
+    );
+    let image = String::from_utf8_lossy(&image.stdout).trim().to_string();
+    let started = Command::new("sh")
+        .arg(&script)
+        .args(["start", &image])
+        .output()
+        .unwrap();
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let container = Container(String::from_utf8_lossy(&started.stdout).trim().to_string());
+    let attach = || {
+        let mut c = Command::new("docker");
+        c.args([
+            "exec",
+            "-i",
+            &container.0,
+            "mcpgw-gateway",
+            "attach",
+            "--state-dir",
+        ])
+        .args(["/tmp/mcpgw-state", "--launch"]);
+        Channel::start(c)
+    };
+    let want = everything_directly();
+    let js = "/srv/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+    let mut setup = attach();
+    let spec = json!({"name": "ev",
+        "mcp_config": {"type": "stdio_mcp", "command": "node", "args": [js, "stdio"]}});
+    let res = rest(&mut setup, 1, "POST", "/mcps", spec);
+    assert_eq!(res["status"], 200, "{res}");
+    let port = 47000;
+    let up = Command::new("docker")
+        .args(["exec", "-d", "-e", &format!("PORT={port}"), &container.0])
+        .args(["node", js, "streamableHttp"])
+        .status()
+        .unwrap();
+    assert!(up.success());
+    register_when_up(
+        &mut setup,
+        http_spec("evh", &format!("http://127.0.0.1:{port}/mcp")),
+    );
     for mcp in ["ev", "evh"] {
-        let mut channel = sandbox.attach();
-        let opened = channel.open(1, mcp);
-        assert_eq!(opened["t"], "opened", "{opened}");
-        let mut through = Client::over(Pipe::Connection { channel, id: 1 });
-        initialize(&mut through, "2025-11-25");
-        let got = everything_script(&mut through);
-        for ((label, g), (_, w)) in got.iter().zip(&want) {
-            assert_eq!(normalized(g), normalized(w), "{mcp}: {label}");
-        }
-        // Cancel crosses the sandbox: a long call cancelled by the host ends without an answer,
-        // and the connection goes on.
-        let long = through.take_id();
-        through.send(
-            &json!({"jsonrpc": "2.0", "id": long, "method": "tools/call", "params": {
-            "name": "trigger-long-running-operation", "arguments": {"duration": 30, "steps": 30},
-            "_meta": {"progressToken": "c"}}}),
-        );
-        through
-            .notification("notifications/progress", Duration::from_secs(20))
-            .expect("progress");
-        through.notify(
-            "notifications/cancelled",
-            json!({"requestId": long, "reason": "test"}),
-        );
-        let pong = through.request("ping", Value::Null);
-        assert_eq!(pong["result"], json!({}), "{mcp}: {pong}");
+        answers_as_directly(attach(), mcp, &want);
     }
 }
 
