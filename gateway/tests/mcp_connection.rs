@@ -698,3 +698,62 @@ fn which(program: &str) -> std::path::PathBuf {
         .find(|p| p.exists())
         .unwrap_or_else(|| panic!("{program} is not on PATH"))
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_that_never_answers_makes_the_upstreams_request_fail_at_the_deadline() {
+    let gw = start_gateway(&[]);
+    let mut spec = everything_stdio("ev");
+    spec["execution_timeout"] = json!(2);
+    gw.add(spec, "").await.expect(200);
+    tokio::task::block_in_place(|| {
+        let mut client = connect(&gw, "ev");
+        initialize(&mut client, "2025-11-25");
+        for _ in 0..5 {
+            client.notification("notifications/tools/list_changed", Duration::from_secs(10));
+        }
+        let call = client.take_id();
+        client.send(
+            &json!({"jsonrpc": "2.0", "id": call, "method": "tools/call",
+            "params": {"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}}}),
+        );
+        // The sampling request comes, and is left unanswered.
+        let asked = loop {
+            let m = client
+                .receive(Duration::from_secs(20))
+                .expect("the sampling request");
+            if m["method"] == "sampling/createMessage" {
+                break m;
+            }
+        };
+        // At the MCP's deadline the host is told the request is withdrawn, and the upstream's
+        // request failed: the call ends (the server reports the failure) without a hang.
+        let mut cancelled = false;
+        let answer = loop {
+            let m = client
+                .receive(Duration::from_secs(20))
+                .expect("the call's end");
+            if m["method"] == "notifications/cancelled" {
+                assert_eq!(m["params"]["requestId"], asked["id"], "{m}");
+                cancelled = true;
+            } else if m["id"] == call && m.get("method").is_none() {
+                break m;
+            }
+        };
+        // The call's deadline and the request's are the same: the withdrawal may come after
+        // the call's answer.
+        while !cancelled {
+            let m = client
+                .receive(Duration::from_secs(10))
+                .expect("the host is told the request is withdrawn");
+            if m["method"] == "notifications/cancelled" {
+                assert_eq!(m["params"]["requestId"], asked["id"], "{m}");
+                cancelled = true;
+            }
+        }
+        let text = answer.to_string();
+        assert!(
+            text.contains("did not") || text.contains("deadline") || answer.get("error").is_some(),
+            "{answer}"
+        );
+    });
+}

@@ -242,26 +242,23 @@ fn key(out: &mut Vec<u8>, name: &str) {
 
 /// A request as one JSON text (no newline).
 pub fn request(id: &str, method: &str, params: Option<&str>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + params.map_or(0, str::len));
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",");
-    key(&mut out, "id");
-    out.extend_from_slice(id.as_bytes());
-    out.push(b',');
-    key(&mut out, "method");
-    serde_json::to_writer(&mut out, method).expect("a string serializes");
-    if let Some(params) = params {
-        out.push(b',');
-        key(&mut out, "params");
-        out.extend_from_slice(params.as_bytes());
-    }
-    out.push(b'}');
-    out
+    call(Some(id), method, params)
 }
 
 /// A notification as one JSON text (no newline).
 pub fn notification(method: &str, params: Option<&str>) -> Vec<u8> {
+    call(None, method, params)
+}
+
+/// A request (with an id) or a notification.
+fn call(id: Option<&str>, method: &str, params: Option<&str>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + params.map_or(0, str::len));
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",");
+    if let Some(id) = id {
+        key(&mut out, "id");
+        out.extend_from_slice(id.as_bytes());
+        out.push(b',');
+    }
     key(&mut out, "method");
     serde_json::to_writer(&mut out, method).expect("a string serializes");
     if let Some(params) = params {

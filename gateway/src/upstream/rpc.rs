@@ -61,6 +61,17 @@ pub trait Wire: Send + Sync + 'static {
     fn shut(&self) -> BoxFuture<'static, ()>;
 }
 
+/// Queues `message` on a transport's writer task; the error says the writer is gone with
+/// `gone`.
+pub fn queue(
+    writer: &tokio::sync::mpsc::Sender<Vec<u8>>,
+    message: Vec<u8>,
+    gone: &'static str,
+) -> BoxFuture<'static, Result<(), String>> {
+    let writer = writer.clone();
+    Box::pin(async move { writer.send(message).await.map_err(|_| gone.to_string()) })
+}
+
 /// What the upstream sends on its own.
 pub trait Inbound: Send + Sync + 'static {
     /// A request from the upstream (`sampling/createMessage`, `roots/list`, `ping`, ...); it

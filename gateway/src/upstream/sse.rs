@@ -14,7 +14,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use sse_stream::{Sse, SseStream};
 use tokio::sync::mpsc;
 
-use super::rpc::{Sink, Wire};
+use super::rpc::{Sink, Wire, queue};
 
 type Events = BoxStream<'static, Result<Sse, sse_stream::Error>>;
 
@@ -136,13 +136,7 @@ impl Wire for SseWire {
         _method: &str,
         _params: Option<&str>,
     ) -> BoxFuture<'static, Result<(), String>> {
-        let posts = self.posts.clone();
-        Box::pin(async move {
-            posts
-                .send(message)
-                .await
-                .map_err(|_| "the session's event stream has ended".to_string())
-        })
+        queue(&self.posts, message, "the session's event stream has ended")
     }
 
     fn shut(&self) -> BoxFuture<'static, ()> {

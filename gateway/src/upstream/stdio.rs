@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, watch};
 use super::lines::{LineReader, Next};
 use super::logs::UpstreamLog;
 use super::process;
-use super::rpc::{Sink, Wire};
+use super::rpc::{Sink, Wire, queue};
 
 /// Process groups of children not yet seen gone, so that an exit that skips the orderly close
 /// still ends them.
@@ -408,13 +408,7 @@ impl Wire for StdioWire {
         _method: &str,
         _params: Option<&str>,
     ) -> BoxFuture<'static, Result<(), String>> {
-        let lines = self.lines.clone();
-        Box::pin(async move {
-            lines
-                .send(message)
-                .await
-                .map_err(|_| "the upstream's stdin is closed".to_string())
-        })
+        queue(&self.lines, message, "the upstream's stdin is closed")
     }
 
     fn shut(&self) -> BoxFuture<'static, ()> {
