@@ -183,11 +183,16 @@ pub fn channel_side(paths: &Paths, secs: u64, wrk_direct: &dyn Fn(u16, &str, usi
     println!(
         "\nexec channel: one-shot `docker exec` per call against one `docker exec -i` session"
     );
+    docker_side(paths, secs);
+    local(paths, secs, wrk_direct);
+}
+
+/// The Docker measurements alone (`mcpgw-bench --docker-only`).
+pub fn docker_side(paths: &Paths, secs: u64) {
     match docker_unavailable(paths) {
         Some(why) => println!("docker: SKIPPED ({why})"),
         None => docker(paths, secs),
     }
-    local(paths, secs, wrk_direct);
 }
 
 fn docker(paths: &Paths, secs: u64) {
