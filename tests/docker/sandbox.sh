@@ -4,9 +4,12 @@
 # enter with `docker exec` / `docker exec -i`. See tests/docker/README.md.
 #
 #   sandbox.sh check                  exit 0 when a docker daemon answers, else print why, exit 1
-#   sandbox.sh image [--gateway PATH] [--testserver PATH]
+#   sandbox.sh image [--gateway PATH] [--testserver PATH] [--with-node]
 #                                     build the test image unless one with the same content
-#                                     exists; print its name (mcpgw-test:<content hash>)
+#                                     exists; print its name (mcpgw-test:<content hash>);
+#                                     --with-node adds the host's node with its libraries and
+#                                     the npm test servers under /srv/servers/node_modules
+#                                     (mcpgw-test-node:<content hash>)
 #   sandbox.sh start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...]
 #                                     run a container (no network, docker's init as PID 1
 #                                     unless --no-init), print its id
@@ -46,9 +49,12 @@ require_static() {
 }
 
 image() {
-    gateway=$STATIC_DIR/mcpgw-gateway testserver=$STATIC_DIR/mcpgw-testserver
+    gateway=$STATIC_DIR/mcpgw-gateway testserver=$STATIC_DIR/mcpgw-testserver node=
     while [ $# -gt 0 ]; do
         case $1 in
+            --with-node)
+                node=$(command -v node) || die "--with-node needs node on PATH"
+                [ -d "$REPO/tests/servers/node_modules" ] || die "tests/servers/node_modules is missing (make deps)" ;;
             --gateway) [ $# -ge 2 ] || die "--gateway needs a path"; gateway=$2; shift ;;
             --gateway=*) gateway=${1#*=} ;;
             --testserver) [ $# -ge 2 ] || die "--testserver needs a path"; testserver=$2; shift ;;
@@ -61,9 +67,9 @@ image() {
     require_static "$testserver"
     busybox=$(sh "$REPO/tests/busybox.sh")
     # The tag covers every input, this script (the image layout) included.
-    hash=$(for f in "$busybox" "$gateway" "$testserver" "$0"; do sha256sum < "$f"; done |
-        sha256sum | cut -c1-12)
-    name=$LABEL:$hash
+    hash=$(for f in "$busybox" "$gateway" "$testserver" "$0" ${node:+"$node" "$REPO/tests/servers/package-lock.json"}; do
+        sha256sum < "$f"; done | sha256sum | cut -c1-12)
+    name=$LABEL${node:+-node}:$hash
     if "$DOCKER" image inspect "$name" >/dev/null 2>&1; then echo "$name"; return; fi
 
     umask 022
@@ -82,6 +88,15 @@ image() {
     cp "$gateway" "$root/usr/local/bin/mcpgw-gateway"
     cp "$testserver" "$root/usr/local/bin/mcpgw-testserver"
     chmod 755 "$root/usr/local/bin/mcpgw-gateway" "$root/usr/local/bin/mcpgw-testserver"
+    if [ -n "$node" ]; then
+        mkdir -p "$root/srv/servers"
+        cp "$node" "$root/usr/bin/node"
+        for lib in $(ldd "$node" | awk '/=>/ { print $3 } /^[[:space:]]*\// { print $1 }'); do
+            mkdir -p "$root$(dirname "$lib")"
+            cp -L "$lib" "$root$lib"
+        done
+        cp -a "$REPO/tests/servers/node_modules" "$root/srv/servers/node_modules"
+    fi
     printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
     printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
         > "$root/etc/passwd"
