@@ -263,3 +263,69 @@ async fn a_container_that_does_not_exist_is_the_backends_failure() {
     let e = host.op(Op::StartGateway {}).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ExecFailed, "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_virtual_connection_carries_json_rpc_both_ways() {
+    use mcpgw_host::ConnectionEvent;
+    let dir = TempDir::new("host-conn");
+    let host = Host::start(local(&dir)).unwrap();
+    host.op(Op::OpenSession {}).await.unwrap();
+    host.op(Op::AddMcp {
+        spec: ts_spec(&testserver_bin().display().to_string()),
+    })
+    .await
+    .unwrap();
+    // No such MCP: the open is refused with the gateway's 404.
+    let mut nope = host.connect("nope", "", "").await.unwrap();
+    match nope.recv().await {
+        Some(ConnectionEvent::Closed { status, reason }) => {
+            assert_eq!(status, Some(404), "{reason:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut conn = host.connect("ts", "", "").await.unwrap();
+    assert!(matches!(conn.recv().await, Some(ConnectionEvent::Opened)));
+    conn.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "e2e", "version": "1"}}})
+        .to_string(),
+    )
+    .await
+    .unwrap();
+    let Some(ConnectionEvent::Message(init)) = conn.recv().await else {
+        panic!()
+    };
+    let init: Value = serde_json::from_str(init.get()).unwrap();
+    assert_eq!(init["id"], 1);
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    conn.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await
+        .unwrap();
+    conn.send(
+        &json!({"jsonrpc": "2.0", "id": "two", "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "over the connection"}}})
+        .to_string(),
+    )
+    .await
+    .unwrap();
+    let reply = loop {
+        let Some(ConnectionEvent::Message(m)) = conn.recv().await else {
+            panic!("the connection closed")
+        };
+        let m: Value = serde_json::from_str(m.get()).unwrap();
+        if m["id"] == "two" {
+            break m;
+        }
+    };
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "over the connection",
+        "{reply}"
+    );
+    conn.close();
+    match conn.recv().await {
+        Some(ConnectionEvent::Closed { .. }) | None => {}
+        other => panic!("{other:?}"),
+    }
+    host.op(Op::StopGateway {}).await.unwrap();
+}
