@@ -221,6 +221,26 @@ fn first_line(text: &str) -> &str {
     text.trim().lines().next().unwrap_or("")
 }
 
+/// Whether a line is one of kubectl's client-side log lines (klog: `E1201 20:53:46.766454
+/// 11384 memcache.go:265] ...`), which come before its own message.
+fn is_klog(line: &str) -> bool {
+    let b = line.as_bytes();
+    b.len() > 22
+        && b"IWEF".contains(&b[0])
+        && b[1..5].iter().all(u8::is_ascii_digit)
+        && b[5] == b' '
+        && line.contains("] ")
+}
+
+/// What kubectl said itself: the last line of its stderr that is not a client-side log line.
+fn kubectl_said(err: &str) -> &str {
+    err.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !is_klog(l))
+        .unwrap_or("")
+}
+
 impl Backend {
     /// Checks every value; the message names the one that is unusable.
     pub fn validate(&self) -> Result<(), Error> {
@@ -456,8 +476,8 @@ impl Backend {
                 137 if channel || silent => Verdict::Ask(self.running_question()),
                 _ => Verdict::Command,
             },
-            Backend::Kubectl(_) => match exit_code {
-                1 if KUBECTL_GONE.iter().any(|p| said.starts_with(p)) => {
+            Backend::Kubectl(_) => match (exit_code, kubectl_said(err)) {
+                (1, said) if KUBECTL_GONE.iter().any(|p| said.starts_with(p)) => {
                     let state = if said.contains("NotFound") {
                         FailureState::Gone
                     } else if said.starts_with("Error from server") {
@@ -467,7 +487,7 @@ impl Backend {
                     };
                     self.failed(exit_code, state, said.to_owned())
                 }
-                137 if channel || silent => Verdict::Ask(self.running_question()),
+                (137, _) if channel || silent => Verdict::Ask(self.running_question()),
                 _ => Verdict::Command,
             },
             Backend::Local { .. } | Backend::Argv(_) | Backend::Exec { .. } => Verdict::Command,
@@ -780,6 +800,29 @@ mod tests {
         ));
         assert_eq!(
             k.judge(1, b"", b"error: something of the command", false),
+            Verdict::Command
+        );
+        // Its client-side log lines come first (as kubectl 1.32 prints them without a server).
+        let refused = b"E1201 20:53:46.766454   11384 memcache.go:265] \"Unhandled Error\" \
+            err=\"couldn't get current server API group list\"\n\
+            E1201 20:53:46.768900   11384 memcache.go:265] \"Unhandled Error\"\n\
+            The connection to the server 127.0.0.1:1 was refused - did you specify the right \
+            host or port?\n";
+        let Verdict::Failed(f) = k.judge(1, b"", refused, false) else {
+            panic!("kubectl's own failure after its log lines")
+        };
+        assert_eq!(f.state, FailureState::Unreachable);
+        assert!(
+            f.reason.starts_with("The connection to the server"),
+            "{f:?}"
+        );
+        assert_eq!(
+            k.judge(
+                1,
+                b"",
+                b"E1201 20:53:46.766454   11384 x.go:1] w\ncommand terminated with exit code 1",
+                false
+            ),
             Verdict::Command
         );
         let Verdict::Ask(q) = k.judge(137, b"", b"", false) else {
