@@ -456,7 +456,8 @@ impl Backend {
                 _ => Verdict::Command,
             },
             Backend::Podman(_) => match exit_code {
-                125 => {
+                // podman 4.3 exits 255, not 125, for a container that is not running.
+                125 | 255 if exit_code == 125 || said.starts_with("Error:") => {
                     let state = if said.contains("no such container") {
                         FailureState::Gone
                     } else if said.contains("state improper") || said.contains("not running") {
@@ -769,6 +770,15 @@ mod tests {
             p.judge(125, b"", b"Error: can only create exec sessions on running containers: container state improper", false),
             Verdict::Failed(BackendFailure { state: FailureState::NotRunning, .. })
         ));
+        // As podman 4.3.1 reports an exec into a killed container.
+        assert!(matches!(
+            p.judge(255, b"", b"Error: can only create exec sessions on running containers: container state improper", false),
+            Verdict::Failed(BackendFailure { state: FailureState::NotRunning, .. })
+        ));
+        assert_eq!(
+            p.judge(255, b"", b"ssh: connect refused", false),
+            Verdict::Command
+        );
         let Verdict::Ask(q) = p.judge(137, b"", b"", false) else {
             panic!()
         };
