@@ -3,6 +3,7 @@
 
 #include "example.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,47 @@ bool example_backend_state(const host_loop_result *r, const char *state) {
     char want[64];
     snprintf(want, sizeof want, "\"state\":\"%s\"", state);
     return backend && strstr(backend, want) != NULL;
+}
+
+/* The parent of process `pid` (from /proc/PID/stat, after the command name's last ')'). */
+static int parent_of(const char *pid) {
+    char path[300], stat[1024];
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *end = strrchr(stat, ')');
+    int ppid = -1;
+    return end && sscanf(end + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+}
+
+int example_processes(const char *a, const char *b, int parent, int *first) {
+    DIR *proc = opendir("/proc");
+    if (!proc) return -1;
+    int found = 0;
+    struct dirent *d;
+    while ((d = readdir(proc)) != NULL) {
+        if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+        if (parent && parent_of(d->d_name) != parent) continue;
+        char path[300], args[65536];
+        snprintf(path, sizeof path, "/proc/%s/cmdline", d->d_name);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        size_t n = fread(args, 1, sizeof args - 1, f);
+        fclose(f);
+        args[n] = '\0';
+        bool has_a = false, has_b = false;
+        for (size_t i = 0; i < n; i += strlen(args + i) + 1) {
+            has_a = has_a || strstr(args + i, a);
+            has_b = has_b || strstr(args + i, b);
+        }
+        if (!has_a || !has_b) continue;
+        if (found++ == 0 && first) *first = atoi(d->d_name);
+    }
+    closedir(proc);
+    return found;
 }
 
 double example_now(void) {

@@ -40,6 +40,11 @@ char *example_print_chunk(const char *json);
  * "unreachable", "cannot_run"): the driver's BackendFailure in the error JSON. */
 bool example_backend_state(const host_loop_result *r, const char *state);
 
+/* How many processes have arguments containing `a` and `b` (each in one of them), counting
+ * only children of `parent` unless it is 0; the first one found in `*first` (may be NULL).
+ * -1 when /proc cannot be read. */
+int example_processes(const char *a, const char *b, int parent, int *first);
+
 /* Seconds on the monotonic clock. */
 double example_now(void);
 

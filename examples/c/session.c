@@ -14,7 +14,6 @@
 
 #include <mcpgw.h>
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,32 +157,6 @@ static void on_progress(void *userdata, const mcpgw_action *a) {
     printf("  +%.2f s  progress: %.80s\n", example_now() - log->started,
            progress ? progress : "(none)");
     fflush(stdout);
-}
-
-/* How many processes run `... attach ...` with `marker` among their arguments. */
-static int count_attach_processes(const char *marker) {
-    DIR *proc = opendir("/proc");
-    if (!proc) return -1;
-    int found = 0;
-    struct dirent *d;
-    while ((d = readdir(proc)) != NULL) {
-        if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
-        char path[300], args[8192];
-        snprintf(path, sizeof path, "/proc/%s/cmdline", d->d_name);
-        FILE *f = fopen(path, "rb");
-        if (!f) continue;
-        size_t n = fread(args, 1, sizeof args - 1, f);
-        fclose(f);
-        args[n] = '\0';
-        int is_attach = 0, has_marker = 0;
-        for (size_t i = 0, k = 0; i < n; i += strlen(args + i) + 1, k++) {
-            if (k == 1 && strcmp(args + i, "attach") == 0) is_attach = 1;
-            if (strstr(args + i, marker)) has_marker = 1;
-        }
-        found += is_attach && has_marker;
-    }
-    closedir(proc);
-    return found;
 }
 
 /* A virtual MCP connection's events, on the thread that steps the loop. */
@@ -332,7 +305,7 @@ join:
 
     /* The loop is this thread's again. The channel's process ends once its input closed. */
     if (host_loop_settle(loop) != 0) status = 1;
-    int left = count_attach_processes(state_dir);
+    int left = example_processes("attach", state_dir, 0, NULL);
     printf("channel closed: %d attach process(es) left\n", left);
     if (left != 0) status = 1;
 
