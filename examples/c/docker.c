@@ -26,20 +26,6 @@
 #include "example.h"
 #include "host_loop.h"
 
-/* A loop on container `container` of the CLI `kind` with `options`, the gateway at `gateway`. */
-static host_loop *container_loop(const char *kind, const char *container, char *const *options,
-                                 int n, const char *gateway) {
-    char *backend = example_container_backend(kind, container, options, n);
-    char *path = host_loop_json_string(gateway);
-    host_loop *loop = backend && path ? example_loop("{\"backend\":%s,\"gateway_path\":%s,"
-                                                     "\"timeout_ms\":60000}",
-                                                     backend, path)
-                                      : NULL;
-    free(backend);
-    free(path);
-    return loop;
-}
-
 /* Runs `op` expecting `expected`; for EXEC_FAILED also the backend's verdict `state`. */
 static bool fails_with(host_loop *loop, const char *op, mcpgw_result expected,
                        const char *state) {
@@ -88,7 +74,7 @@ int main(int argc, char **argv) {
     const char *gateway = upload ? "/opt/mcpgw/mcpgw-gateway" : "/usr/local/bin/mcpgw-gateway";
     char *binary = host_loop_json_string(argv[3]);
     char *spec = example_testserver_spec("test", "/usr/local/bin/mcpgw-testserver");
-    host_loop *loop = binary && spec ? container_loop(kind, container, options, n, gateway) : NULL;
+    host_loop *loop = binary && spec ? example_container_loop(kind, container, options, n, gateway) : NULL;
     int status = 1;
     host_loop_result r = {0};
     if (!loop) goto out;
@@ -124,7 +110,7 @@ int main(int argc, char **argv) {
     printf("a container that does not exist:\n");
     char missing[64];
     snprintf(missing, sizeof missing, "mcpgw-no-such-container-%ld", (long)time(NULL));
-    host_loop *nowhere = container_loop(kind, missing, options, n, gateway);
+    host_loop *nowhere = example_container_loop(kind, missing, options, n, gateway);
     bool ok = nowhere &&
               fails_with(nowhere, "{\"op\":\"start_gateway\"}", MCPGW_RESULT_EXEC_FAILED,
                          "gone") &&
@@ -133,7 +119,7 @@ int main(int argc, char **argv) {
     if (!ok) goto stop;
 
     printf("a gateway binary that is not in the container (the command runs, and fails):\n");
-    host_loop *wrong = container_loop(kind, container, options, n, "/nonexistent/mcpgw-gateway");
+    host_loop *wrong = example_container_loop(kind, container, options, n, "/nonexistent/mcpgw-gateway");
     ok = wrong &&
          fails_with(wrong, "{\"op\":\"start_gateway\"}", MCPGW_RESULT_START_FAILED, NULL) &&
          fails_with(wrong, "{\"op\":\"open_session\"}", MCPGW_RESULT_START_FAILED, NULL);

@@ -71,19 +71,11 @@ int main(int argc, char **argv) {
     }
     const char *kind = argv[1], *container = argv[2];
     bool session = strcmp(argv[3], "session") == 0;
-    char *backend = example_container_backend(kind, container, argv + 4, argc - 4);
-    char *spec = example_testserver_spec("test", "/usr/local/bin/mcpgw-testserver");
-    host_loop *loop = backend && spec ? example_loop("{\"backend\":%s,\"gateway_path\":"
-                                                     "\"/usr/local/bin/mcpgw-gateway\"}",
-                                                     backend)
-                                      : NULL;
+    host_loop *loop = example_test_image(kind, container, argv + 4, argc - 4);
     int status = 1;
     call_state call = {false, 0, {0}};
     host_loop_result later = {0};
-    if (!loop || !example_ok(loop, NULL, "{\"op\":\"start_gateway\"}") ||
-        !example_ok(loop, NULL, "{\"op\":\"add_mcp\",\"spec\":%s}", spec) ||
-        (session && !example_ok(loop, NULL, "{\"op\":\"open_session\"}")))
-        goto out;
+    if (!loop || (session && !example_ok(loop, NULL, "{\"op\":\"open_session\"}"))) goto out;
     mcpgw_error *err = NULL;
     if (host_loop_submit(loop,
                          "{\"op\":\"call_tool\",\"mcp\":\"test\",\"tool\":\"slow\","
@@ -148,7 +140,5 @@ out:
     host_loop_result_free(&call.result);
     host_loop_result_free(&later);
     host_loop_free(loop);
-    free(backend);
-    free(spec);
     return status;
 }

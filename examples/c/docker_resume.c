@@ -63,19 +63,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s docker|podman CONTAINER [CLI_OPTION...]\n", argv[0]);
         return 2;
     }
-    char *backend = example_container_backend(argv[1], argv[2], argv + 3, argc - 3);
-    char *spec = example_testserver_spec("test", "/usr/local/bin/mcpgw-testserver");
-    host_loop *loop = backend && spec ? example_loop("{\"backend\":%s,\"gateway_path\":"
-                                                     "\"/usr/local/bin/mcpgw-gateway\"}",
-                                                     backend)
-                                      : NULL;
+    host_loop *loop = example_test_image(argv[1], argv[2], argv + 3, argc - 3);
     int status = 1;
     host_loop_result hello = {0};
     resumed_call call = {argv[2], {0}, 0, false, false, {0}};
-    if (!loop || !example_ok(loop, NULL, "{\"op\":\"start_gateway\"}") ||
-        !example_ok(loop, NULL, "{\"op\":\"add_mcp\",\"spec\":%s}", spec) ||
-        !example_ok(loop, &hello, "{\"op\":\"open_session\"}"))
-        goto out;
+    if (!loop || !example_ok(loop, &hello, "{\"op\":\"open_session\"}")) goto out;
     if (strstr(hello.json, "\"retention_ms\":0") || !strstr(hello.json, "\"retention_ms\":")) {
         printf("SKIPPED: a call resumed on a new channel: this gateway keeps no call whose "
                "channel ended (its hello: retention_ms 0)\n");
@@ -111,7 +103,5 @@ out:
     host_loop_result_free(&hello);
     host_loop_result_free(&call.result);
     host_loop_free(loop);
-    free(backend);
-    free(spec);
     return status;
 }

@@ -112,8 +112,9 @@ char *example_testserver_spec(const char *name, const char *path) {
     return spec;
 }
 
-char *example_container_backend(const char *kind, const char *container, char *const *options,
-                                int n) {
+/* The driver's backend for a container: {"kind", "container", "options"} (free it). */
+static char *container_backend(const char *kind, const char *container, char *const *options,
+                               int n) {
     char *k = host_loop_json_string(kind), *c = host_loop_json_string(container);
     char *list = strdup("");
     for (int i = 0; i < n && list; i++) {
@@ -131,6 +132,33 @@ char *example_container_backend(const char *kind, const char *container, char *c
     free(c);
     free(list);
     return backend;
+}
+
+host_loop *example_container_loop(const char *kind, const char *container, char *const *options,
+                                  int n, const char *gateway_path) {
+    char *backend = container_backend(kind, container, options, n);
+    char *path = host_loop_json_string(gateway_path);
+    host_loop *loop = backend && path ? example_loop("{\"backend\":%s,\"gateway_path\":%s,"
+                                                     "\"timeout_ms\":60000}",
+                                                     backend, path)
+                                      : NULL;
+    free(backend);
+    free(path);
+    return loop;
+}
+
+host_loop *example_test_image(const char *kind, const char *container, char *const *options,
+                              int n) {
+    host_loop *loop =
+        example_container_loop(kind, container, options, n, "/usr/local/bin/mcpgw-gateway");
+    char *spec = example_testserver_spec("test", "/usr/local/bin/mcpgw-testserver");
+    if (!loop || !spec || !example_ok(loop, NULL, "{\"op\":\"start_gateway\"}") ||
+        !example_ok(loop, NULL, "{\"op\":\"add_mcp\",\"spec\":%s}", spec)) {
+        host_loop_free(loop);
+        loop = NULL;
+    }
+    free(spec);
+    return loop;
 }
 
 char *example_print_chunk(const char *json) {

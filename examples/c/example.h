@@ -24,13 +24,18 @@ mcpgw_result example_run(host_loop *loop, mcpgw_result expected, host_loop_resul
 bool example_ok(host_loop *loop, host_loop_result *out, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* example_container_loop on the test image's own gateway (tests/docker/sandbox.sh), started,
+ * with its test MCP server registered as `test`; NULL (the reason printed) on failure. */
+host_loop *example_test_image(const char *kind, const char *container, char *const *options,
+                              int n);
+
 /* The spec of the project's test MCP server at `path`, over stdio, named `name` (free it). */
 char *example_testserver_spec(const char *name, const char *path);
 
-/* The driver's backend for a container: {"kind": KIND (docker, podman), "container": NAME,
- * "options": [the n CLI options]} (free it). */
-char *example_container_backend(const char *kind, const char *container, char *const *options,
-                                int n);
+/* example_loop on container `container` of the CLI `kind` (docker, podman), with the `n` CLI
+ * options `options`, the gateway at `gateway_path` in the container. */
+host_loop *example_container_loop(const char *kind, const char *container, char *const *options,
+                                  int n, const char *gateway_path);
 
 /* Prints a ToolChunk given as JSON, block by block, through the C accessors of libmcpgw.
  * Returns its first text block's text (free it), or NULL when it has none. */
