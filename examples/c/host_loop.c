@@ -82,7 +82,6 @@ struct host_loop {
     host_loop_notice_fn notice;
     void *notice_userdata;
     bool draining;
-    bool pidfds; /* whether pidfd_open works here */
     unsigned char *scratch; /* READ_CHUNK bytes for a channel's output */
     struct pollfd *fds; /* the poll set, and what each of its entries is */
     fd_owner *owners;
@@ -154,6 +153,17 @@ static void drain(host_loop *l) {
 
 /* ---- processes ---- */
 
+/* Whether the kernel (and whatever runs this program: valgrind refuses the call) gives pidfds:
+ * asked once per process. */
+static pthread_once_t pidfd_probe_once = PTHREAD_ONCE_INIT;
+static bool pidfds_work;
+
+static void pidfd_probe(void) {
+    int probe = (int)syscall(SYS_pidfd_open, getpid(), 0);
+    pidfds_work = probe >= 0;
+    close_fd(&probe);
+}
+
 /* Spawns a RUN (channel false) or OPEN action's argv. Whatever fails is reported to the driver
  * as a program that could not be run. */
 static void start(host_loop *l, const mcpgw_action *a, bool channel) {
@@ -202,8 +212,8 @@ static void start(host_loop *l, const mcpgw_action *a, bool channel) {
         goto fail;
     if ((e = posix_spawnattr_init(&attr)) != 0) goto fail;
     attr_made = true;
-    /* Its own process group (KILL ends everything it started), default signal handling and
-     * no blocked signals whatever this process set for itself. */
+    /* Its own process group (KILL ends everything it started), SIGPIPE at its default and no
+     * blocked signals, whatever this process set for itself. */
     sigset_t none, pipe_only;
     sigemptyset(&none);
     sigemptyset(&pipe_only);
@@ -227,7 +237,7 @@ static void start(host_loop *l, const mcpgw_action *a, bool channel) {
     set_nonblocking(p->out_fd);
     set_nonblocking(p->err_fd);
     if (p->in_fd >= 0) set_nonblocking(p->in_fd);
-    p->pidfd = l->pidfds ? (int)syscall(SYS_pidfd_open, p->pid, 0) : -1;
+    p->pidfd = pidfds_work ? (int)syscall(SYS_pidfd_open, p->pid, 0) : -1;
     if (stdin_kind == MCPGW_STDIN_KIND_BYTES) {
         size_t len = 0;
         const uint8_t *bytes = mcpgw_action_bytes(a, &len);
@@ -397,17 +407,6 @@ static void handle(host_loop *l, const mcpgw_action *a) {
 
 /* ---- the loop ---- */
 
-/* Whether the kernel (and whatever runs this program: valgrind refuses the call) gives pidfds:
- * asked once per process. */
-static pthread_once_t pidfd_probe_once = PTHREAD_ONCE_INIT;
-static bool pidfds_work;
-
-static void pidfd_probe(void) {
-    int probe = (int)syscall(SYS_pidfd_open, getpid(), 0);
-    pidfds_work = probe >= 0;
-    close_fd(&probe);
-}
-
 mcpgw_result host_loop_new(const char *config_json, host_loop **loop_out,
                            mcpgw_error **error_out) {
     if (!loop_out) return MCPGW_RESULT_NULL_PARAMETER;
@@ -431,7 +430,6 @@ mcpgw_result host_loop_new(const char *config_json, host_loop **loop_out,
         return MCPGW_RESULT_HOST_IO;
     }
     pthread_once(&pidfd_probe_once, pidfd_probe);
-    l->pidfds = pidfds_work;
     *loop_out = l;
     return MCPGW_RESULT_OK;
 }
@@ -469,7 +467,7 @@ void host_loop_set_notice(host_loop *l, host_loop_notice_fn fn, void *userdata) 
 }
 
 /* After a submit or an open (`rc`): remembers the callback of `id`, or, out of memory, undoes
- * it (`undo`: cancel, close), so no DONE or CLOSED goes unheard. */
+ * it (`undo`: cancel, close), so that nothing runs that no callback hears of. */
 static mcpgw_result watch(host_loop *l, mcpgw_result rc, uint64_t id, host_loop_fn fn,
                           void *userdata, uint64_t *id_out, bool (*undo)(mcpgw_host *, uint64_t)) {
     if (rc == MCPGW_RESULT_OK && add_waiter(l, id, fn, userdata) != 0) {
