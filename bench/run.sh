@@ -16,4 +16,8 @@ echo
 echo "python: one tool call through AgentScope's LocalBackend, same mcpgw-gateway"
 MCPGW_LIB=target/release/libmcpgw.so PYTHONPATH=bindings/python/src .venv/bin/python bench/python_adapter.py \
     target/x86_64-unknown-linux-gnu/release/mcpgw-gateway target/release/mcpgw-testserver
+# The C loop: one thread holding 1,000 sessions.
+echo
+echo "c: one thread holding many sessions (examples/c/bench_sessions.c)"
+make --no-print-directory -C examples/c bench || status=$?
 exit $status

@@ -62,6 +62,8 @@ static void op_name(const char *op, char *name, size_t cap) {
     name[n] = '\0';
 }
 
+bool example_quiet;
+
 static mcpgw_result vrun(host_loop *loop, mcpgw_result expected, host_loop_result *out,
                          const char *fmt, va_list ap) {
     char *op = vformat(fmt, ap);
@@ -71,12 +73,13 @@ static mcpgw_result vrun(host_loop *loop, mcpgw_result expected, host_loop_resul
     host_loop_result r;
     mcpgw_result rc = host_loop_run(loop, op, NULL, NULL, &r);
     free(op);
-    if (rc == MCPGW_RESULT_OK)
-        printf("  %s: ok: %.160s%s\n", name, r.json, r.len > 160 ? "..." : "");
-    else
+    if (rc == MCPGW_RESULT_OK) {
+        if (!example_quiet) printf("  %s: ok: %.160s%s\n", name, r.json, r.len > 160 ? "..." : "");
+    } else {
         fprintf(rc == expected ? stdout : stderr, "  %s %s: %s: %s\n", name,
                 rc == expected ? "failed as expected" : "failed", mcpgw_result_name(rc),
                 r.message);
+    }
     fflush(stdout);
     if (out)
         *out = r;

@@ -20,6 +20,9 @@ host_loop *example_loop(const char *fmt, ...) __attribute__((format(printf, 1, 2
 mcpgw_result example_run(host_loop *loop, mcpgw_result expected, host_loop_result *out,
                          const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* Whether example_run keeps its successes to itself (false: it prints them). */
+extern bool example_quiet;
+
 /* example_run expecting success: whether the operation succeeded. */
 bool example_ok(host_loop *loop, host_loop_result *out, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

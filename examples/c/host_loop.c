@@ -49,6 +49,7 @@ typedef struct {
     buffer in;     /* bytes still to write to its stdin, from in_off */
     size_t in_off;
     bool close_input; /* close its stdin once `in` is written */
+    bool ended;       /* its pidfd said it exited */
     buffer out;       /* a one-shot command's output */
     buffer err;
 } process;
@@ -60,6 +61,7 @@ typedef struct {
 } waiter;
 
 typedef struct task {
+    host_loop *loop;
     host_loop_task_fn fn;
     void *userdata;
     struct task *next;
@@ -69,11 +71,27 @@ typedef struct task {
 typedef enum { FD_WAKE, FD_OUT, FD_ERR, FD_IN, FD_PID } fd_role;
 
 typedef struct {
+    host_loop *loop;
     process *proc;
     fd_role role;
 } fd_owner;
 
+/* What loops made beside one another share: one thread, one poll set, one wake pipe. */
+typedef struct {
+    host_loop **loops;
+    size_t nloops, cap_loops;
+    unsigned char *scratch; /* READ_CHUNK bytes for a channel's output */
+    struct pollfd *fds;     /* the poll set, and what each of its entries is */
+    fd_owner *owners;
+    size_t cap_fds, cap_owners;
+    int wake[2]; /* host_loop_call writes a byte to wake[1] */
+    pthread_mutex_t lock;
+    task *tasks, **tasks_end; /* in the order they came; guarded by lock */
+} group;
+
+/* One sandbox's driver and the processes it asked for. */
 struct host_loop {
+    group *group;
     mcpgw_host *host;
     process **procs;
     size_t nprocs, cap_procs;
@@ -82,13 +100,6 @@ struct host_loop {
     host_loop_notice_fn notice;
     void *notice_userdata;
     bool draining;
-    unsigned char *scratch; /* READ_CHUNK bytes for a channel's output */
-    struct pollfd *fds; /* the poll set, and what each of its entries is */
-    fd_owner *owners;
-    size_t cap_fds, cap_owners;
-    int wake[2]; /* host_loop_call writes a byte to wake[1] */
-    pthread_mutex_t lock;
-    task *tasks, **tasks_end; /* in the order they came; guarded by lock */
 };
 
 /* Makes room for `need` items of `size` bytes in the array whose pointer is at `items` (the
@@ -287,7 +298,7 @@ static void read_pipe(host_loop *l, process *p, bool is_err, bool all) {
     int most = all ? READS_AFTER_EXIT : READS_PER_STEP;
     for (int reads = 0; *fd >= 0 && reads < most; reads++) {
         buffer *b = is_err ? &p->err : &p->out;
-        unsigned char *dst = l->scratch;
+        unsigned char *dst = l->group->scratch;
         if (!p->channel) {
             if (grow(&b->data, &b->cap, b->len + READ_CHUNK, 1) != 0) return;
             dst = b->data + b->len;
@@ -407,28 +418,62 @@ static void handle(host_loop *l, const mcpgw_action *a) {
 
 /* ---- the loop ---- */
 
+static void group_free(group *g) {
+    for (task *t = g->tasks, *next; t; t = next) {
+        next = t->next;
+        free(t);
+    }
+    close_fd(&g->wake[0]);
+    close_fd(&g->wake[1]);
+    pthread_mutex_destroy(&g->lock);
+    free(g->loops);
+    free(g->fds);
+    free(g->owners);
+    free(g->scratch);
+    free(g);
+}
+
+static group *group_new(void) {
+    group *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->wake[0] = g->wake[1] = -1;
+    g->tasks_end = &g->tasks;
+    g->scratch = malloc(READ_CHUNK);
+    if (!g->scratch || pipe2(g->wake, O_CLOEXEC | O_NONBLOCK) != 0 ||
+        pthread_mutex_init(&g->lock, NULL) != 0) {
+        close_fd(&g->wake[0]);
+        close_fd(&g->wake[1]);
+        free(g->scratch);
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
 mcpgw_result host_loop_new(const char *config_json, host_loop **loop_out,
                            mcpgw_error **error_out) {
+    return host_loop_new_beside(NULL, config_json, loop_out, error_out);
+}
+
+mcpgw_result host_loop_new_beside(host_loop *beside, const char *config_json,
+                                  host_loop **loop_out, mcpgw_error **error_out) {
     if (!loop_out) return MCPGW_RESULT_NULL_PARAMETER;
     host_loop *l = calloc(1, sizeof *l);
     if (!l) return MCPGW_RESULT_HOST_IO;
-    l->wake[0] = l->wake[1] = -1;
-    l->tasks_end = &l->tasks;
     mcpgw_result rc = mcpgw_host_new(config_json, &l->host, error_out);
     if (rc != MCPGW_RESULT_OK) {
         free(l);
         return rc;
     }
-    l->scratch = malloc(READ_CHUNK);
-    if (!l->scratch || pipe2(l->wake, O_CLOEXEC | O_NONBLOCK) != 0 ||
-        pthread_mutex_init(&l->lock, NULL) != 0) {
-        close_fd(&l->wake[0]);
-        close_fd(&l->wake[1]);
-        free(l->scratch);
+    group *g = beside ? beside->group : group_new();
+    if (!g || grow(&g->loops, &g->cap_loops, g->nloops + 1, sizeof *g->loops) != 0) {
+        if (g && !beside) group_free(g);
         mcpgw_host_free(l->host);
         free(l);
         return MCPGW_RESULT_HOST_IO;
     }
+    g->loops[g->nloops++] = l;
+    l->group = g;
     pthread_once(&pidfd_probe_once, pidfd_probe);
     *loop_out = l;
     return MCPGW_RESULT_OK;
@@ -443,19 +488,27 @@ void host_loop_free(host_loop *l) {
         }
         free_process(p);
     }
-    for (task *t = l->tasks, *next; t; t = next) {
+    group *g = l->group;
+    /* Its tasks not yet run go with it. */
+    pthread_mutex_lock(&g->lock);
+    g->tasks_end = &g->tasks;
+    for (task *t = g->tasks, *next; t; t = next) {
         next = t->next;
-        free(t);
+        if (t->loop == l) {
+            free(t);
+            continue;
+        }
+        *g->tasks_end = t;
+        g->tasks_end = &t->next;
     }
+    *g->tasks_end = NULL;
+    pthread_mutex_unlock(&g->lock);
+    for (size_t i = 0; i < g->nloops; i++)
+        if (g->loops[i] == l) g->loops[i] = g->loops[--g->nloops];
+    if (g->nloops == 0) group_free(g);
     mcpgw_host_free(l->host);
-    close_fd(&l->wake[0]);
-    close_fd(&l->wake[1]);
-    pthread_mutex_destroy(&l->lock);
     free(l->procs);
     free(l->waiters);
-    free(l->fds);
-    free(l->owners);
-    free(l->scratch);
     free(l);
 }
 
@@ -516,103 +569,126 @@ bool host_loop_close_connection(host_loop *l, uint64_t conn) {
 }
 
 /* Runs the functions other threads handed over. */
-static void run_tasks(host_loop *l) {
+static void run_tasks(group *g) {
     char sink[64];
-    while (read(l->wake[0], sink, sizeof sink) > 0) {
+    while (read(g->wake[0], sink, sizeof sink) > 0) {
     }
-    pthread_mutex_lock(&l->lock);
-    task *t = l->tasks;
-    l->tasks = NULL;
-    l->tasks_end = &l->tasks;
-    pthread_mutex_unlock(&l->lock);
+    pthread_mutex_lock(&g->lock);
+    task *t = g->tasks;
+    g->tasks = NULL;
+    g->tasks_end = &g->tasks;
+    pthread_mutex_unlock(&g->lock);
     while (t) {
         task *next = t->next;
-        t->fn(l, t->userdata);
+        t->fn(t->loop, t->userdata);
+        drain(t->loop);
         free(t);
         t = next;
     }
-    drain(l);
 }
 
-/* The poll set: the wake pipe, and each process's open descriptors. Returns how many, or -1;
- * `*wait_ms` is lowered for exits that only waitpid can find. */
-static int poll_set(host_loop *l, int *wait_ms) {
-    size_t most = 1 + 4 * l->nprocs;
-    if (grow(&l->fds, &l->cap_fds, most, sizeof *l->fds) != 0 ||
-        grow(&l->owners, &l->cap_owners, most, sizeof *l->owners) != 0)
+/* The poll set: the wake pipe, and every process's open descriptors. Returns how many, or
+ * -1; `*wait_ms` is lowered for exits that only waitpid can find. */
+static int poll_set(group *g, int *wait_ms) {
+    size_t most = 1;
+    for (size_t k = 0; k < g->nloops; k++) most += 4 * g->loops[k]->nprocs;
+    if (grow(&g->fds, &g->cap_fds, most, sizeof *g->fds) != 0 ||
+        grow(&g->owners, &g->cap_owners, most, sizeof *g->owners) != 0)
         return -1;
     int n = 0;
-    l->fds[n] = (struct pollfd){l->wake[0], POLLIN, 0};
-    l->owners[n++] = (fd_owner){NULL, FD_WAKE};
-    for (size_t i = 0; i < l->nprocs; i++) {
-        process *p = l->procs[i];
-        if (p->out_fd >= 0) {
-            l->fds[n] = (struct pollfd){p->out_fd, POLLIN, 0};
-            l->owners[n++] = (fd_owner){p, FD_OUT};
-        }
-        if (p->err_fd >= 0) {
-            l->fds[n] = (struct pollfd){p->err_fd, POLLIN, 0};
-            l->owners[n++] = (fd_owner){p, FD_ERR};
-        }
-        if (p->in_fd >= 0 && p->in_off < p->in.len) {
-            l->fds[n] = (struct pollfd){p->in_fd, POLLOUT, 0};
-            l->owners[n++] = (fd_owner){p, FD_IN};
-        }
-        if (p->pidfd >= 0) {
-            l->fds[n] = (struct pollfd){p->pidfd, POLLIN, 0};
-            l->owners[n++] = (fd_owner){p, FD_PID};
-        } else {
-            int cap = p->out_fd < 0 && p->err_fd < 0 ? REAP_SOON_MS : REAP_LATER_MS;
-            if (*wait_ms < 0 || *wait_ms > cap) *wait_ms = cap;
+    g->fds[n] = (struct pollfd){g->wake[0], POLLIN, 0};
+    g->owners[n++] = (fd_owner){NULL, NULL, FD_WAKE};
+    for (size_t k = 0; k < g->nloops; k++) {
+        host_loop *l = g->loops[k];
+        for (size_t i = 0; i < l->nprocs; i++) {
+            process *p = l->procs[i];
+            struct {
+                int fd;
+                short events;
+                fd_role role;
+            } want[] = {{p->out_fd, POLLIN, FD_OUT},
+                        {p->err_fd, POLLIN, FD_ERR},
+                        {p->in_off < p->in.len ? p->in_fd : -1, POLLOUT, FD_IN},
+                        {p->pidfd, POLLIN, FD_PID}};
+            for (size_t w = 0; w < sizeof want / sizeof *want; w++) {
+                if (want[w].fd < 0) continue;
+                g->fds[n] = (struct pollfd){want[w].fd, want[w].events, 0};
+                g->owners[n++] = (fd_owner){l, p, want[w].role};
+            }
+            if (p->pidfd < 0) {
+                int cap = p->out_fd < 0 && p->err_fd < 0 ? REAP_SOON_MS : REAP_LATER_MS;
+                if (*wait_ms < 0 || *wait_ms > cap) *wait_ms = cap;
+            }
         }
     }
     return n;
 }
 
-int host_loop_step(host_loop *l) {
-    int64_t t = mcpgw_host_timeout_ms(l->host);
-    int wait_ms = t < 0 ? -1 : t > INT_MAX ? INT_MAX : (int)t;
-    int n = poll_set(l, &wait_ms);
-    if (n < 0) {
-        errno = ENOMEM;
-        return -1;
+/* The soonest of the drivers' timers, for poll(2). */
+static int next_timer(const group *g) {
+    int wait_ms = -1;
+    for (size_t k = 0; k < g->nloops; k++) {
+        int64_t t = mcpgw_host_timeout_ms(g->loops[k]->host);
+        if (t < 0) continue;
+        int ms = t > INT_MAX ? INT_MAX : (int)t;
+        if (wait_ms < 0 || ms < wait_ms) wait_ms = ms;
     }
-    if (poll(l->fds, (nfds_t)n, wait_ms) < 0) {
-        if (errno != EINTR) return -1;
-        n = 0;
-    }
-    for (int i = 0; i < n; i++) {
-        if (!l->fds[i].revents) continue;
-        process *p = l->owners[i].proc;
-        switch (l->owners[i].role) {
-        case FD_WAKE:
-            run_tasks(l);
-            break;
-        case FD_OUT:
-        case FD_ERR:
-            read_pipe(l, p, l->owners[i].role == FD_ERR, false);
-            drain(l);
-            break;
-        case FD_IN:
-            flush_input(p);
-            break;
-        case FD_PID:
-            break; /* it woke the loop: every process is asked below */
-        }
-    }
+    return wait_ms;
+}
+
+/* Reports the exits of a loop's processes that ended. */
+static void reap(host_loop *l) {
     for (size_t i = 0; i < l->nprocs;) {
         process *p = l->procs[i];
         int code;
-        if (!reaped(p, &code)) {
+        if ((p->pidfd >= 0 && !p->ended) || !reaped(p, &code)) {
             i++;
             continue;
         }
         l->procs[i] = l->procs[--l->nprocs];
         finish(l, p, code);
     }
-    if (mcpgw_host_timeout_ms(l->host) == 0) {
-        mcpgw_host_on_timeout(l->host);
-        drain(l);
+}
+
+int host_loop_step(host_loop *loop) {
+    group *g = loop->group;
+    int wait_ms = next_timer(g);
+    int n = poll_set(g, &wait_ms);
+    if (n < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (poll(g->fds, (nfds_t)n, wait_ms) < 0) {
+        if (errno != EINTR) return -1;
+        n = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!g->fds[i].revents) continue;
+        fd_owner o = g->owners[i];
+        switch (o.role) {
+        case FD_WAKE:
+            run_tasks(g);
+            break;
+        case FD_OUT:
+        case FD_ERR:
+            read_pipe(o.loop, o.proc, o.role == FD_ERR, false);
+            drain(o.loop);
+            break;
+        case FD_IN:
+            flush_input(o.proc);
+            break;
+        case FD_PID:
+            o.proc->ended = true;
+            break;
+        }
+    }
+    for (size_t k = 0; k < g->nloops; k++) reap(g->loops[k]);
+    for (size_t k = 0; k < g->nloops; k++) {
+        host_loop *l = g->loops[k];
+        if (mcpgw_host_timeout_ms(l->host) == 0) {
+            mcpgw_host_on_timeout(l->host);
+            drain(l);
+        }
     }
     return 0;
 }
@@ -698,15 +774,14 @@ size_t host_loop_processes(const host_loop *l) { return l->nprocs; }
 int host_loop_call(host_loop *l, host_loop_task_fn fn, void *userdata) {
     task *t = malloc(sizeof *t);
     if (!t) return -1;
-    t->fn = fn;
-    t->userdata = userdata;
-    t->next = NULL;
-    pthread_mutex_lock(&l->lock);
-    *l->tasks_end = t;
-    l->tasks_end = &t->next;
-    pthread_mutex_unlock(&l->lock);
+    *t = (task){l, fn, userdata, NULL};
+    group *g = l->group;
+    pthread_mutex_lock(&g->lock);
+    *g->tasks_end = t;
+    g->tasks_end = &t->next;
+    pthread_mutex_unlock(&g->lock);
     /* A full pipe already wakes the loop. */
-    ssize_t ignored = write(l->wake[1], "", 1);
+    ssize_t ignored = write(g->wake[1], "", 1);
     (void)ignored;
     return 0;
 }

@@ -17,8 +17,10 @@
  *     host_loop_result_free(&r);
  *     host_loop_free(loop);
  *
- * Threads: a loop and everything it calls back belong to the thread that steps it; only
- * host_loop_call may be called from other threads (it hands that thread a function to run).
+ * One loop is one sandbox; loops made beside one another (host_loop_new_beside) share one poll
+ * set, so one thread holds the sessions of any number of sandboxes. Threads: loops and
+ * everything they call back belong to the thread that steps them; only host_loop_call may be
+ * called from other threads (it hands that thread a function to run).
  * Linux: exits are watched through pidfds, or found by waitpid(WNOHANG) where the kernel or a
  * tool (valgrind) refuses pidfd_open. SIGPIPE needs no handling: the loop writes to children
  * through sockets with MSG_NOSIGNAL. */
@@ -31,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One mcpgw_host and the processes it asked for. */
+/* One sandbox: an mcpgw_host and the processes it asked for. */
 typedef struct host_loop host_loop;
 
 /* Receives the PROGRESS and DONE actions of one operation, or the CONNECTION_* actions of one
@@ -59,9 +61,14 @@ typedef struct {
  * NULL) receives the driver's error, to free with mcpgw_error_free. */
 mcpgw_result host_loop_new(const char *config_json, host_loop **loop_out, mcpgw_error **error_out);
 
-/* Frees the loop and its driver, killing every process still running (with its process group)
- * and reaping it. Close the session first (and host_loop_settle) to let the channel end by
- * itself. NULL is ignored. */
+/* The same, for another sandbox, beside `beside` (NULL: on its own): both are then stepped
+ * together, by the same thread. */
+mcpgw_result host_loop_new_beside(host_loop *beside, const char *config_json,
+                                  host_loop **loop_out, mcpgw_error **error_out);
+
+/* Frees the loop and its driver, killing every process it still runs (with its process group)
+ * and reaping it; the loops beside it go on. Close the session first (and host_loop_settle)
+ * to let the channel end by itself. NULL is ignored. */
 void host_loop_free(host_loop *loop);
 
 /* The driver, for what the loop does not wrap (mcpgw_host_state_json). Do not feed it. */
@@ -92,8 +99,9 @@ mcpgw_result host_loop_send(host_loop *loop, uint64_t conn, const char *msg, siz
 /* Closes connection `conn`; whether it was open. */
 bool host_loop_close_connection(host_loop *loop, uint64_t conn);
 
-/* Waits once for something to happen (a process's output or exit, the driver's timer, a
- * host_loop_call) and handles it. Returns 0, or -1 with errno set when waiting failed. */
+/* Waits once for something to happen (a process's output or exit, a driver's timer, a
+ * host_loop_call), in this loop or one beside it, and handles it. Returns 0, or -1 with errno
+ * set when waiting failed. */
 int host_loop_step(host_loop *loop);
 
 /* Submits an operation and steps the loop until it is done; `progress` (may be NULL) receives
@@ -109,7 +117,7 @@ void host_loop_result_set(host_loop_result *out, const mcpgw_action *done);
 /* Frees what a result holds (not the struct). */
 void host_loop_result_free(host_loop_result *result);
 
-/* Steps the loop until none of its processes runs (after close_session, the channel's end:
+/* Steps the loop until none of its own processes runs (after close_session, the channel's end:
  * bounded by the driver's close grace, after which it kills the channel). Returns 0 or -1. */
 int host_loop_settle(host_loop *loop);
 
