@@ -37,4 +37,8 @@ MCPGW_LIB=target/release/libmcpgw.so PYTHONPATH=bindings/python/src .venv/bin/py
 echo
 echo "go: one host process holding 1,000 sessions (make -C bindings/go bench)"
 make --no-print-directory -C bindings/go bench || status=$?
+# The C loop: one thread holding 1,000 sessions.
+echo
+echo "c: one thread holding many sessions (examples/c/bench_sessions.c)"
+make --no-print-directory -C examples/c bench || status=$?
 exit $status

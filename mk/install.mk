@@ -12,7 +12,7 @@
 #                    lib/pkgconfig/mcpgw.pc            shared: `pkg-config --libs mcpgw`
 #                    lib/pkgconfig/mcpgw-static.pc     static: `pkg-config --static --libs mcpgw-static`
 #                    include/mcpgw.h
-#                    share/mcpgw/                      docker_exec, kubectl_exec, proc (.c, .h)
+#                    share/mcpgw/                      host_loop.c, host_loop.h (the C loop)
 #                  The .pc files locate the tree from their own place (${pcfiledir}), so the
 #                  tree may be moved as a whole.
 #   uninstall      removes exactly what install put there
@@ -38,9 +38,8 @@ MCPGW_TARGET_DIR ?= $(if $(CARGO_TARGET_DIR),$(abspath $(CARGO_TARGET_DIR)),$(MC
 MCPGW_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' $(MCPGW_ROOT)/Cargo.toml | head -n 1)
 MCPGW_RELEASE := $(MCPGW_TARGET_DIR)/release
 MCPGW_STATIC_GATEWAY := $(MCPGW_TARGET_DIR)/$(STATIC_TARGET)/release/mcpgw-gateway
-# The helper sources a C user copies into a project: the Docker and kubectl exec callbacks and
-# what they use.
-MCPGW_SHARE_FILES := docker_exec.c docker_exec.h kubectl_exec.c kubectl_exec.h proc.c proc.h
+# The helper sources a C user copies into a project: the thin loop around the host driver.
+MCPGW_SHARE_FILES := host_loop.c host_loop.h
 # x86_64-unknown-linux-gnu -> x86_64-linux-gnu
 MCPGW_DIST_NAME := mcpgw-$(MCPGW_VERSION)-$(subst -unknown-,-,$(STATIC_TARGET))
 MCPGW_DIST_DIR := $(MCPGW_ROOT)/dist

@@ -484,8 +484,8 @@ impl Backend {
                 137 if channel || silent => Verdict::Ask(self.running_question()),
                 _ => Verdict::Command,
             },
-            Backend::Kubectl(_) => match exit_code {
-                1 if KUBECTL_GONE.iter().any(|p| said.starts_with(p)) => {
+            Backend::Kubectl(_) => match (exit_code, said) {
+                (1, said) if KUBECTL_GONE.iter().any(|p| said.starts_with(p)) => {
                     let state = if said.contains("NotFound") {
                         FailureState::Gone
                     } else if said.starts_with("Error from server") {
@@ -495,7 +495,7 @@ impl Backend {
                     };
                     self.failed(exit_code, state, said.to_owned())
                 }
-                137 if channel || silent => Verdict::Ask(self.running_question()),
+                (137, _) if channel || silent => Verdict::Ask(self.running_question()),
                 _ => Verdict::Command,
             },
             Backend::Local { .. } | Backend::Argv(_) | Backend::Exec { .. } => Verdict::Command,

@@ -36,12 +36,14 @@ const MAX_WAITING: usize = 64;
 pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 /// A keep-alive pool to the gateway, Nagle off (frames are small and latency is the point).
+/// Idle connections are dropped well before the gateway's own `--idle-timeout` (60 s) closes
+/// them: a request on a connection the gateway is closing fails with a reset.
 pub fn http_client() -> HttpClient {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     connector.set_connect_timeout(Some(Duration::from_secs(5)));
     Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(60))
+        .pool_idle_timeout(Duration::from_secs(30))
         .build(connector)
 }
 
