@@ -87,7 +87,7 @@ soak: static
 # `-s none`), then minimizes its corpus into fuzz/corpus/, which `make test` replays. A crash
 # stops here with its input in fuzz/artifacts/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := response chunk quote frame stream spec request
+FUZZ_TARGETS := response chunk quote frame stream spec request jsonrpc
 fuzz:
 	command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
 	for t in $(FUZZ_TARGETS); do \

@@ -60,7 +60,8 @@
 //! - `open` opens a JSON-RPC connection to one registered MCP of a scope (`path` names it, as a
 //!   REST path would); `opened` says it is ready. Then `msg` frames carry JSON-RPC messages in
 //!   both directions, each one message as the MCP peer sent it, untouched; the gateway is the
-//!   MCP server of each connection. `close` ends it; `closed` is its final frame, also when
+//!   MCP server of each connection. A `msg` may hold any JSON value: one that is not a JSON-RPC
+//!   message is answered with a JSON-RPC error on the connection, which stays open. `close` ends it; `closed` is its final frame, also when
 //!   the gateway ends it (`reason` says why; `status` is set when `open` was refused, e.g. 404
 //!   for an unknown MCP).
 //!
@@ -450,12 +451,9 @@ fn need_msg<'a>(f: &Flat<'a>, id: u64) -> Result<&'a RawValue, FrameError> {
     let msg = f
         .msg
         .ok_or_else(|| bad(Some(id), "a \"msg\" frame needs a \"msg\""))?;
-    if !msg.get().starts_with('{') {
-        return Err(bad(
-            Some(id),
-            "\"msg\" must be one JSON-RPC message (a JSON object)",
-        ));
-    }
+    // Whatever JSON value it is goes to the gateway, which answers one that is not a JSON-RPC
+    // message with a JSON-RPC error on the connection: the connection stays usable.
+    let _ = id;
     Ok(msg)
 }
 
@@ -1001,11 +999,6 @@ mod tests {
                 "hex digits",
             ),
             ("{\"t\":\"ack\"}", None, "needs a \"call\""),
-            (
-                "{\"t\":\"msg\",\"id\":2,\"msg\":[1]}",
-                Some(2),
-                "JSON object",
-            ),
             ("{\"t\":\"msg\",\"id\":2}", Some(2), "needs a \"msg\""),
             ("{\"t\":\"open\",\"id\":3}", Some(3), "needs a \"path\""),
             ("{\"t\":\"close\"}", None, "needs an \"id\""),
@@ -1014,6 +1007,11 @@ mod tests {
             assert_eq!(e.id, id, "{text}");
             assert!(e.message.contains(says), "{text}: {e}");
         }
+        // Any JSON value is a message for the gateway to judge.
+        assert!(matches!(
+            HostFrame::parse("{\"t\":\"msg\",\"id\":2,\"msg\":[1]}"),
+            Ok(HostFrame::Message { id: 2, .. })
+        ));
         assert!(CallId::parse(&"a".repeat(31)).is_err());
         assert!(CallId::parse(&"a".repeat(65)).is_err());
         assert!(CallId::parse(&"0".repeat(64)).is_ok());

@@ -7,6 +7,7 @@
 pub mod container;
 pub mod fs;
 pub mod gateway;
+pub mod mcp;
 pub mod net;
 pub mod process;
 pub mod servers;
@@ -19,6 +20,7 @@ pub use process::{
     wait_child, wait_gone,
 };
 pub use servers::{
-    Server, TESTSERVER_TOOLS, everything_http, everything_js, gateway_bin, http_spec, repo,
-    rogue_sse, rogue_stdio, testserver_bin, testserver_http, testserver_stdio, venv_bin,
+    Server, TESTSERVER_TOOLS, everything_http, everything_js, everything_sse, gateway_bin,
+    http_spec, repo, rogue_sse, rogue_stdio, testserver_bin, testserver_http, testserver_stdio,
+    venv_bin,
 };

@@ -180,6 +180,11 @@ pub fn everything_http() -> Server {
     everything_in_mode("streamableHttp", "/mcp")
 }
 
+/// `server-everything` over the legacy SSE transport (`GET /sse`, `POST /message`).
+pub fn everything_sse() -> Server {
+    everything_in_mode("sse", "/sse")
+}
+
 /// A stdio spec for `gateway/tests/servers/rogue_mcp.py`, the server that misbehaves on
 /// request (junk, huge replies, endless lines, floods, escaping processes).
 pub fn rogue_stdio(name: &str) -> Value {

@@ -9,6 +9,7 @@
 //! one `write` ([`output`]). Stdin or stdout that is a file gets a blocking thread instead. Before any of it, [`locate`] finds the gateway
 //! (and with `--launch` starts one) and checks that it is the one asked for.
 
+mod connection;
 mod input;
 mod locate;
 mod output;
@@ -93,7 +94,13 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
     let (ending, written) = runtime.block_on(async {
         let (out, writer) = output::start(relay::encode(&hello));
         let frames = input::start(args.max_frame_bytes);
-        let relay = Arc::new(relay::Relay::new(client, &gateway, auth, out.clone()));
+        let relay = Arc::new(relay::Relay::new(
+            client,
+            &gateway,
+            auth,
+            out.clone(),
+            args.max_mcp_connections,
+        ));
         let ending = relay::run(relay, frames, args.max_in_flight, FLUSH_LIMIT).await;
         (ending, writer.finish(&out, FLUSH_LIMIT).await)
     });
