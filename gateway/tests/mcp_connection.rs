@@ -402,3 +402,159 @@ async fn opens_that_cannot_be_served_are_closed_with_the_status() {
         assert!(channel.finish().success());
     });
 }
+
+/// A namespace sandbox (tests/sandbox.sh): its init's pid, stopped on drop.
+struct Sandbox {
+    dir: TempDir,
+    pid: String,
+}
+
+impl Sandbox {
+    /// One, or why there can be none here.
+    fn start() -> Result<Sandbox, String> {
+        let script = repo().join("tests/sandbox.sh");
+        let check = Command::new("sh")
+            .arg(&script)
+            .arg("check")
+            .output()
+            .unwrap();
+        if !check.status.success() {
+            return Err(String::from_utf8_lossy(&check.stdout).trim().to_string());
+        }
+        let dir = TempDir::new("mcp-sandbox");
+        let out = Command::new("sh")
+            .arg(&script)
+            .arg("start")
+            .arg(&dir.0)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Ok(Sandbox { dir, pid })
+    }
+
+    /// `argv` run inside.
+    fn command(&self, argv: &[&std::ffi::OsStr]) -> Command {
+        let mut c = Command::new("nsenter");
+        c.args(["-t", &self.pid, "-n", "-p", "-m", "-r", "-w"])
+            .args(argv);
+        c
+    }
+
+    /// `attach --launch` inside: a gateway there, and a channel to it.
+    fn attach(&self) -> Channel {
+        let gateway = gateway_bin();
+        Channel::start(self.command(&[
+            gateway.as_os_str(),
+            "attach".as_ref(),
+            "--state-dir".as_ref(),
+            "/tmp/mcpgw-state".as_ref(),
+            "--launch".as_ref(),
+        ]))
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = Command::new("sh")
+            .arg(repo().join("tests/sandbox.sh"))
+            .arg("stop")
+            .arg(&self.dir.0)
+            .status();
+    }
+}
+
+/// A REST request over a channel; its `res` frame.
+fn rest(channel: &mut Channel, id: u64, method: &str, path: &str, body: Value) -> Value {
+    channel.send(&json!({"t": "req", "id": id, "method": method, "path": path, "body": body}));
+    channel.next_for(id)
+}
+
+#[test]
+fn server_everything_through_a_namespace_sandbox_over_stdio_and_streamable_http() {
+    let sandbox = match Sandbox::start() {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("SKIPPED: no namespace sandbox here: {why}");
+            return;
+        }
+    };
+    let mut direct = Client::direct({
+        let mut c = Command::new("node");
+        c.arg(everything_js()).arg("stdio");
+        c
+    });
+    initialize(&mut direct, "2025-11-25");
+    let want = everything_script(&mut direct);
+
+    let mut setup = sandbox.attach();
+    let res = rest(&mut setup, 1, "POST", "/mcps", everything_stdio("ev"));
+    assert_eq!(res["status"], 200, "{res}");
+    // server-everything over streamable HTTP, inside the sandbox's own network.
+    let port = free_port();
+    let node = which("node");
+    let mut http = sandbox.command(&[
+        node.as_os_str(),
+        everything_js().as_os_str(),
+        "streamableHttp".as_ref(),
+    ]);
+    http.env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _server = Guarded(http.spawn().unwrap());
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut id = 2;
+    loop {
+        id += 1;
+        let res = rest(&mut setup, id, "POST", "/mcps", http_spec("evh", &url));
+        if res["status"] == 200 {
+            break;
+        }
+        // Until the server listens inside, registering it is refused (connection refused).
+        assert!(std::time::Instant::now() < deadline, "{res}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for mcp in ["ev", "evh"] {
+        let mut channel = sandbox.attach();
+        let opened = channel.open(1, mcp);
+        assert_eq!(opened["t"], "opened", "{opened}");
+        let mut through = Client::over(Pipe::Connection { channel, id: 1 });
+        initialize(&mut through, "2025-11-25");
+        let got = everything_script(&mut through);
+        for ((label, g), (_, w)) in got.iter().zip(&want) {
+            assert_eq!(normalized(g), normalized(w), "{mcp}: {label}");
+        }
+        // Cancel crosses the sandbox: a long call cancelled by the host ends without an answer,
+        // and the connection goes on.
+        let long = through.take_id();
+        through.send(
+            &json!({"jsonrpc": "2.0", "id": long, "method": "tools/call", "params": {
+            "name": "trigger-long-running-operation", "arguments": {"duration": 30, "steps": 30},
+            "_meta": {"progressToken": "c"}}}),
+        );
+        through
+            .notification("notifications/progress", Duration::from_secs(20))
+            .expect("progress");
+        through.notify(
+            "notifications/cancelled",
+            json!({"requestId": long, "reason": "test"}),
+        );
+        let pong = through.request("ping", Value::Null);
+        assert_eq!(pong["result"], json!({}), "{mcp}: {pong}");
+    }
+}
+
+/// The full path of a program on PATH.
+fn which(program: &str) -> std::path::PathBuf {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(program))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("{program} is not on PATH"))
+}
