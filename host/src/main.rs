@@ -38,8 +38,6 @@ fn main() -> ExitCode {
     let status = runtime.block_on(async move {
         if args.http.is_some() {
             mcpgw_host::http::serve(args).await
-        } else if args.prefixed {
-            mcpgw_host::aggregate::serve_stdio(args).await
         } else {
             mcpgw_host::endpoint::serve_stdio(args).await
         }
