@@ -21,4 +21,8 @@ echo
 echo "python: one MCP tool call through AgentScope's DockerWorkspace, stock and swapped by use_mcpgw"
 MCPGW_LIB=target/release/libmcpgw.so .venv/bin/python bench/agentscope_docker.py \
     target/x86_64-unknown-linux-gnu/release/mcpgw-gateway target/release/mcpgw-testserver || status=$?
+# The host endpoint into Docker, against the same SDK client straight to the same server.
+echo
+echo "host endpoint: tools/call by the TypeScript SDK client through mcpgw mcp into Docker"
+sh bench/host_endpoint.sh || status=$?
 exit $status

@@ -15,9 +15,9 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::Host;
 use crate::cli::Level;
 use crate::endpoint::{Kind, Link, SANDBOX_ERROR, Wake, classify, error_response, log};
+use crate::{ConnectionEvent, Host};
 
 /// The separator between a server's name and a tool's or prompt's.
 pub const SEPARATOR: &str = "__";
@@ -356,8 +356,16 @@ impl Aggregate {
     /// Handles what [`crate::endpoint::Relay::wait`] returned.
     pub async fn handle(&mut self, wake: Wake, out: &mut Vec<String>) {
         let mut raw = Vec::new();
+        let mut changed = false;
         let touched: Vec<usize> = match wake {
             Wake::Event(i, ev) => {
+                // A connection that ends means the server went, or restarted: its lists may
+                // differ even when it is back at once.
+                let ended = !matches!(
+                    ev,
+                    Some(ConnectionEvent::Message(_) | ConnectionEvent::Opened)
+                );
+                changed |= ended;
                 self.links[i].on_event(ev, &mut raw).await;
                 self.take(i, raw, out).await;
                 vec![i]
@@ -373,7 +381,6 @@ impl Aggregate {
                 due
             }
         };
-        let mut changed = false;
         for i in touched {
             let up = self.links[i].is_up();
             if up != self.present[i] {

@@ -42,5 +42,8 @@ fn main() -> ExitCode {
             mcpgw_host::endpoint::serve_stdio(args).await
         }
     });
+    // A read of stdin may still block a thread of the runtime's (it ends only with the
+    // client's input): the runtime does not wait for it.
+    runtime.shutdown_background();
     ExitCode::from(u8::try_from(status).unwrap_or(1))
 }

@@ -64,6 +64,23 @@ impl DockerBox {
             .collect()
     }
 
+    /// Waits (up to 30 s) until nothing runs in the container but what it started with: the
+    /// endpoint's tear-down after its client went away.
+    pub fn wait_nothing_left(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = self.processes();
+            if left.is_empty() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "left running in the container: {left:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Asserts that nothing runs in the container but what it started with.
     pub fn assert_nothing_left(&self) {
         let left = self.processes();
