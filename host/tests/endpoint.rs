@@ -163,7 +163,8 @@ fn a_server_that_cannot_start_is_an_error_and_leaves_nothing() {
         message.contains("/no/such/server") && message.contains("starting the server"),
         "{init}"
     );
-    assert!(c.finish(Duration::from_secs(30)).success());
+    // It says so in its exit status too, once its client ends.
+    assert_eq!(c.finish(Duration::from_secs(30)).code(), Some(1));
     b.wait_nothing_left();
 }
 
