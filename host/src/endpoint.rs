@@ -498,7 +498,7 @@ impl Link {
 /// file behind one prefixed endpoint.
 pub enum Relay {
     /// One server: every message crosses unchanged.
-    One(Link),
+    One(Box<Link>),
     /// Many servers, prefixed by name.
     Many(Box<Aggregate>),
 }
@@ -521,7 +521,7 @@ impl Relay {
         }
         let mut link = Link::new(sandbox.host.clone(), &sandbox.servers[0], level);
         link.open_now().await;
-        Relay::One(link)
+        Relay::One(Box::new(link))
     }
 
     /// A message from the client; `out` receives what goes to the client.
@@ -534,7 +534,7 @@ impl Relay {
 
     fn links(&mut self) -> &mut [Link] {
         match self {
-            Relay::One(link) => std::slice::from_mut(link),
+            Relay::One(link) => std::slice::from_mut(&mut **link),
             Relay::Many(agg) => agg.links_mut(),
         }
     }

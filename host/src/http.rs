@@ -902,14 +902,12 @@ async fn stateless(server: Arc<Server>, text: String, id: Value, sink: Sink) {
         sink.send(&error_response(&id, SANDBOX_ERROR, &why));
         return;
     }
-    let mut relay = Relay::One(link);
+    let mut relay = Relay::One(Box::new(link));
     relay.from_client(&text, &mut out).await;
-    let key = id.to_string();
     loop {
         let mut done = false;
         for msg in out.drain(..) {
-            let answer =
-                matches!(classify(&msg), Ok((Kind::Response(i), _)) if i.to_string() == key);
+            let answer = matches!(classify(&msg), Ok((Kind::Response(i), _)) if i == id);
             if !sink.send(&msg) {
                 done = true;
             }
