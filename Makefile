@@ -7,6 +7,12 @@ PYTHON ?= python3
 VENV := .venv
 VENV_STAMP := $(VENV)/.installed
 NODE_SERVERS := tests/servers/node_modules/.package-lock.json
+# MCP clients nobody here wrote, for the host endpoint's tests: the official TypeScript SDK,
+# inspector-cli and the Vercel AI SDK (npm), and langchain-mcp-adapters in a virtualenv of its
+# own (it needs mcp<2; .venv holds AgentScope's mcp 2.x, the Python SDK client the tests run).
+NODE_CLIENTS := tests/clients/node_modules/.package-lock.json
+LANGCHAIN_VENV := tests/clients/.venv
+LANGCHAIN_STAMP := $(LANGCHAIN_VENV)/.installed
 
 # The release gateway and the test MCP server: static binaries for any image (no loader, no
 # libc, no NSS from them). getrandom(2) is called directly: a static binary cannot probe for the
@@ -39,7 +45,7 @@ docker-image: static
 demo: build
 	$(CARGO) run --quiet --example demo
 
-deps: $(VENV_STAMP) $(NODE_SERVERS)
+deps: $(VENV_STAMP) $(NODE_SERVERS) $(NODE_CLIENTS) $(LANGCHAIN_STAMP)
 
 $(VENV_STAMP): tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +54,14 @@ $(VENV_STAMP): tests/requirements.txt
 
 $(NODE_SERVERS): tests/servers/package-lock.json
 	npm ci --prefix tests/servers --no-audit --no-fund --loglevel=error
+
+$(NODE_CLIENTS): tests/clients/package-lock.json
+	npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
+
+$(LANGCHAIN_STAMP): tests/clients/requirements-langchain.txt
+	$(PYTHON) -m venv $(LANGCHAIN_VENV)
+	$(LANGCHAIN_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/clients/requirements-langchain.txt
+	touch $@
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -98,7 +112,7 @@ fuzz:
 
 clean:
 	$(CARGO) clean
-	rm -rf $(VENV) dist tests/servers/node_modules bindings/node/node_modules
+	rm -rf $(VENV) $(LANGCHAIN_VENV) dist tests/servers/node_modules tests/clients/node_modules bindings/node/node_modules
 	$(MAKE) -C examples/c clean
 	$(MAKE) -C bindings/go clean
 

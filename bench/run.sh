@@ -41,4 +41,8 @@ make --no-print-directory -C bindings/go bench || status=$?
 echo
 echo "c: one thread holding many sessions (examples/c/bench_sessions.c)"
 make --no-print-directory -C examples/c bench || status=$?
+# The host endpoint into Docker, against the same SDK client straight to the same server.
+echo
+echo "host endpoint: tools/call by the TypeScript SDK client through mcpgw mcp into Docker"
+sh bench/host_endpoint.sh || status=$?
 exit $status

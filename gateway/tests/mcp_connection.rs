@@ -633,7 +633,7 @@ fn server_everything_in_a_docker_container_over_stdio_and_streamable_http() {
     }
     let image = Command::new("sh")
         .arg(&script)
-        .args(["image", "--with-node"])
+        .args(["image", "--node"])
         .output()
         .unwrap();
     assert!(
@@ -667,7 +667,7 @@ fn server_everything_in_a_docker_container_over_stdio_and_streamable_http() {
         Channel::start(c)
     };
     let want = everything_directly();
-    let js = "/srv/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+    let js = "/opt/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
     let mut setup = attach();
     let spec = json!({"name": "ev",
         "mcp_config": {"type": "stdio_mcp", "command": "node", "args": [js, "stdio"]}});

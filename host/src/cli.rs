@@ -36,10 +36,13 @@ OPTIONS:
                           `mcpgw-gateway` on the sandbox's PATH when there is none to install)
   --gateway-binary PATH   the static gateway on this machine to install into the sandbox
                           (default: mcpgw-gateway next to this program, or $MCPGW_GATEWAY_BINARY)
-  --http ADDR             serve streamable HTTP on ADDR (127.0.0.1:PORT, loopback only) instead
-                          of stdio; the bearer token is written to --token-file
-  --token-file PATH       where --http writes its bearer token (0600; default: printed path)
-  --allow-origin ORIGIN   an Origin --http accepts besides none (repeatable)
+  --http ADDR             serve streamable HTTP at /mcp on ADDR instead of stdio: 127.0.0.1:PORT
+                          or [::1]:PORT (loopback only; PORT 0 picks one) or unix:PATH (0600);
+                          prints {\"url\":..,\"token_file\":..} once ready
+  --token-file PATH       where --http writes its bearer token (0600; default:
+                          $XDG_RUNTIME_DIR/mcpgw/ or /tmp/mcpgw-UID/)
+  --allow-origin ORIGIN   an Origin header --http accepts (repeatable; by default a request
+                          with an Origin is refused)
   --timeout SECONDS       a request's time limit (default 600)
   --log-level LEVEL       error, warn (default), info or debug, on stderr
 ";

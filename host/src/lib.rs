@@ -232,6 +232,14 @@ impl Connection {
         self.events.recv().await
     }
 
+    /// [`Connection::recv`] as a poll, for waiting on many connections at once.
+    pub fn poll_recv(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<ConnectionEvent>> {
+        self.events.poll_recv(cx)
+    }
+
     /// Closes the connection.
     pub fn close(&self) {
         let _ = self.host.tx().send(Msg::CloseConnection(self.id));

@@ -38,11 +38,12 @@ fn main() -> ExitCode {
     let status = runtime.block_on(async move {
         if args.http.is_some() {
             mcpgw_host::http::serve(args).await
-        } else if args.prefixed {
-            mcpgw_host::aggregate::serve_stdio(args).await
         } else {
             mcpgw_host::endpoint::serve_stdio(args).await
         }
     });
+    // A read of stdin may still block a thread of the runtime's (it ends only with the
+    // client's input): the runtime does not wait for it.
+    runtime.shutdown_background();
     ExitCode::from(u8::try_from(status).unwrap_or(1))
 }

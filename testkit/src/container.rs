@@ -87,6 +87,21 @@ pub fn image(engine: Engine) -> &'static str {
     }
 }
 
+/// The test image with this machine's node and the npm MCP servers of `tests/servers` inside
+/// (`/usr/local/bin/node`, `/opt/mcp-servers/node_modules`), for Docker; built once per test
+/// binary.
+pub fn node_image() -> &'static str {
+    static NODE: OnceLock<String> = OnceLock::new();
+    NODE.get_or_init(|| {
+        let script = repo().join("tests/docker/sandbox.sh");
+        run(Command::new(&script).args(["image", "--node"])).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+/// server-everything's entry point inside [`node_image`]'s containers.
+pub const EVERYTHING_IN_IMAGE: &str =
+    "/opt/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+
 /// A running container of the test image; removed (forcefully) on drop.
 #[derive(Debug)]
 pub struct Container {
@@ -99,7 +114,11 @@ pub struct Container {
 impl Container {
     /// Starts a container of the test image with docker's init as PID 1, no network.
     pub fn start(engine: Engine) -> Container {
-        let image = image(engine);
+        Container::start_image(engine, image(engine))
+    }
+
+    /// Starts a container of `image` (one of this module's) the way [`Container::start`] does.
+    pub fn start_image(engine: Engine, image: &str) -> Container {
         let mut cmd = Command::new(engine.program());
         cmd.args(["run", "-d", "--network", "none", "--label", "mcpgw-test=1"]);
         match engine {

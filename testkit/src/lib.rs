@@ -4,6 +4,7 @@
 //!
 //! Dev-only: nothing here ships.
 
+pub mod clients;
 pub mod container;
 pub mod fs;
 pub mod gateway;
@@ -21,6 +22,6 @@ pub use process::{
 };
 pub use servers::{
     Server, TESTSERVER_TOOLS, everything_http, everything_js, everything_sse, gateway_bin,
-    http_spec, repo, rogue_sse, rogue_stdio, testserver_bin, testserver_http, testserver_stdio,
-    venv_bin,
+    http_spec, repo, rogue_sse, rogue_stdio, static_gateway_bin, testserver_bin, testserver_http,
+    testserver_stdio, venv_bin,
 };

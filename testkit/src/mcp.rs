@@ -145,8 +145,8 @@ pub enum Pipe {
     Direct {
         /// The server.
         child: Child,
-        /// Its stdin.
-        stdin: ChildStdin,
+        /// Its stdin (`None` once closed).
+        stdin: Option<ChildStdin>,
         /// Its stdout, line by line.
         lines: mpsc::Receiver<Value>,
     },
@@ -213,9 +213,30 @@ impl Client {
         let stdin = child.stdin.take().unwrap();
         Client::over(Pipe::Direct {
             child,
-            stdin,
+            stdin: Some(stdin),
             lines,
         })
+    }
+
+    /// Writes raw bytes to a stdio server (for hostile input).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        match &mut self.pipe {
+            Pipe::Direct { stdin, .. } => {
+                let stdin = stdin.as_mut().expect("input not closed");
+                stdin.write_all(bytes).unwrap();
+                stdin.flush().unwrap();
+            }
+            Pipe::Connection { channel, .. } => channel.send_raw(bytes),
+        }
+    }
+
+    /// Closes a stdio server's input, as a client that ends does, and waits for it to exit.
+    pub fn finish(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let Pipe::Direct { child, stdin, .. } = &mut self.pipe else {
+            panic!("finish is for a stdio server")
+        };
+        stdin.take();
+        crate::wait_child(child, limit)
     }
 
     /// Over `pipe`.
@@ -234,6 +255,7 @@ impl Client {
             Pipe::Direct { stdin, .. } => {
                 let mut line = serde_json::to_vec(message).unwrap();
                 line.push(b'\n');
+                let stdin = stdin.as_mut().expect("input not closed");
                 stdin.write_all(&line).unwrap();
                 stdin.flush().unwrap();
             }

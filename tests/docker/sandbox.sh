@@ -4,12 +4,11 @@
 # enter with `docker exec` / `docker exec -i`. See tests/docker/README.md.
 #
 #   sandbox.sh check                  exit 0 when a docker daemon answers, else print why, exit 1
-#   sandbox.sh image [--gateway PATH] [--testserver PATH] [--with-node]
+#   sandbox.sh image [--gateway PATH] [--testserver PATH] [--node]
 #                                     build the test image unless one with the same content
-#                                     exists; print its name (mcpgw-test:<content hash>);
-#                                     --with-node adds the host's node with its libraries and
-#                                     the npm test servers under /srv/servers/node_modules
-#                                     (mcpgw-test-node:<content hash>)
+#                                     exists; print its name (mcpgw-test:<content hash>); with
+#                                     --node it also holds this machine's node, the libraries it
+#                                     loads, and tests/servers' npm servers (mcpgw-test-node:...)
 #   sandbox.sh start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...]
 #                                     run a container (no network, docker's init as PID 1
 #                                     unless --no-init), print its id
@@ -52,9 +51,7 @@ image() {
     gateway=$STATIC_DIR/mcpgw-gateway testserver=$STATIC_DIR/mcpgw-testserver node=
     while [ $# -gt 0 ]; do
         case $1 in
-            --with-node)
-                node=$(command -v node) || die "--with-node needs node on PATH"
-                [ -d "$REPO/tests/servers/node_modules" ] || die "tests/servers/node_modules is missing (make deps)" ;;
+            --node) node=$(command -v node) || die "--node: no node on PATH" ;;
             --gateway) [ $# -ge 2 ] || die "--gateway needs a path"; gateway=$2; shift ;;
             --gateway=*) gateway=${1#*=} ;;
             --testserver) [ $# -ge 2 ] || die "--testserver needs a path"; testserver=$2; shift ;;
@@ -66,9 +63,18 @@ image() {
     require_static "$gateway"
     require_static "$testserver"
     busybox=$(sh "$REPO/tests/busybox.sh")
+    servers=$REPO/tests/servers
+    if [ -n "$node" ]; then
+        [ -f "$servers/node_modules/.package-lock.json" ] ||
+            die "--node: $servers/node_modules is missing (make deps installs it)"
+        node_inputs="$node $servers/node_modules/.package-lock.json"
+    else
+        node_inputs=
+    fi
     # The tag covers every input, this script (the image layout) included.
-    hash=$(for f in "$busybox" "$gateway" "$testserver" "$0" ${node:+"$node" "$REPO/tests/servers/package-lock.json"}; do
-        sha256sum < "$f"; done | sha256sum | cut -c1-12)
+    # shellcheck disable=SC2086 # $node_inputs is zero or two paths
+    hash=$(for f in "$busybox" "$gateway" "$testserver" "$0" $node_inputs; do sha256sum < "$f"; done |
+        sha256sum | cut -c1-12)
     name=$LABEL${node:+-node}:$hash
     if "$DOCKER" image inspect "$name" >/dev/null 2>&1; then echo "$name"; return; fi
 
@@ -89,13 +95,13 @@ image() {
     cp "$testserver" "$root/usr/local/bin/mcpgw-testserver"
     chmod 755 "$root/usr/local/bin/mcpgw-gateway" "$root/usr/local/bin/mcpgw-testserver"
     if [ -n "$node" ]; then
-        mkdir -p "$root/srv/servers"
-        cp "$node" "$root/usr/bin/node"
-        for lib in $(ldd "$node" | awk '/=>/ { print $3 } /^[[:space:]]*\// { print $1 }'); do
+        cp "$node" "$root/usr/local/bin/node"
+        for lib in $(ldd "$node" | grep -o '/[^ ]*'); do
             mkdir -p "$root$(dirname "$lib")"
             cp -L "$lib" "$root$lib"
         done
-        cp -a "$REPO/tests/servers/node_modules" "$root/srv/servers/node_modules"
+        mkdir -p "$root/opt/mcp-servers"
+        cp -R "$servers/node_modules" "$root/opt/mcp-servers/node_modules"
     fi
     printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
     printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
@@ -157,5 +163,5 @@ case ${1:-} in
     start) shift; start "$@" ;;
     stop) [ $# -ge 2 ] || die "usage: sandbox.sh stop NAME|ID..."; shift; stop "$@" ;;
     cleanup) [ $# -eq 1 ] || [ "$2" = --images ] || die "usage: sandbox.sh cleanup [--images]"; cleanup "${2:-}" ;;
-    *) die "usage: sandbox.sh check | image [--gateway PATH] [--testserver PATH] | start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...] | stop NAME|ID... | cleanup [--images]" ;;
+    *) die "usage: sandbox.sh check | image [--gateway PATH] [--testserver PATH] [--node] | start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...] | stop NAME|ID... | cleanup [--images]" ;;
 esac
