@@ -40,7 +40,7 @@ from agentscope_support import (  # noqa: E402
 )
 from python_adapter import arguments, per_call_ms  # noqa: E402
 
-from mcpgw.agentscope import use_mcpgw  # noqa: E402
+from mcpgw_client.agentscope import use_mcpgw  # noqa: E402
 
 STOCK_PIP = [TIME_SERVER_PIP, *STOCK_GATEWAY_MISSING]
 SWAPPED_PIP = [TIME_SERVER_PIP]

@@ -1,7 +1,7 @@
 """make bench, Python side: one tool call through AgentScope 2.0.11's stock host client
 (``GatewayClient`` + ``GatewayMCPTool``: a body file written, a ``python3 -c`` shim run and the
 file deleted, per call) against the same call through mcpgw's AgentScope adapter
-(``mcpgw.agentscope.GatewayClient``: one ``sh -c`` running the gateway's built-in client or curl),
+(``mcpgw_client.agentscope.GatewayClient``: one ``sh -c`` running the gateway's built-in client or curl),
 both through AgentScope's own ``LocalBackend``, against the same ``mcpgw-gateway``, in one run,
 interleaved. When the adapter holds a session channel (``attach``), its calls are measured over
 it too.
@@ -25,7 +25,7 @@ from typing import Any
 
 from agentscope.tool._builtin._backend import LocalBackend
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
-from mcpgw.agentscope import GatewayClient
+from mcpgw_client.agentscope import GatewayClient
 
 
 async def per_call_ms(call: Callable[[], Awaitable[Any]], n: int) -> list[float]:

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import mcpgw
+import mcpgw_client as mcpgw
 
 WARM = 10
 

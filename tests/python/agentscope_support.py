@@ -221,7 +221,7 @@ def docker_image(stock: bool, extra_pip: list[str]) -> str:
     from agentscope.workspace._docker._make_dockerfile import prepare_build_context
     from agentscope.workspace._utils import _GATEWAY_BASE_REQUIREMENTS
 
-    from mcpgw.agentscope import gateway_free_image
+    from mcpgw_client.agentscope import gateway_free_image
 
     workspace = DockerWorkspace(extra_pip=extra_pip)
     if stock:

@@ -25,9 +25,10 @@ from agentscope.workspace import BubblewrapWorkspace, LocalWorkspace
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
 from agentscope.workspace._gateway_client import GatewayMCPTool as StockGatewayMCPTool
 
-import mcpgw.agentscope
+import mcpgw_client as mcpgw
+import mcpgw_client.agentscope
 from agentscope_support import bwrap_reason, cmdline, descendants
-from mcpgw.agentscope import GatewayClient, GatewayMCPClient, bootstrap_commands, use_mcpgw
+from mcpgw_client.agentscope import GatewayClient, GatewayMCPClient, bootstrap_commands, use_mcpgw
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ from agentscope.workspace import BubblewrapBackend, BubblewrapWorkspace
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
 
 from agentscope_support import bwrap_reason, run_swapped
-from mcpgw.agentscope import GatewayClient, use_mcpgw
+from mcpgw_client.agentscope import GatewayClient, use_mcpgw
 
 #: The MCP server AgentScope's own suite starts through uvx, from PyPI, pinned.
 TIME_SERVER = ["--from", "mcp-server-time==2026.10.19", "mcp-server-time", "--local-timezone", "UTC"]

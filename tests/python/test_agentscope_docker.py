@@ -21,7 +21,7 @@ from agentscope.workspace._docker._make_dockerfile import prepare_build_context
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
 
 from agentscope_support import TIME_SERVER_PIP, agentscope_test_file, docker_image, docker_image_reason, run_swapped
-from mcpgw.agentscope import GatewayClient, gateway_free_image, use_mcpgw
+from mcpgw_client.agentscope import GatewayClient, gateway_free_image, use_mcpgw
 
 #: The swapped workspaces' extra_pip: a real MCP server, in the .venv (first on PATH).
 EXTRA_PIP = [TIME_SERVER_PIP]

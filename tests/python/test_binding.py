@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import mcpgw
+import mcpgw_client as mcpgw
 from conftest import (
     GATEWAY,
     REPO,
@@ -23,7 +23,7 @@ from conftest import (
     wait_file,
     wait_for,
 )
-from mcpgw import _native, errors
+from mcpgw_client import _native, errors
 
 HEADER = REPO / "include" / "mcpgw.h"
 

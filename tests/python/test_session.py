@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import mcpgw
+import mcpgw_client as mcpgw
 from conftest import (
     GATEWAY,
     IMAGE_TESTSERVER,

@@ -1,6 +1,6 @@
 """A pytest plugin (``-p mcpgw_swap``) that runs AgentScope's own test files with the swap: every
 sandboxed AgentScope workspace they initialize (bubblewrap, Docker, E2B, ...: each goes through
-``SandboxedWorkspaceBase.initialize``) is first handed to ``mcpgw.agentscope.use_mcpgw``, with
+``SandboxedWorkspaceBase.initialize``) is first handed to ``mcpgw_client.agentscope.use_mcpgw``, with
 the gateway binary named by ``MCPGW_GATEWAY_BINARY``. Set ``MCPGW_AGENTSCOPE_SWAP=0`` to run them
 unswapped."""
 
@@ -18,7 +18,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from agentscope.workspace._sandboxed_base import SandboxedWorkspaceBase
 
-    from mcpgw.agentscope import use_mcpgw
+    from mcpgw_client.agentscope import use_mcpgw
 
     gateway = os.environ["MCPGW_GATEWAY_BINARY"]
     initialize = SandboxedWorkspaceBase.initialize

@@ -16,7 +16,7 @@ Kubernetes). What the workspace's bootstrap gives AgentScope's other tools (``uv
 ``rg``, the ``.venv`` interpreter) it still gets, from AgentScope's own bootstrap steps; what it
 installs for the Python gateway (fastapi, uvicorn, agentscope, ...) it does not::
 
-    from mcpgw.agentscope import use_mcpgw
+    from mcpgw_client.agentscope import use_mcpgw
     workspace = use_mcpgw(DockerWorkspace(...), gateway_binary="/usr/local/lib/mcpgw-gateway")
 """
 
@@ -52,7 +52,7 @@ from .wire import GatewayInfo
 #: Starts a command in the sandbox with stdin, stdout and stderr piped, and leaves it running.
 Spawn = OpenFn
 
-log = logging.getLogger("mcpgw.agentscope")
+log = logging.getLogger(__name__)
 
 #: Where request bodies travel through the sandbox when a command needs its stdin.
 SANDBOX_TMP_DIR = "/tmp"

@@ -1,4 +1,4 @@
-"""The blocking client: :class:`Client` runs an :class:`~mcpgw.AsyncClient` on an event loop of
+"""The blocking client: :class:`Client` runs an :class:`~mcpgw_client.AsyncClient` on an event loop of
 its own, in one background thread per client (not per session or per call), and waits for each
 operation from the calling thread. Sessions, progress and connections are the same as the
 async client's; every thread may call it at once.
@@ -163,7 +163,7 @@ class Client:
 
 
 class BlockingConnection:
-    """A :class:`~mcpgw.connection.Connection` of a blocking :class:`Client`: iterate it (or
+    """A :class:`~mcpgw_client.connection.Connection` of a blocking :class:`Client`: iterate it (or
     :meth:`receive`) for its messages."""
 
     def __init__(self, client: Client, conn: Connection) -> None:

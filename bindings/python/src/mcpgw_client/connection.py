@@ -1,6 +1,6 @@
 """Virtual MCP connections: raw JSON-RPC to one registered MCP, both ways, over the session
 channel (the gateway is the MCP server of each connection, with the upstream's own
-capabilities), from :meth:`mcpgw.AsyncClient.connect`.
+capabilities), from :meth:`mcpgw_client.AsyncClient.connect`.
 """
 
 from __future__ import annotations

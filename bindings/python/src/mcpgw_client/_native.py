@@ -156,7 +156,7 @@ def library_candidates(env: dict[str, str] | None = None) -> list[Path]:
     if explicit:
         return [Path(explicit).resolve()]
     candidates = [_PACKAGE_DIR / "_lib" / LIBRARY_NAME]
-    # bindings/python/src/mcpgw -> the repository root, when run from a checkout.
+    # bindings/python/src/mcpgw_client -> the repository root, when run from a checkout.
     repo = _PACKAGE_DIR.parents[3] if len(_PACKAGE_DIR.parents) > 3 else None
     if repo is not None and (repo / "Cargo.toml").is_file():
         target = Path(environ.get("CARGO_TARGET_DIR") or repo / "target")

@@ -4,7 +4,7 @@
 Each client is one ``mcpgw_host`` of the library, the host driver: every operation is submitted
 to it, and the library decides how it travels (one-shot commands, or the session channel once
 :meth:`AsyncClient.open_session` opened one), what a failure means, when to reopen. The client
-only runs the processes and timers it asks for (see :mod:`mcpgw._driver`).
+only runs the processes and timers it asks for (see :mod:`mcpgw_client._driver`).
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ class AsyncClient:
 
     Args:
         backend: how commands and the session channel reach the sandbox:
-            :func:`mcpgw.local`, :func:`mcpgw.docker`, :func:`mcpgw.podman`,
-            :func:`mcpgw.kubectl`, :func:`mcpgw.argv` or :func:`mcpgw.exec`.
+            :func:`mcpgw_client.local`, :func:`mcpgw_client.docker`, :func:`mcpgw_client.podman`,
+            :func:`mcpgw_client.kubectl`, :func:`mcpgw_client.argv` or :func:`mcpgw_client.exec`.
         options: see :class:`Options` (``gateway_path``, ``port``, ``token_file``,
             ``timeout``, ``reopen``, ...).
 

@@ -4,7 +4,7 @@ the library says, on one asyncio event loop, and decides nothing itself.
 The library (the host driver) owns every decision: session or one-shot, the fallback of an
 operation the channel refused or never wrote, reopening, resumed calls, every timer and grace,
 stderr tails, the sandbox backends and their failure rules. Here: RUN and OPEN actions spawn
-processes (:mod:`mcpgw._proc`), WRITE, CLOSE_INPUT and KILL act on them, PROGRESS and DONE go to
+processes (:mod:`mcpgw_client._proc`), WRITE, CLOSE_INPUT and KILL act on them, PROGRESS and DONE go to
 the caller awaiting that operation, CONNECTION_* to its connection, NOTICE to the ``mcpgw``
 logger at debug level; after every report the actions are drained and the one timer is set to
 ``mcpgw_host_timeout_ms``. The host is only ever touched from the loop's thread.
@@ -33,7 +33,7 @@ from .errors import OK, from_json, invalid, invalid_state, take_error
 if TYPE_CHECKING:
     from .connection import Connection
 
-log = logging.getLogger("mcpgw")
+log = logging.getLogger("mcpgw_client")
 
 _K = ACTION_KINDS
 #: Progress callbacks take a chunk.
