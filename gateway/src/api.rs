@@ -30,6 +30,8 @@ pub struct AppState {
     pub token: Option<Token>,
     /// Reported by `/health`.
     pub instance_nonce: Option<String>,
+    /// The limits `/health` announces in its headers, for `attach` to fit.
+    pub health_headers: HeaderMap,
     /// `/openapi.json`, rendered once.
     pub openapi: Bytes,
 }
@@ -125,8 +127,20 @@ fn ok() -> Response {
     json_response(StatusCode::OK, &mcpgw::wire::Ok::TRUE)
 }
 
+/// The headers of `/health` that announce the gateway's limits.
+pub fn health_headers(limits: &crate::conn::Limits) -> HeaderMap {
+    use mcpgw::wire::rest::header;
+    let mut headers = HeaderMap::new();
+    headers.insert(header::MAX_CONNECTIONS, limits.max_connections.into());
+    headers.insert(
+        header::IDLE_TIMEOUT_MS,
+        (limits.idle_timeout.as_millis() as u64).into(),
+    );
+    headers
+}
+
 async fn health(State(state): Shared) -> Response {
-    match &state.instance_nonce {
+    let mut response = match &state.instance_nonce {
         Some(nonce) => json_response(
             StatusCode::OK,
             &Health {
@@ -140,7 +154,9 @@ async fn health(State(state): Shared) -> Response {
             mcpgw::wire::rest::HEALTH_OK,
         )
             .into_response(),
-    }
+    };
+    response.headers_mut().extend(state.health_headers.clone());
+    response
 }
 
 async fn metrics(State(state): Shared) -> Response {

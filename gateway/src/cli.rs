@@ -35,9 +35,11 @@ upstream; the excess is counted in one line).
 attach relays the session channel's frames (one JSON object a line) between its stdin and stdout
 and a running gateway: the one of --port, or the one DIR/gateway.json names (token file
 DIR/token). With --launch it first starts one there when none answers (--gateway-arg passes
-arguments on to it). The first line it writes is its hello frame. Past --max-in-flight requests
-(1024) the next ones wait, then stdin is no longer read. Exit status: 0 at the end of input, 7
-when no gateway (or one of another instance) answers, 1 on other failures.
+arguments on to it). The first line it writes is its hello frame. It relays at most
+--max-in-flight requests at once (and never more than half the gateway's --max-connections, less
+2 for its own requests: 510 with the gateway's default); past it the next ones wait, then stdin
+is no longer read. Exit status: 0 at the end of input, 7 when no gateway (or one of another
+instance) answers, 1 on other failures.
 
 request sends one HTTP request to a local gateway with the token read from --token-file (or
 MCPGW_TOKEN) and prints the response body followed by the line `mcpgw-http-status:NNN`.
@@ -364,7 +366,8 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         launch: false,
         gateway_args: Vec::new(),
         max_frame_bytes: ServeArgs::default().max_body_bytes + mcpgw::wire::frame::ENVELOPE_BYTES,
-        max_in_flight: 1024,
+        // Lowered to what the gateway allows a session.
+        max_in_flight: usize::MAX,
         log_file: None,
         log_level: tracing::Level::INFO,
     };

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use mcpgw::wire::rest::{HEALTH_OK, NDJSON, route};
+use mcpgw::wire::rest::{HEALTH_OK, NDJSON, header, route};
 use mcpgw::wire::{
     CallToolAnswer, CallToolBody, ErrorBody, Health, McpEntry, McpSpec, Ok, Query, RuntimeHeaders,
     Tool, ToolChunk,
@@ -355,6 +355,23 @@ fn endpoints() -> Vec<Endpoint> {
     endpoints
 }
 
+/// Headers of an endpoint's success answer beyond plain HTTP's: name and meaning.
+fn success_headers(route: &str) -> &'static [(&'static str, &'static str)] {
+    match route {
+        route::HEALTH => &[
+            (
+                header::MAX_CONNECTIONS,
+                "client connections the gateway serves at once (--max-connections, as it applies it)",
+            ),
+            (
+                header::IDLE_TIMEOUT_MS,
+                "how long it keeps an idle keep-alive connection, in milliseconds (--idle-timeout)",
+            ),
+        ],
+        _ => &[],
+    }
+}
+
 /// `POST /mcps`'s body: a spec, plus runtime headers that are applied but never echoed.
 fn registration_body() -> RefOr<Schema> {
     let headers = ObjectBuilder::new()
@@ -443,6 +460,16 @@ pub fn document(max_body_bytes: usize) -> OpenApi {
         }
         let (status, what, contents) = e.success;
         let mut ok = ResponseBuilder::new().description(what);
+        for (name, meaning) in success_headers(e.route) {
+            let integer = ObjectBuilder::new().schema_type(Type::Integer).build();
+            ok = ok.header(
+                *name,
+                utoipa::openapi::header::HeaderBuilder::new()
+                    .schema(integer)
+                    .description(Some(*meaning))
+                    .build(),
+            );
+        }
         for (media, schema) in contents {
             ok = ok.content(media, ContentBuilder::new().schema(Some(schema)).build());
         }

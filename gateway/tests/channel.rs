@@ -15,12 +15,7 @@ fn a_burst_within_the_limits_completes_without_an_error() {
     let gw = start_gateway(&["--log-level", "debug"]);
     let port = gw.port.to_string();
     let token_file = gw.dir.path("state/token").display().to_string();
-    let mut a = Attach::start(&[
-        "--port",
-        &port,
-        "--token-file",
-        &token_file,
-            ]);
+    let mut a = Attach::start(&["--port", &port, "--token-file", &token_file]);
     let r = a.call(1, "POST", "/mcps", Some(testserver_stdio("ts")));
     assert_eq!(ok_res(&r)["ok"], true);
     const CALLS: u64 = 5000;
@@ -39,7 +34,9 @@ fn a_burst_within_the_limits_completes_without_an_error() {
     let mut failed = Vec::new();
     while answered.len() < CALLS as usize {
         let f = a.next();
-        let id = f.id().unwrap_or_else(|| panic!("a frame without an id: {:?}", f.value));
+        let id = f
+            .id()
+            .unwrap_or_else(|| panic!("a frame without an id: {:?}", f.value));
         if f.t() != "res" || f.value["status"] != 200 {
             failed.push(f.value.clone());
         } else if id % 3 != 0 {

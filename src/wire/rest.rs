@@ -27,6 +27,26 @@ pub mod route {
     pub const TOOLS: &str = "/mcps/{name}/tools";
     /// `POST` calls a tool.
     pub const TOOL: &str = "/mcps/{name}/tools/{tool}";
+    /// `GET` resumes a resumable call, `DELETE` cancels or forgets it.
+    pub const CALL: &str = "/calls/{id}";
+}
+
+/// Headers of the REST surface beyond plain HTTP's (names in lowercase, as HTTP/2 writes them;
+/// HTTP/1.1 compares them without case).
+pub mod header {
+    /// On a tool call: makes it resumable under this [`crate::wire::frame::CallId`]: it runs on
+    /// when its caller goes away, and `GET /calls/{id}` answers it again.
+    pub const CALL_ID: &str = "mcpgw-call-id";
+    /// On the NDJSON answer of a resumable call: the 1-based index in the call of the answer's
+    /// first line; the lines after it count up from there.
+    pub const SEQ: &str = "mcpgw-seq";
+    /// On `/health`: the gateway's `--max-connections` (as it applies it).
+    pub const MAX_CONNECTIONS: &str = "mcpgw-max-connections";
+    /// On `/health`: the gateway's `--idle-timeout` in milliseconds.
+    pub const IDLE_TIMEOUT_MS: &str = "mcpgw-idle-timeout-ms";
+    /// On `/health`: how long the gateway keeps a resumable call once nobody follows it or it
+    /// ended (`--call-retention`), in milliseconds; absent when it keeps none.
+    pub const CALL_RETENTION_MS: &str = "mcpgw-call-retention-ms";
 }
 
 /// Request paths with their parameters percent-encoded, as clients send them.
@@ -55,6 +75,11 @@ pub mod path {
             percent_encode(name),
             percent_encode(tool)
         )
+    }
+
+    /// `/calls/{id}` (a call id is hex digits: nothing to encode).
+    pub fn call(id: &crate::wire::frame::CallId) -> String {
+        format!("/calls/{id}")
     }
 }
 

@@ -12,6 +12,7 @@
 mod input;
 mod locate;
 mod output;
+mod pool;
 mod relay;
 mod stdio;
 mod tty;
@@ -66,9 +67,17 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::new(1, format!("cannot start the async runtime: {e}")))?;
-    let client = relay::http_client();
-    let gateway = runtime.block_on(locate::locate(&args, &client))?;
+    let gateway = runtime.block_on(locate::locate(&args))?;
     let auth = locate::authorization(&gateway)?;
+    let (max_in_flight, connections) =
+        relay::fit(args.max_in_flight, gateway.limits.max_connections);
+    if max_in_flight < args.max_in_flight {
+        tracing::info!(
+            "relaying at most {max_in_flight} requests at once (not --max-in-flight {}): the gateway serves {} connections (--max-connections)",
+            args.max_in_flight,
+            gateway.limits.max_connections
+        );
+    }
     tracing::info!(
         port = gateway.addr.port(),
         pid = gateway.pid,
@@ -93,8 +102,8 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
     let (ending, written) = runtime.block_on(async {
         let (out, writer) = output::start(relay::encode(&hello));
         let frames = input::start(args.max_frame_bytes);
-        let relay = Arc::new(relay::Relay::new(client, &gateway, auth, out.clone()));
-        let ending = relay::run(relay, frames, args.max_in_flight, FLUSH_LIMIT).await;
+        let relay = Arc::new(relay::Relay::new(&gateway, connections, auth, out.clone()));
+        let ending = relay::run(relay, frames, max_in_flight, FLUSH_LIMIT).await;
         (ending, writer.finish(&out, FLUSH_LIMIT).await)
     });
     // Dropping the runtime drops every request task left (its connection closes, which

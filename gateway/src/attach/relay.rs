@@ -1,5 +1,5 @@
 //! The relay: each `req` frame becomes one HTTP request to the gateway, many in flight at once
-//! over a keep-alive pool, each answered as soon as it completes (so out of order); `cancel`
+//! over a keep-alive pool ([`super::pool`]), each answered as soon as it completes (so out of order); `cancel`
 //! drops a request's exchange, which closes its connection, and the gateway cancels the call
 //! upstream.
 //!
@@ -13,13 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-use http::uri::{Authority, Scheme, Uri};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
-use mcpgw::wire::frame::{Body, GatewayFrame, body_of};
+use mcpgw::wire::frame::{Body, GatewayFrame, body_of, quoted};
 use mcpgw::wire::rest::NDJSON;
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -28,21 +24,22 @@ use tokio::task::AbortHandle;
 use super::input::{Call, Input};
 use super::locate::Gateway;
 use super::output;
+use super::pool::{Pool, SendError};
 
 /// Requests read ahead while all slots are taken, so a `cancel` behind them is still seen.
 const MAX_WAITING: usize = 64;
 
-/// The client every request and health check goes through.
-pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
+/// Connections a session keeps beside those of its requests, for its own requests to the
+/// gateway (cancelling and forgetting resumable calls).
+pub const SPARE_CONNECTIONS: usize = 2;
 
-/// A keep-alive pool to the gateway, Nagle off (frames are small and latency is the point).
-pub fn http_client() -> HttpClient {
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    connector.set_connect_timeout(Some(Duration::from_secs(5)));
-    Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(60))
-        .build(connector)
+/// How many requests a session relays at once and how many connections it opens: at most
+/// half the connections the gateway serves (so that another session, or one-shot requests, fit
+/// beside it), and at most `max_in_flight` requests.
+pub fn fit(max_in_flight: usize, gateway_max_connections: usize) -> (usize, usize) {
+    let allowance = (gateway_max_connections / 2).max(SPARE_CONNECTIONS + 1);
+    let in_flight = max_in_flight.min(allowance - SPARE_CONNECTIONS).max(1);
+    (in_flight, in_flight + SPARE_CONNECTIONS)
 }
 
 /// One frame as one line.
@@ -75,8 +72,8 @@ impl std::fmt::Display for Ending {
 
 /// What the dispatcher and the request tasks share.
 pub struct Relay {
-    client: HttpClient,
-    authority: Authority,
+    pool: Arc<Pool>,
+    host: HeaderValue,
     addr: SocketAddr,
     gateway_pid: u32,
     authorization: Option<HeaderValue>,
@@ -85,16 +82,19 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// A relay to `gateway` that writes its frames to `out`.
+    /// A relay to `gateway` over at most `connections` connections that writes its frames to
+    /// `out`.
     pub fn new(
-        client: HttpClient,
         gateway: &Gateway,
+        connections: usize,
         authorization: Option<HeaderValue>,
         out: output::Sender,
     ) -> Relay {
         Relay {
-            client,
-            authority: Authority::try_from(gateway.addr.to_string()).expect("an address"),
+            // Reused only well within the gateway's idle timeout: it never closes one under a
+            // request.
+            pool: Pool::new(gateway.addr, connections, gateway.limits.idle_timeout / 2),
+            host: HeaderValue::try_from(gateway.addr.to_string()).expect("an address"),
             addr: gateway.addr,
             gateway_pid: gateway.pid,
             authorization,
@@ -200,14 +200,10 @@ impl Relay {
     }
 
     fn request(&self, call: &Call) -> Result<http::Request<Full<Bytes>>, String> {
-        let mut uri = http::uri::Parts::default();
-        uri.scheme = Some(Scheme::HTTP);
-        uri.authority = Some(self.authority.clone());
-        uri.path_and_query = Some(call.path.clone());
-        let uri = Uri::from_parts(uri).map_err(|e| format!("invalid request target: {e}"))?;
         let mut request = http::Request::builder()
             .method(call.method.clone())
-            .uri(uri);
+            .uri(call.path.clone())
+            .header(HOST, self.host.clone());
         if let Some(auth) = &self.authorization {
             request = request.header(AUTHORIZATION, auth.clone());
         }
@@ -224,9 +220,9 @@ impl Relay {
 
     /// Sends the request, relays a streamed answer's chunks, and returns the last frame.
     async fn exchange(&self, call: &Call) -> Result<Vec<u8>, String> {
-        let response = self
-            .client
-            .request(self.request(call)?)
+        let (response, mut lease) = self
+            .pool
+            .send(self.request(call)?)
             .await
             .map_err(|e| self.unreachable(&e))?;
         let status = response.status().as_u16();
@@ -243,6 +239,7 @@ impl Relay {
                 .await
                 .map_err(|e| self.broke_off(&e))?
                 .to_bytes();
+            lease.reusable();
             return Ok(encode(&GatewayFrame::Response {
                 id,
                 status,
@@ -270,6 +267,7 @@ impl Relay {
             }
             partial.extend_from_slice(rest);
         }
+        lease.reusable();
         self.chunk(id, &partial).await?;
         Ok(encode(&GatewayFrame::Response {
             id,
@@ -288,8 +286,8 @@ impl Relay {
             .and_then(|text| serde_json::from_str(text).ok())
             .ok_or_else(|| {
                 format!(
-                    "the gateway streamed a line that is not JSON: {:?}",
-                    String::from_utf8_lossy(&line[..line.len().min(200)])
+                    "the gateway streamed a line that is not JSON: {}",
+                    quoted(&String::from_utf8_lossy(line))
                 )
             })?;
         self.send(&GatewayFrame::Chunk {
@@ -310,20 +308,19 @@ impl Relay {
         }
     }
 
-    fn unreachable(&self, e: &hyper_util::client::legacy::Error) -> String {
-        let cause = crate::upstream::error_chain(e);
-        if e.is_connect() {
-            format!(
-                "cannot reach the gateway at {}{}: {cause}",
+    fn unreachable(&self, e: &SendError) -> String {
+        match e {
+            SendError::Connect(e) => format!(
+                "cannot reach the gateway at {}{}: {e}",
                 self.addr,
                 self.gone()
-            )
-        } else {
-            format!(
-                "the gateway at {} failed the request{}: {cause}",
+            ),
+            SendError::Request(e) => format!(
+                "the gateway at {} failed the request{}: {}",
                 self.addr,
-                self.gone()
-            )
+                self.gone(),
+                crate::upstream::error_chain(e)
+            ),
         }
     }
 
