@@ -59,3 +59,115 @@ fn a_burst_within_the_limits_completes_without_an_error() {
         "the gateway had to evict: {log}"
     );
 }
+
+/// Every invalid frame gets exactly one `error`, with its id unless that id belongs to a
+/// request in flight, which goes on to its own one final frame; an error quotes little of what
+/// it refuses.
+#[test]
+fn one_error_per_invalid_frame_and_one_final_frame_per_id() {
+    let (_gw, mut a) = gateway_and_attach(&[]);
+    a.req(
+        7,
+        "POST",
+        "/mcps/ts/tools/slow",
+        Some(slow_args(1.0, 4, None)),
+        true,
+    );
+    assert_eq!(a.next_for(7).t(), "chunk");
+    let long_path = format!("/{}", "a".repeat(1 << 20));
+    let reusing = [
+        r#"{"t":"req","id":7,"method":"BREW","path":"/health"}"#.to_string(),
+        r#"{"t":"bogus","id":7}"#.to_string(),
+        r#"{"t":"req","id":7,"method":"GET","path":"/a#b"}"#.to_string(),
+        r#"{"t":"req","id":7,"method":"GET","path":"/health","stream":"yes"}"#.to_string(),
+        r#"{"t":"req","id":7,"method":"GET","path":"/health"}"#.to_string(),
+    ];
+    for line in &reusing {
+        a.send(&format!("{line}\n"));
+        let f = loop {
+            let f = a.next();
+            if f.id() != Some(7) || f.t() != "chunk" {
+                break f;
+            }
+            a.stash.push_back(f);
+        };
+        assert_eq!(f.t(), "error", "{line}: {:?}", f.value);
+        assert_eq!(f.id(), None, "{line}: {:?}", f.value);
+        let message = f.value["message"].as_str().unwrap();
+        assert!(message.contains("7"), "{line}: {message}");
+        assert!(message.contains("in flight"), "{line}: {message}");
+    }
+    // Ids not in flight: each error carries its id, short whatever the line held.
+    let fresh = [
+        (
+            r#"{"t":"req","id":8,"method":"GET","path":"/health","stream":"yes"}"#.to_string(),
+            8,
+        ),
+        (
+            format!(r#"{{"t":"req","id":9,"method":"GET","path":"{long_path}#"}}"#),
+            9,
+        ),
+        (
+            format!(r#"{{"t":"req","id":10,"method":"GET","path":"{long_path} x"}}"#),
+            10,
+        ),
+        (
+            format!(r#"{{"t":"bogus{}","id":11}}"#, "b".repeat(1 << 20)),
+            11,
+        ),
+    ];
+    for (line, id) in &fresh {
+        a.send(&format!("{line}\n"));
+        let f = a.next_for(*id);
+        assert_eq!(f.t(), "error", "{:?}", f.value);
+        let message = f.value["message"].as_str().unwrap();
+        assert!(message.len() < 600, "{} bytes: {message}", message.len());
+    }
+    // 7 ends once, with its own answer.
+    let frames = a.answer(7);
+    assert_eq!(frames.last().unwrap().value["status"], 200, "{frames:?}");
+    assert!(a.finish().success());
+    let rest = a.remaining();
+    assert!(rest.is_empty(), "frames after the end: {rest:?}");
+}
+
+/// A line just past the default frame limit (64 MiB and 64 KiB) is refused having held at
+/// most the limit, not twice it.
+#[test]
+fn an_oversized_line_is_held_at_most_once_before_it_is_skipped() {
+    let (_gw, mut a) = gateway_and_attach(&[]);
+    let limit = a.hello["max_frame_bytes"].as_u64().unwrap();
+    let before = peak_rss_kib(a.pid());
+    let mut stdin = a.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin
+            .write_all(br#"{"t":"req","id":7,"method":"POST","path":"/mcps/ts/tools/echo","body":{"arguments":{"text":""#)
+            .unwrap();
+        let piece = vec![b'a'; 1 << 20];
+        for _ in 0..=(limit >> 20) {
+            stdin.write_all(&piece).unwrap();
+        }
+        stdin.write_all(b"\"}}}\n").unwrap();
+        stdin
+    });
+    let f = a.next();
+    assert_eq!((f.t(), f.id()), ("error", Some(7)), "{:?}", f.value);
+    a.stdin = Some(writer.join().unwrap());
+    assert_eq!(
+        a.call(8, "GET", "/health", None)["text"],
+        "ok",
+        "the session goes on"
+    );
+    let peak = peak_rss_kib(a.pid());
+    println!(
+        "a line of {} MiB refused: attach's peak RSS {before} KiB before it, {peak} KiB after (limit {} KiB)",
+        (limit >> 20) + 1,
+        limit >> 10
+    );
+    assert!(
+        peak < before + (limit >> 10) + 16 * 1024,
+        "attach's peak RSS grew from {before} to {peak} KiB"
+    );
+    assert!(a.finish().success());
+}

@@ -242,6 +242,14 @@ impl Attach {
         status
     }
 
+    /// Every frame not taken yet, up to the end of the channel's output (call it after
+    /// [`Attach::exit`] or [`Attach::finish`]).
+    pub fn remaining(&mut self) -> Vec<Frame> {
+        let mut rest: Vec<Frame> = self.stash.drain(..).collect();
+        rest.extend(self.frames.try_iter());
+        rest
+    }
+
     /// Closes stdin and waits for attach to exit.
     pub fn finish(&mut self) -> std::process::ExitStatus {
         self.stdin = None;

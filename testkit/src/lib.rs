@@ -20,8 +20,8 @@ pub use fs::{TempDir, appears, wait_for_file};
 pub use gateway::{Gateway, Reply, start_gateway, start_gateway_with, start_gateway_with_env};
 pub use net::{RawResponse, free_port, raw_request, wait_port};
 pub use process::{
-    Captured, Guarded, RssSampler, process_alive, processes_in_group, rss_kib, wait_child,
-    wait_gone,
+    Captured, Guarded, RssSampler, peak_rss_kib, process_alive, processes_in_group, rss_kib,
+    wait_child, wait_gone,
 };
 pub use servers::{
     Server, TESTSERVER_TOOLS, everything_http, everything_js, gateway_bin, http_spec, repo,

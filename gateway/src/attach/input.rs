@@ -2,7 +2,7 @@
 //! stdin can be polled, else on a thread of its own.
 //!
 //! A line longer than the limit is refused as soon as it passes the limit and the rest of it is
-//! skipped as it arrives, never held. A request's body is not copied: it stays in the line's
+//! skipped as it arrives, never held: at most the limit's worth of a line is in memory, once. A request's body is not copied: it stays in the line's
 //! buffer and goes to the gateway as a slice of it.
 
 use std::io::Read;
@@ -12,7 +12,7 @@ use std::os::fd::FromRawFd;
 use bytes::Bytes;
 use http::Method;
 use http::uri::PathAndQuery;
-use mcpgw::wire::frame::HostFrame;
+use mcpgw::wire::frame::{HostFrame, quoted};
 use tokio::sync::mpsc;
 
 use super::stdio;
@@ -22,6 +22,9 @@ const QUEUE: usize = 64;
 
 /// Bytes read from stdin at a time.
 const READ_BYTES: usize = 64 * 1024;
+
+/// Past this length a line's buffer grows to the limit in one step.
+const EXACT_GROWTH_BYTES: usize = 1 << 20;
 
 /// How much of an oversized line is searched for its request id.
 const ID_SEARCH_BYTES: usize = 4096;
@@ -168,7 +171,10 @@ pub fn parse(line: Vec<u8>) -> Input {
         Err(e) => {
             return Input::Invalid {
                 id: Some(request.id),
-                message: format!("path {:?} is not a valid request target: {e}", request.path),
+                message: format!(
+                    "path {} is not a valid request target: {e}",
+                    quoted(&request.path)
+                ),
             };
         }
     };
@@ -245,6 +251,13 @@ impl Splitter {
                 }
             };
             return (used, Some(Line::TooLong { id }));
+        }
+        let needed = self.line.len() + take;
+        if needed > self.line.capacity() && needed > EXACT_GROWTH_BYTES {
+            // A long line gets the limit's capacity at once: growing by doubling would copy it
+            // over and over and hold up to twice the limit (the pages of a large allocation
+            // cost memory only once written).
+            self.line.reserve_exact(self.max - self.line.len());
         }
         self.line.extend_from_slice(&data[..take]);
         match newline {

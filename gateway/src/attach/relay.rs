@@ -121,22 +121,43 @@ impl Relay {
         waiting: &mut VecDeque<Call>,
         outbox: &mut Outbox,
     ) {
-        let id = call.id;
-        if self.in_flight.lock().unwrap().contains_key(&id) || waiting.iter().any(|c| c.id == id) {
-            let message = format!("request id {id} is already in flight: this request was dropped");
-            outbox.push(
-                &self.out,
-                &GatewayFrame::Error {
-                    id: None,
-                    message: message.into(),
-                },
-            );
+        if self.is_in_flight(call.id, waiting) {
+            self.refuse(Some(call.id), "a new request".into(), waiting, outbox);
             return;
         }
         match permits.clone().try_acquire_owned() {
             Ok(permit) if waiting.is_empty() => self.start(call, permit),
             _ => waiting.push_back(call),
         }
+    }
+
+    fn is_in_flight(&self, id: u64, waiting: &VecDeque<Call>) -> bool {
+        self.in_flight.lock().unwrap().contains_key(&id) || waiting.iter().any(|c| c.id == id)
+    }
+
+    /// Answers a frame that is refused with one `error`: with the frame's id, unless a request
+    /// in flight has that id (it goes on, to its own one final frame).
+    fn refuse(
+        &self,
+        id: Option<u64>,
+        message: String,
+        waiting: &VecDeque<Call>,
+        outbox: &mut Outbox,
+    ) {
+        let frame = match id {
+            Some(id) if self.is_in_flight(id, waiting) => GatewayFrame::Error {
+                id: None,
+                message: format!(
+                    "a frame with id {id}, the id of a request in flight, was refused (that request goes on): {message}"
+                )
+                .into(),
+            },
+            _ => GatewayFrame::Error {
+                id,
+                message: message.into(),
+            },
+        };
+        outbox.push(&self.out, &frame);
     }
 
     fn cancel(&self, id: u64, waiting: &mut VecDeque<Call>, outbox: &mut Outbox) {
@@ -396,9 +417,7 @@ pub async fn run(
                 Some(Input::Request(call)) => relay.admit(call, &permits, &mut waiting, &mut outbox),
                 Some(Input::Cancel(id)) => relay.cancel(id, &mut waiting, &mut outbox),
                 Some(Input::Ping) => {}
-                Some(Input::Invalid { id, message }) => {
-                    outbox.push(&relay.out, &GatewayFrame::Error { id, message: message.into() })
-                }
+                Some(Input::Invalid { id, message }) => relay.refuse(id, message, &waiting, &mut outbox),
             },
         }
     };
