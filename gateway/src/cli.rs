@@ -15,7 +15,8 @@ usage:
                 [--max-connections N] [--log-rate LINES] [--threads N] [--ready-file PATH]
   mcpgw-gateway attach [--state-dir DIR] [--port P] [--host H] [--token-file PATH]
                 [--instance-nonce N] [--launch] [--gateway-arg ARG]... [--max-frame-bytes N]
-                [--max-in-flight N] [--log-file PATH] [--log-level LEVEL]
+                [--max-in-flight N] [--heartbeat SECONDS] [--heartbeat-timeout SECONDS]
+                [--log-file PATH] [--log-level LEVEL]
   mcpgw-gateway request METHOD PATH [--port P] [--host H] [--token-file PATH]
                 [--body-file FILE|-] [--data BODY] [--header 'Name: value']... [--max-time SECONDS]
   mcpgw-gateway --version
@@ -38,8 +39,10 @@ DIR/token). With --launch it first starts one there when none answers (--gateway
 arguments on to it). The first line it writes is its hello frame. It relays at most
 --max-in-flight requests at once (and never more than half the gateway's --max-connections, less
 2 for its own requests: 510 with the gateway's default); past it the next ones wait, then stdin
-is no longer read. Exit status: 0 at the end of input, 7 when no gateway (or one of another
-instance) answers, 1 on other failures.
+is no longer read. It writes a ping frame when it has written nothing for --heartbeat (5; 0:
+never), and once the host has sent a ping, it ends the session when nothing arrives from the host
+for --heartbeat-timeout (15; 0: never). Exit status: 0 at the end of input, 7 when no gateway (or
+one of another instance) answers, 1 on other failures (a silent host among them).
 
 request sends one HTTP request to a local gateway with the token read from --token-file (or
 MCPGW_TOKEN) and prints the response body followed by the line `mcpgw-http-status:NNN`.
@@ -191,6 +194,11 @@ pub struct AttachArgs {
     pub max_frame_bytes: usize,
     /// Requests relayed at once.
     pub max_in_flight: usize,
+    /// How long attach may write nothing before it writes a `ping`; zero: never.
+    pub heartbeat: Duration,
+    /// How long the host may send nothing (once it has sent a `ping`) before the session
+    /// ends; zero: forever.
+    pub heartbeat_timeout: Duration,
     /// Log destination; stderr when absent.
     pub log_file: Option<PathBuf>,
     /// Least severe level logged.
@@ -280,6 +288,15 @@ fn seconds(flag: &str, value: &str) -> Result<Duration, String> {
     mcpgw::wire::spec::timeout_secs(&format!("--{flag}"), number(flag, value)?)
 }
 
+/// Like [`seconds`], or 0 for "never".
+fn seconds_or_zero(flag: &str, value: &str) -> Result<Duration, String> {
+    if number::<f64>(flag, value)? == 0.0 {
+        Ok(Duration::ZERO)
+    } else {
+        seconds(flag, value)
+    }
+}
+
 fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
     const VALUED: &[&str] = &[
         "port",
@@ -354,6 +371,8 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         "gateway-arg",
         "max-frame-bytes",
         "max-in-flight",
+        "heartbeat",
+        "heartbeat-timeout",
         "log-file",
         "log-level",
     ];
@@ -368,6 +387,8 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         max_frame_bytes: ServeArgs::default().max_body_bytes + mcpgw::wire::frame::ENVELOPE_BYTES,
         // Lowered to what the gateway allows a session.
         max_in_flight: usize::MAX,
+        heartbeat: Duration::from_secs(5),
+        heartbeat_timeout: Duration::from_secs(15),
         log_file: None,
         log_level: tracing::Level::INFO,
     };
@@ -387,6 +408,8 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
             "gateway-arg" => out.gateway_args.push(value),
             "max-frame-bytes" => out.max_frame_bytes = at_least(name, &value, 1024)?,
             "max-in-flight" => out.max_in_flight = at_least(name, &value, 1)?,
+            "heartbeat" => out.heartbeat = seconds_or_zero(name, &value)?,
+            "heartbeat-timeout" => out.heartbeat_timeout = seconds_or_zero(name, &value)?,
             "log-file" => out.log_file = Some(PathBuf::from(value)),
             "log-level" => out.log_level = level(name, &value)?,
             other => return Err(format!("unknown option --{other}")),

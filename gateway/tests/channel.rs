@@ -20,8 +20,10 @@ fn a_burst_within_the_limits_completes_without_an_error() {
     assert_eq!(ok_res(&r)["ok"], true);
     const CALLS: u64 = 5000;
     let mut batch = String::new();
+    // Two in three are answered at once, the others after 50 to 90 ms.
+    let health = |id: u64| !id.is_multiple_of(3);
     for id in 100..100 + CALLS {
-        let frame = if id % 3 != 0 {
+        let frame = if health(id) {
             json!({"t": "req", "id": id, "method": "GET", "path": "/health"})
         } else {
             json!({"t": "req", "id": id, "method": "POST", "path": "/mcps/ts/tools/slow",
@@ -39,7 +41,7 @@ fn a_burst_within_the_limits_completes_without_an_error() {
             .unwrap_or_else(|| panic!("a frame without an id: {:?}", f.value));
         if f.t() != "res" || f.value["status"] != 200 {
             failed.push(f.value.clone());
-        } else if id % 3 != 0 {
+        } else if health(id) {
             assert_eq!(f.value["text"], "ok", "{:?}", f.value);
         } else {
             assert_eq!(chunk_text(&f.value["body"]), "done after 0 steps");
@@ -170,4 +172,38 @@ fn an_oversized_line_is_held_at_most_once_before_it_is_skipped() {
         "attach's peak RSS grew from {before} to {peak} KiB"
     );
     assert!(a.finish().success());
+}
+
+/// attach pings a quiet host; a host that pinged and then fell silent ends the session as an
+/// end of input would (the call in flight is cancelled upstream), with exit status 1.
+#[test]
+fn heartbeats_keep_a_quiet_channel_and_end_a_silent_one() {
+    let (_gw, mut a) = gateway_and_attach(&["--heartbeat", "0.1", "--heartbeat-timeout", "0.5"]);
+    assert_eq!(a.hello["heartbeat_ms"], 100);
+    // Ten pings take twice the timeout: a host that never pinged is not cut off for silence.
+    for _ in 0..10 {
+        assert_eq!(a.next().value, json!({"t": "ping"}));
+    }
+    assert_eq!(a.call(2, "GET", "/health", None)["text"], "ok");
+    let dir = TempDir::new("heartbeat");
+    let marker = dir.path("cancelled");
+    a.req(
+        3,
+        "POST",
+        "/mcps/ts/tools/slow",
+        Some(slow_args(100.0, 10_000, Some(&marker))),
+        true,
+    );
+    assert_eq!(a.next_for(3).t(), "chunk");
+    a.send("{\"t\":\"ping\"}\n");
+    let status = a.exit();
+    assert_eq!(status.code(), Some(1), "{}", a.stderr());
+    assert!(a.stderr().contains("--heartbeat-timeout"), "{}", a.stderr());
+    assert!(
+        wait_file(&marker, LIMIT).is_some(),
+        "the call was not cancelled upstream"
+    );
+    let finals: Vec<_> = a.remaining().into_iter().filter(Frame::is_final).collect();
+    assert_eq!(finals.len(), 1, "{finals:?}");
+    assert_eq!(finals[0].value, json!({"t": "cancelled", "id": 3}));
 }

@@ -185,7 +185,9 @@ impl Attach {
         self.send(&format!("{}\n", json!({"t": "cancel", "id": id})));
     }
 
-    /// The next frame, whatever its id.
+    /// The next frame, whatever its id (waiting at most [`LIMIT`]; not an iterator, which would
+    /// have to end).
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Frame {
         if let Some(f) = self.stash.pop_front() {
             return f;

@@ -12,9 +12,10 @@ use std::os::fd::FromRawFd;
 use bytes::Bytes;
 use http::Method;
 use http::uri::PathAndQuery;
-use mcpgw::wire::frame::{HostFrame, quoted};
+use mcpgw::wire::frame::{CallId, HostFrame, quoted};
 use tokio::sync::mpsc;
 
+use super::liveness::Moment;
 use super::stdio;
 
 /// Frames parsed ahead of the relay; beyond, the reader waits (and stdin with it).
@@ -51,8 +52,10 @@ pub enum Input {
     Request(Call),
     /// Abandon a request.
     Cancel(u64),
-    /// A heartbeat (or a frame that needs no answer).
+    /// A heartbeat.
     Ping,
+    /// The host has the final answer of a resumable call.
+    Ack(CallId),
     /// A line that is not a valid frame: the `error` frame to answer it with.
     Invalid {
         /// The id the line carried, when it could be read.
@@ -62,9 +65,9 @@ pub enum Input {
     },
 }
 
-/// Starts reading stdin (call it inside the runtime); the receiver ends (`None`) at the end of
-/// input.
-pub fn start(max_frame_bytes: usize) -> mpsc::Receiver<Input> {
+/// Starts reading stdin (call it inside the runtime), touching `read` whenever bytes arrive;
+/// the receiver ends (`None`) at the end of input.
+pub fn start(max_frame_bytes: usize, read: Moment) -> mpsc::Receiver<Input> {
     let (tx, rx) = mpsc::channel(QUEUE);
     match stdio::pollable(0, tokio::io::Interest::READABLE) {
         Some(stdin) => {
@@ -79,6 +82,7 @@ pub fn start(max_frame_bytes: usize) -> mpsc::Receiver<Input> {
                             0
                         }
                     };
+                    read.touch();
                     for input in lines.feed(&buf[..n]) {
                         if tx.send(input).await.is_err() {
                             return;
@@ -108,6 +112,7 @@ pub fn start(max_frame_bytes: usize) -> mpsc::Receiver<Input> {
                                 0
                             }
                         };
+                        read.touch();
                         for input in lines.feed(&buf[..n]) {
                             if tx.blocking_send(input).is_err() {
                                 return;
@@ -152,7 +157,7 @@ pub fn parse(line: Vec<u8>) -> Input {
                 message: "this attach does not carry resumes or MCP connections yet".into(),
             };
         }
-        Ok(HostFrame::Ack { .. }) => return Input::Ping,
+        Ok(HostFrame::Ack { call }) => return Input::Ack(call),
         Err(e) => {
             return Input::Invalid {
                 id: e.id,

@@ -10,6 +10,7 @@
 //! (and with `--launch` starts one) and checks that it is the one asked for.
 
 mod input;
+mod liveness;
 mod locate;
 mod output;
 mod pool;
@@ -95,15 +96,16 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         token_file: gateway.token_file.as_ref().map(|p| p.display().to_string()),
         launched: gateway.launched,
         max_frame_bytes: args.max_frame_bytes as u64,
-        heartbeat_ms: 0,
+        heartbeat_ms: args.heartbeat.as_millis() as u64,
         retention_ms: 0,
     });
     let flags = stdio::Restore::record();
     let (ending, written) = runtime.block_on(async {
-        let (out, writer) = output::start(relay::encode(&hello));
-        let frames = input::start(args.max_frame_bytes);
+        let live = liveness::Liveness::new(args.heartbeat, args.heartbeat_timeout);
+        let (out, writer) = output::start(relay::encode(&hello), live.written.clone());
+        let frames = input::start(args.max_frame_bytes, live.read.clone());
         let relay = Arc::new(relay::Relay::new(&gateway, connections, auth, out.clone()));
-        let ending = relay::run(relay, frames, max_in_flight, FLUSH_LIMIT).await;
+        let ending = relay::run(relay, frames, max_in_flight, live, FLUSH_LIMIT).await;
         (ending, writer.finish(&out, FLUSH_LIMIT).await)
     });
     // Dropping the runtime drops every request task left (its connection closes, which
@@ -115,7 +117,9 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
     }
     tracing::info!("session ended: {ending}");
     match (ending, written) {
-        (relay::Ending::OutputClosed, _) | (_, Err(_)) => Ok(ExitCode::FAILURE),
+        (relay::Ending::OutputClosed | relay::Ending::Silent(_), _) | (_, Err(_)) => {
+            Ok(ExitCode::FAILURE)
+        }
         _ => Ok(ExitCode::SUCCESS),
     }
 }

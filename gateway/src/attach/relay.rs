@@ -22,6 +22,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::AbortHandle;
 
 use super::input::{Call, Input};
+use super::liveness::{Beat, Liveness};
 use super::locate::Gateway;
 use super::output;
 use super::pool::{Pool, SendError};
@@ -58,6 +59,8 @@ pub enum Ending {
     Signal(&'static str),
     /// Stdout failed: the host is gone.
     OutputClosed,
+    /// Nothing arrived from the host for this long (`--heartbeat-timeout`).
+    Silent(Duration),
 }
 
 impl std::fmt::Display for Ending {
@@ -66,6 +69,10 @@ impl std::fmt::Display for Ending {
             Ending::Eof => f.write_str("end of input"),
             Ending::Signal(name) => write!(f, "{name}"),
             Ending::OutputClosed => f.write_str("stdout closed"),
+            Ending::Silent(after) => write!(
+                f,
+                "nothing arrived from the host for {after:?} (--heartbeat-timeout)"
+            ),
         }
     }
 }
@@ -380,19 +387,24 @@ impl Outbox {
     }
 }
 
-/// Relays until stdin ends, a signal arrives or stdout fails, `max_in_flight` requests at once
-/// (past it the next ones wait, then stdin is no longer read); then cancels whatever is still in
-/// flight, answering `cancelled` for each while stdout takes them (at most `limit`).
+/// Relays until stdin ends, a signal arrives, stdout fails or the host falls silent,
+/// `max_in_flight` requests at once (past it the next ones wait, then stdin is no longer read),
+/// writing heartbeats as `live` says; then cancels whatever is still in flight, answering
+/// `cancelled` for each while stdout takes them (at most `limit`).
 pub async fn run(
     relay: Arc<Relay>,
     mut frames: mpsc::Receiver<Input>,
     max_in_flight: usize,
+    mut live: Liveness,
     limit: Duration,
 ) -> Ending {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
     let mut int = signal(SignalKind::interrupt()).expect("installing a SIGINT handler");
     let mut hup = signal(SignalKind::hangup()).expect("installing a SIGHUP handler");
+    let far = || tokio::time::Instant::now() + Duration::from_secs(86400 * 365);
+    let beat = tokio::time::sleep_until(live.next_check().unwrap_or_else(far));
+    tokio::pin!(beat);
     let permits = Arc::new(Semaphore::new(max_in_flight));
     let mut waiting: VecDeque<Call> = VecDeque::new();
     let mut outbox = Outbox::default();
@@ -407,6 +419,14 @@ pub async fn run(
                 Ok(slot) => slot.send(outbox.0.pop_front().expect("not empty")),
                 Err(_) => break Ending::OutputClosed,
             },
+            () = &mut beat => {
+                match live.check(tokio::time::Instant::now()) {
+                    Beat::Silent(after) => break Ending::Silent(after),
+                    Beat::Ping => outbox.push(&relay.out, &GatewayFrame::Ping),
+                    Beat::Nothing => {}
+                }
+                beat.as_mut().reset(live.next_check().unwrap_or_else(far));
+            }
             permit = permits.clone().acquire_owned(), if !waiting.is_empty() => {
                 let call = waiting.pop_front().expect("not empty");
                 relay.start(call, permit.expect("the semaphore is never closed"));
@@ -416,7 +436,11 @@ pub async fn run(
                 None => break Ending::Eof,
                 Some(Input::Request(call)) => relay.admit(call, &permits, &mut waiting, &mut outbox),
                 Some(Input::Cancel(id)) => relay.cancel(id, &mut waiting, &mut outbox),
-                Some(Input::Ping) => {}
+                Some(Input::Ping) => {
+                    live.host_pinged();
+                    beat.as_mut().reset(live.next_check().unwrap_or_else(far));
+                }
+                Some(Input::Ack(_)) => {}
                 Some(Input::Invalid { id, message }) => relay.refuse(id, message, &waiting, &mut outbox),
             },
         }
