@@ -13,11 +13,13 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use futures::StreamExt;
+use mcpgw::wire::frame::CallId;
 use mcpgw::wire::request;
-use mcpgw::wire::rest::{NDJSON, route};
+use mcpgw::wire::rest::{NDJSON, header as mcpgw_header, route};
 use mcpgw::wire::{CallToolAnswer, Health, Query};
 
 use crate::auth::{Token, constant_time_eq};
+use crate::calls::{Answer, Calls};
 use crate::chunk;
 use crate::error::Error;
 use crate::registry::{Registry, Scope};
@@ -32,6 +34,8 @@ pub struct AppState {
     pub instance_nonce: Option<String>,
     /// The limits `/health` announces in its headers, for `attach` to fit.
     pub health_headers: HeaderMap,
+    /// Resumable calls.
+    pub calls: Arc<Calls>,
     /// `/openapi.json`, rendered once.
     pub openapi: Bytes,
 }
@@ -49,6 +53,7 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
         .route(route::RUNTIME_HEADERS, put(set_runtime_headers))
         .route(route::TOOLS, get(list_tools))
         .route(route::TOOL, post(call_tool))
+        .route(route::CALL, get(resume_call).delete(delete_call))
         .fallback(|| async { Error::NoRoute })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(max_body_bytes))
@@ -128,14 +133,19 @@ fn ok() -> Response {
 }
 
 /// The headers of `/health` that announce the gateway's limits.
-pub fn health_headers(limits: &crate::conn::Limits) -> HeaderMap {
-    use mcpgw::wire::rest::header;
+pub fn health_headers(limits: &crate::conn::Limits, call_retention: Duration) -> HeaderMap {
     let mut headers = HeaderMap::new();
-    headers.insert(header::MAX_CONNECTIONS, limits.max_connections.into());
+    headers.insert(mcpgw_header::MAX_CONNECTIONS, limits.max_connections.into());
     headers.insert(
-        header::IDLE_TIMEOUT_MS,
+        mcpgw_header::IDLE_TIMEOUT_MS,
         (limits.idle_timeout.as_millis() as u64).into(),
     );
+    if !call_retention.is_zero() {
+        headers.insert(
+            mcpgw_header::CALL_RETENTION_MS,
+            (call_retention.as_millis() as u64).into(),
+        );
+    }
     headers
 }
 
@@ -248,10 +258,11 @@ async fn call_tool(
     let deadline = q.timeout().map_err(Error::Invalid)?;
     let arguments = request::call_body(&body_bytes(body)?).map_err(Error::Invalid)?;
     let upstream = state.registry.get(&scope(&q), &name)?;
-    let streaming = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .any(|v| v.to_str().is_ok_and(|v| v.contains(NDJSON)));
+    let streaming = wants_ndjson(&headers);
+    if let Some(id) = resumable(&headers, &state.calls)? {
+        let record = state.calls.start(id, upstream, tool, arguments, deadline)?;
+        return Ok(answer(state.calls.answer(record, 0, streaming).await?));
+    }
     if streaming {
         return stream_call(upstream, tool, arguments, deadline).await;
     }
@@ -262,6 +273,87 @@ async fn call_tool(
             chunk: chunk::from_call_result(result),
         },
     ))
+}
+
+fn wants_ndjson(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.contains(NDJSON)))
+}
+
+fn call_id(text: &str) -> Result<CallId, Error> {
+    CallId::parse(text).map_err(Error::Invalid)
+}
+
+/// The call id a tool call carries, when resumable calls are kept.
+fn resumable(headers: &HeaderMap, calls: &Calls) -> Result<Option<CallId>, Error> {
+    let Some(value) = headers.get(mcpgw_header::CALL_ID) else {
+        return Ok(None);
+    };
+    if calls.retention().is_zero() {
+        return Ok(None);
+    }
+    let text = value
+        .to_str()
+        .map_err(|_| Error::Invalid(format!("{} must be hex digits", mcpgw_header::CALL_ID)))?;
+    call_id(text).map(Some)
+}
+
+/// The HTTP answer of a resumable call.
+fn answer(answer: Answer) -> Response {
+    match answer {
+        Answer::Json(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Answer::Lines { seq, lines } => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, NDJSON.to_string()),
+                (
+                    header::HeaderName::from_static(mcpgw_header::SEQ),
+                    seq.to_string(),
+                ),
+            ],
+            axum::body::Body::from_stream(lines),
+        )
+            .into_response(),
+    }
+}
+
+/// `GET /calls/{id}`: a resumable call answered again, from chunk `after` on when streamed.
+async fn resume_call(
+    State(state): Shared,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, Error> {
+    let id = call_id(&id)?;
+    let q = request::call_query(raw.as_deref().unwrap_or("")).map_err(Error::Invalid)?;
+    let record = state.calls.find(&id)?;
+    let after = q.after.unwrap_or(0);
+    Ok(answer(
+        state
+            .calls
+            .answer(record, after, wants_ndjson(&headers))
+            .await?,
+    ))
+}
+
+/// `DELETE /calls/{id}`: cancels a running call, forgets a finished one (`ack=true`: only a
+/// finished one).
+async fn delete_call(
+    State(state): Shared,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, Error> {
+    let id = call_id(&id)?;
+    let q = request::call_query(raw.as_deref().unwrap_or("")).map_err(Error::Invalid)?;
+    state.calls.delete(&id, q.ack.unwrap_or(false))?;
+    Ok(ok())
 }
 
 fn ndjson_line(chunk: &mcpgw::wire::ToolChunk) -> Bytes {
@@ -283,34 +375,26 @@ async fn stream_call(
 ) -> Result<Response, Error> {
     let (line_tx, mut line_rx) = tokio::sync::mpsc::channel::<Result<Bytes, Error>>(64);
     tokio::spawn(async move {
-        let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(1024);
-        let call = upstream.call(&tool, arguments, deadline, Some(progress_tx));
-        tokio::pin!(call);
         let progress_line = |p: rmcp::model::ProgressNotificationParam| {
-            Ok(ndjson_line(&chunk::progress(
-                p.progress,
-                p.total,
-                p.message.as_deref(),
-            )))
+            ndjson_line(&chunk::progress(p.progress, p.total, p.message.as_deref()))
         };
-        loop {
-            tokio::select! {
-                biased;
-                Some(p) = progress_rx.recv() => {
-                    if line_tx.send(progress_line(p)).await.is_err() {
-                        return;
-                    }
-                }
-                result = &mut call => {
-                    while let Ok(p) = progress_rx.try_recv() {
-                        let _ = line_tx.send(progress_line(p)).await;
-                    }
-                    let _ = line_tx.send(result.map(|r| ndjson_line(&chunk::from_call_result(r)))).await;
-                    return;
-                }
-                // The caller went away: dropping `call` cancels it upstream.
-                () = line_tx.closed() => return,
-            }
+        // The caller went away: dropping the call cancels it upstream.
+        let result = upstream
+            .call_with_progress(
+                &tool,
+                arguments,
+                deadline,
+                |p| {
+                    let line_tx = &line_tx;
+                    async move { line_tx.send(Ok(progress_line(p))).await.is_ok() }
+                },
+                line_tx.closed(),
+            )
+            .await;
+        if let Some(result) = result {
+            let _ = line_tx
+                .send(result.map(|r| ndjson_line(&chunk::from_call_result(r))))
+                .await;
         }
     });
     let first = match line_rx.recv().await {

@@ -13,6 +13,7 @@ usage:
                 [--max-body-bytes N] [--max-reply-bytes N] [--call-timeout SECONDS]
                 [--connect-timeout SECONDS] [--header-timeout SECONDS] [--idle-timeout SECONDS]
                 [--max-connections N] [--log-rate LINES] [--threads N] [--ready-file PATH]
+                [--call-retention SECONDS] [--call-retention-bytes N]
   mcpgw-gateway attach [--state-dir DIR] [--port P] [--host H] [--token-file PATH]
                 [--instance-nonce N] [--launch] [--gateway-arg ARG]... [--max-frame-bytes N]
                 [--max-in-flight N] [--heartbeat SECONDS] [--heartbeat-timeout SECONDS]
@@ -31,7 +32,10 @@ message from an upstream), --call-timeout 600, --connect-timeout 60, --header-ti
 client's request head, from connecting or from its previous answer), --idle-timeout 60 (a
 keep-alive connection with nothing to do), --max-connections 1024 (at most half the open-file
 limit; past it the longest-idle connection is closed), --log-rate 20 (log lines per second per
-upstream; the excess is counted in one line).
+upstream; the excess is counted in one line). Resumable calls (a tool call with the header
+mcpgw-call-id: it runs on when its caller goes away, GET /calls/ID answers it again): kept
+--call-retention 600 seconds once nobody follows them or once they ended (0: calls are not
+resumable), all of them in --call-retention-bytes 67108864 of memory.
 
 attach relays the session channel's frames (one JSON object a line) between its stdin and stdout
 and a running gateway: the one of --port, or the one DIR/gateway.json names (token file
@@ -119,6 +123,11 @@ pub struct ServeArgs {
     pub threads: usize,
     /// Where to keep the ready line while the gateway runs.
     pub ready_file: Option<PathBuf>,
+    /// How long a resumable call is kept once nobody follows it, or once it ended; zero: calls
+    /// are not resumable.
+    pub call_retention: Duration,
+    /// The memory resumable calls may hold together.
+    pub call_retention_bytes: usize,
 }
 
 impl Default for ServeArgs {
@@ -146,6 +155,8 @@ impl Default for ServeArgs {
             connect_timeout: Duration::from_secs(60),
             threads: 0,
             ready_file: None,
+            call_retention: Duration::from_secs(600),
+            call_retention_bytes: 64 << 20,
         }
     }
 }
@@ -192,8 +203,8 @@ pub struct AttachArgs {
     pub gateway_args: Vec<String>,
     /// The longest input line accepted.
     pub max_frame_bytes: usize,
-    /// Requests relayed at once.
-    pub max_in_flight: usize,
+    /// Requests relayed at once, when given (never more than the gateway allows a session).
+    pub max_in_flight: Option<usize>,
     /// How long attach may write nothing before it writes a `ping`; zero: never.
     pub heartbeat: Duration,
     /// How long the host may send nothing (once it has sent a `ping`) before the session
@@ -318,6 +329,8 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
         "connect-timeout",
         "threads",
         "ready-file",
+        "call-retention",
+        "call-retention-bytes",
     ];
     let mut out = ServeArgs::default();
     let mut flags = Flags::new(args);
@@ -352,6 +365,8 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
             "connect-timeout" => out.connect_timeout = seconds(name, &value)?,
             "threads" => out.threads = number(name, &value)?,
             "ready-file" => out.ready_file = Some(PathBuf::from(value)),
+            "call-retention" => out.call_retention = seconds_or_zero(name, &value)?,
+            "call-retention-bytes" => out.call_retention_bytes = at_least(name, &value, 4096)?,
             "daemon" => out.daemon = true,
             "no-auth" => out.no_auth = true,
             "allow-remote" => out.allow_remote = true,
@@ -385,8 +400,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         launch: false,
         gateway_args: Vec::new(),
         max_frame_bytes: ServeArgs::default().max_body_bytes + mcpgw::wire::frame::ENVELOPE_BYTES,
-        // Lowered to what the gateway allows a session.
-        max_in_flight: usize::MAX,
+        max_in_flight: None,
         heartbeat: Duration::from_secs(5),
         heartbeat_timeout: Duration::from_secs(15),
         log_file: None,
@@ -407,7 +421,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
             "launch" => out.launch = true,
             "gateway-arg" => out.gateway_args.push(value),
             "max-frame-bytes" => out.max_frame_bytes = at_least(name, &value, 1024)?,
-            "max-in-flight" => out.max_in_flight = at_least(name, &value, 1)?,
+            "max-in-flight" => out.max_in_flight = Some(at_least(name, &value, 1)?),
             "heartbeat" => out.heartbeat = seconds_or_zero(name, &value)?,
             "heartbeat-timeout" => out.heartbeat_timeout = seconds_or_zero(name, &value)?,
             "log-file" => out.log_file = Some(PathBuf::from(value)),

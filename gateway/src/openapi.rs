@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use mcpgw::wire::rest::{HEALTH_OK, NDJSON, header, route};
 use mcpgw::wire::{
-    CallToolAnswer, CallToolBody, ErrorBody, Health, McpEntry, McpSpec, Ok, Query, RuntimeHeaders,
-    Tool, ToolChunk,
+    CallQuery, CallToolAnswer, CallToolBody, ErrorBody, Health, McpEntry, McpSpec, Ok, Query,
+    RuntimeHeaders, Tool, ToolChunk,
 };
 use utoipa::openapi::path::{
     HttpMethod, OperationBuilder, Parameter, ParameterBuilder, ParameterIn,
@@ -50,6 +50,8 @@ enum Params {
     None,
     Scope,
     ScopeAndTimeout,
+    /// `after` and `ack` of `/calls/{id}`.
+    Call,
 }
 
 fn schema_ref(name: &str) -> RefOr<Schema> {
@@ -94,6 +96,91 @@ fn lookup_errors() -> Vec<(Error, &'static str)> {
         (
             Error::StillConnecting { name: name() },
             "its registration is still connecting",
+        ),
+    ]
+}
+
+fn call_id() -> String {
+    "0123456789abcdef0123456789abcdef".into()
+}
+
+/// What a tool call answers, on its own request or resumed.
+fn call_success() -> (u16, &'static str, Vec<(&'static str, RefOr<Schema>)>) {
+    (
+        200,
+        "the tool's result",
+        vec![
+            ("application/json", schema_ref("CallToolAnswer")),
+            (NDJSON, schema_ref("ToolChunk")),
+        ],
+    )
+}
+
+/// Errors that end a call once it runs (the same whether answered on its own request or
+/// resumed).
+fn outcome_errors() -> Vec<(Error, &'static str)> {
+    vec![
+        (
+            Error::Died {
+                mcp: name(),
+                tool: "read".into(),
+                report: "exited (exit status 1)".into(),
+            },
+            "the upstream died during the call (it is not retried)",
+        ),
+        (
+            Error::ReplyTooLarge {
+                mcp: name(),
+                tool: "read".into(),
+                bytes: 1 << 30,
+                limit: 64 << 20,
+            },
+            "the reply was larger than --max-reply-bytes",
+        ),
+        (
+            Error::Rpc {
+                mcp: name(),
+                code: -32602,
+                message: "...".into(),
+            },
+            "the upstream answered with a JSON-RPC error",
+        ),
+        (
+            Error::Deadline {
+                tool: "read".into(),
+                mcp: name(),
+                limit: std::time::Duration::from_secs(30),
+                source: DeadlineSource::ExecutionTimeout,
+            },
+            "the call passed its deadline; the upstream was told to cancel it",
+        ),
+        (
+            Error::Internal("the call ended without an answer".into()),
+            "the call ended without an answer",
+        ),
+        (
+            Error::CallGone {
+                id: call_id(),
+                why: "it was cancelled (DELETE /calls/...)".into(),
+            },
+            "a resumable call was cancelled while it ran",
+        ),
+    ]
+}
+
+/// Errors of finding a resumable call.
+fn call_errors() -> Vec<(Error, &'static str)> {
+    vec![
+        (
+            Error::CallUnknown { id: call_id() },
+            "no call has that id here",
+        ),
+        (
+            Error::CallGone {
+                id: call_id(),
+                why: "it ended more than 600s ago (--call-retention)".into(),
+            },
+            "the call is no longer kept: acknowledged, cancelled, past --call-retention, or dropped for --call-retention-bytes",
         ),
     ]
 }
@@ -273,19 +360,12 @@ fn endpoints() -> Vec<Endpoint> {
         Endpoint {
             method: HttpMethod::Post,
             route: route::TOOL,
-            summary: "Calls a tool. With `Accept: application/x-ndjson` the answer is one ToolChunk a line: progress chunks, then the result.",
+            summary: "Calls a tool. With `Accept: application/x-ndjson` the answer is one ToolChunk a line: progress chunks, then the result. With the header `mcpgw-call-id` the call is resumable: it runs on when its caller goes away, and `GET /calls/{id}` answers it again.",
             auth: true,
             query: Params::ScopeAndTimeout,
             body: Some((schema_ref("CallToolBody"), false, "the tool's arguments")),
-            success: (
-                200,
-                "the tool's result",
-                vec![
-                    ("application/json", schema_ref("CallToolAnswer")),
-                    (NDJSON, schema_ref("ToolChunk")),
-                ],
-            ),
-            errors: [invalid("invalid arguments or timeout")]
+            success: call_success(),
+            errors: [invalid("invalid arguments, timeout or call id")]
                 .into_iter()
                 .chain(lookup_errors())
                 .chain([(
@@ -296,46 +376,56 @@ fn endpoints() -> Vec<Endpoint> {
                     "the MCP has no such tool",
                 )])
                 .chain(session_errors())
+                .chain(outcome_errors())
                 .chain([
                     (
-                        Error::Died {
-                            mcp: name(),
-                            tool: "read".into(),
-                            report: "exited (exit status 1)".into(),
-                        },
-                        "the upstream died during the call (it is not retried)",
+                        Error::CallIdTaken { id: call_id() },
+                        "a call with that call id ran here already",
                     ),
                     (
-                        Error::ReplyTooLarge {
-                            mcp: name(),
-                            tool: "read".into(),
-                            bytes: 1 << 30,
-                            limit: 64 << 20,
-                        },
-                        "the reply was larger than --max-reply-bytes",
-                    ),
-                    (
-                        Error::Rpc {
-                            mcp: name(),
-                            code: -32602,
-                            message: "...".into(),
-                        },
-                        "the upstream answered with a JSON-RPC error",
-                    ),
-                    (
-                        Error::Deadline {
-                            tool: "read".into(),
-                            mcp: name(),
-                            limit: std::time::Duration::from_secs(30),
-                            source: DeadlineSource::ExecutionTimeout,
-                        },
-                        "the call passed its deadline; the upstream was told to cancel it",
-                    ),
-                    (
-                        Error::Internal("the call ended without an answer".into()),
-                        "the call ended without an answer",
+                        Error::CallsFull { budget: 64 << 20 },
+                        "running resumable calls hold all the memory kept for them",
                     ),
                 ])
+                .collect(),
+        },
+        Endpoint {
+            method: HttpMethod::Get,
+            route: route::CALL,
+            summary: "Answers a resumable call again, exactly as its own request would have (waiting while it runs): its JSON answer, or with `Accept: application/x-ndjson` the ToolChunks after the first `after`, then the last one. `mcpgw-seq` numbers the first line.",
+            auth: true,
+            query: Params::Call,
+            body: None,
+            success: call_success(),
+            errors: [invalid("an invalid call id or query")]
+                .into_iter()
+                .chain(call_errors())
+                .chain([(
+                    Error::ToolNotFound {
+                        tool: "read".into(),
+                        mcp: name(),
+                    },
+                    "the MCP has no such tool",
+                )])
+                .chain(session_errors())
+                .chain(outcome_errors())
+                .collect(),
+        },
+        Endpoint {
+            method: HttpMethod::Delete,
+            route: route::CALL,
+            summary: "Cancels a running resumable call (the upstream is sent `notifications/cancelled`) or forgets a finished one; with `ack=true` only forgets a finished one.",
+            auth: true,
+            query: Params::Call,
+            body: None,
+            success: (200, "cancelled or forgotten", json(schema_ref("Ok"))),
+            errors: [invalid("an invalid call id or query")]
+                .into_iter()
+                .chain(call_errors())
+                .chain([(
+                    Error::CallRunning { id: call_id() },
+                    "`ack=true` for a call still running (it goes on)",
+                )])
                 .collect(),
         },
     ];
@@ -367,7 +457,15 @@ fn success_headers(route: &str) -> &'static [(&'static str, &'static str)] {
                 header::IDLE_TIMEOUT_MS,
                 "how long it keeps an idle keep-alive connection, in milliseconds (--idle-timeout)",
             ),
+            (
+                header::CALL_RETENTION_MS,
+                "how long it keeps a resumable call nobody follows or that ended, in milliseconds (--call-retention); absent when calls are not resumable",
+            ),
         ],
+        route::TOOL | route::CALL => &[(
+            header::SEQ,
+            "on the NDJSON answer of a resumable call: the number (1-based) of its first line in the call; the lines after it count up from there",
+        )],
         _ => &[],
     }
 }
@@ -401,11 +499,31 @@ fn parameters(kind: Params, route: &str) -> Vec<Parameter> {
                 .build()
         })
         .collect();
-    if kind != Params::None {
-        params.extend(
+    match kind {
+        Params::None => {}
+        Params::Call => params.extend(CallQuery::into_params(|| Some(ParameterIn::Query))),
+        Params::Scope | Params::ScopeAndTimeout => params.extend(
             Query::into_params(|| Some(ParameterIn::Query))
                 .into_iter()
                 .filter(|p| kind == Params::ScopeAndTimeout || p.name != "timeout"),
+        ),
+    }
+    if route == route::TOOL {
+        params.push(
+            ParameterBuilder::new()
+                .name(header::CALL_ID)
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(
+                    "makes the call resumable under this id: 32 to 64 lowercase hex digits, drawn at random (a call id is never used twice)",
+                ))
+                .schema(Some(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .pattern(Some("^[0-9a-f]{32,64}$"))
+                        .build(),
+                ))
+                .build(),
         );
     }
     params
@@ -633,8 +751,16 @@ mod tests {
         assert_eq!(
             statuses(route::TOOL, "post"),
             [
-                "200", "400", "401", "404", "413", "500", "502", "503", "504"
+                "200", "400", "401", "404", "409", "410", "413", "500", "502", "503", "504"
             ]
+        );
+        assert_eq!(
+            statuses(route::CALL, "get"),
+            ["200", "400", "401", "404", "410", "500", "502", "504"]
+        );
+        assert_eq!(
+            statuses(route::CALL, "delete"),
+            ["200", "400", "401", "404", "409", "410"]
         );
         for path in [route::METRICS, route::OPENAPI, route::MCPS] {
             assert!(statuses(path, "get").contains(&"401".to_string()));

@@ -201,7 +201,11 @@ async fn serve(
         }),
         token,
         instance_nonce: args.instance_nonce.clone(),
-        health_headers: api::health_headers(&limits),
+        health_headers: api::health_headers(&limits, args.call_retention),
+        calls: crate::calls::Calls::new(crate::calls::Settings {
+            retention: args.call_retention,
+            budget: args.call_retention_bytes,
+        }),
         openapi: serde_json::to_vec(&crate::openapi::document(args.max_body_bytes))
             .expect("the document serializes")
             .into(),

@@ -207,3 +207,235 @@ fn heartbeats_keep_a_quiet_channel_and_end_a_silent_one() {
     assert_eq!(finals.len(), 1, "{finals:?}");
     assert_eq!(finals[0].value, json!({"t": "cancelled", "id": 3}));
 }
+
+/// A fresh call id.
+fn call_id() -> String {
+    mcpgw::wire::frame::CallId::random().to_string()
+}
+
+/// The `seq` of each chunk frame, checking that they count up by one.
+fn seqs(frames: &[Frame]) -> Vec<u64> {
+    let seqs: Vec<u64> = frames
+        .iter()
+        .filter(|f| f.t() == "chunk")
+        .map(|f| {
+            f.value["seq"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("no seq: {:?}", f.value))
+        })
+        .collect();
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "seqs do not count up: {seqs:?}"
+    );
+    seqs
+}
+
+/// Attach's arguments for the gateway `gw`, plus `extra`.
+fn attach_to(gw: &Gateway, extra: &[&str]) -> Attach {
+    let port = gw.port.to_string();
+    let token_file = gw.dir.path("state/token").display().to_string();
+    let mut args = vec!["--port", port.as_str(), "--token-file", token_file.as_str()];
+    args.extend_from_slice(extra);
+    Attach::start(&args)
+}
+
+/// Frames of `id` up to its final one, and whatever else arrived meanwhile, until `a` exits.
+fn until_killed(a: &mut Attach, id: u64, enough: usize) -> Vec<Frame> {
+    let mut got = Vec::new();
+    while got.len() < enough {
+        got.push(a.next_for(id));
+    }
+    a.child.kill().unwrap();
+    a.exit();
+    got.extend(a.remaining().into_iter().filter(|f| f.id() == Some(id)));
+    got
+}
+
+/// A call whose channel's process is killed mid-call runs on; a new channel resumes it after
+/// the chunks the host has, gets each later chunk and the result exactly once, and can
+/// acknowledge it, after which the gateway no longer keeps it.
+#[test]
+fn a_call_outlives_its_killed_channel_and_is_resumed_exactly_once() {
+    let gw = start_gateway(&[]);
+    let mut first = attach_to(&gw, &[]);
+    assert_eq!(first.hello["retention_ms"], 600_000);
+    let r = first.call(1, "POST", "/mcps", Some(testserver_stdio("ts")));
+    assert_eq!(ok_res(&r)["ok"], true);
+    let call = call_id();
+    first.req_resumable(2, "/mcps/ts/tools/slow", slow_args(10.0, 20, None), &call);
+    let before = until_killed(&mut first, 2, 3);
+    assert!(before.iter().all(|f| f.t() == "chunk"), "{before:?}");
+    let had = *seqs(&before).last().unwrap();
+    assert_eq!(seqs(&before)[0], 1);
+
+    let mut second = attach_to(&gw, &[]);
+    second.resume(5, &call, had);
+    let after = second.answer(5);
+    let (last, chunks) = after.split_last().unwrap();
+    assert_eq!(last.value, json!({"t": "res", "id": 5, "status": 200}));
+    let resumed = seqs(chunks);
+    assert_eq!(resumed[0], had + 1, "{resumed:?}");
+    assert_eq!(
+        *resumed.last().unwrap(),
+        21,
+        "20 progress chunks and the result"
+    );
+    let result = &chunks.last().unwrap().value["chunk"];
+    assert_eq!(result["is_last"], true);
+    assert_eq!(result["content"][0]["text"], "done after 20 steps");
+    assert!(
+        chunks[..chunks.len() - 1]
+            .iter()
+            .all(|f| f.value["chunk"]["is_last"] == false)
+    );
+
+    // Resuming again with everything in hand gives nothing more; acknowledged, it is forgotten.
+    second.resume(6, &call, 21);
+    assert_eq!(
+        second
+            .answer(6)
+            .iter()
+            .map(|f| f.value.clone())
+            .collect::<Vec<_>>(),
+        [json!({"t": "res", "id": 6, "status": 200})]
+    );
+    second.ack(&call);
+    // The acknowledgement has no answer: ask until it has landed.
+    let started = std::time::Instant::now();
+    let gone = loop {
+        second.resume(7, &call, 21);
+        let f = second.answer(7).pop().unwrap();
+        if f.value["status"] != 200 {
+            break f;
+        }
+        assert!(started.elapsed() < LIMIT, "the call is still kept");
+    };
+    assert_eq!(gone.value["status"], 410, "{:?}", gone.value);
+    assert!(
+        gone.value["body"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("acknowledged"),
+        "{:?}",
+        gone.value
+    );
+    // The id is never used again.
+    second.req_resumable(
+        8,
+        "/mcps/ts/tools/echo",
+        json!({"arguments": {"text": "x"}}),
+        &call,
+    );
+    assert_eq!(second.answer(8).pop().unwrap().value["status"], 409);
+    assert!(second.finish().success(), "{}", second.stderr());
+}
+
+/// The end of input leaves a resumable call running with no frame for it (a call that is not
+/// resumable is cancelled as before); a resumed call can be cancelled, and the upstream is told.
+#[test]
+fn a_resumed_call_can_be_cancelled_and_the_upstream_sees_it() {
+    let (gw, mut first) = gateway_and_attach(&[]);
+    let dir = TempDir::new("resume-cancel");
+    let marker = dir.path("cancelled");
+    let call = call_id();
+    first.req_resumable(
+        2,
+        "/mcps/ts/tools/slow",
+        slow_args(100.0, 1000, Some(&marker)),
+        &call,
+    );
+    assert_eq!(first.next_for(2).t(), "chunk");
+    assert!(first.finish().success(), "{}", first.stderr());
+    let rest: Vec<_> = first
+        .remaining()
+        .into_iter()
+        .filter(|f| f.id() == Some(2))
+        .collect();
+    assert!(rest.iter().all(|f| f.t() == "chunk"), "{rest:?}");
+    assert!(
+        !marker.exists(),
+        "the end of input cancelled a resumable call"
+    );
+
+    let mut second = attach_to(&gw, &[]);
+    second.resume(3, &call, 0);
+    let resumed = second.next_for(3);
+    assert_eq!(resumed.t(), "chunk");
+    assert_eq!(resumed.value["seq"], 1, "after 0: from the first chunk on");
+    second.cancel(3);
+    assert!(
+        wait_file(&marker, LIMIT).is_some(),
+        "the upstream was not told"
+    );
+    let frames = second.answer(3);
+    assert_eq!(
+        frames.last().unwrap().value,
+        json!({"t": "cancelled", "id": 3})
+    );
+    second.resume(4, &call, 0);
+    let gone = second.answer(4).pop().unwrap();
+    assert_eq!(gone.value["status"], 410, "{:?}", gone.value);
+    assert!(
+        gone.value["body"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled"),
+        "{:?}",
+        gone.value
+    );
+    assert!(second.finish().success());
+}
+
+/// A finished call is forgotten once its retention passed; a running call nobody resumed
+/// within it is cancelled. Both then answer 410 saying why; an unknown call answers 404.
+#[test]
+fn calls_past_their_retention_answer_with_a_clear_error() {
+    let gw = start_gateway(&["--call-retention", "1"]);
+    let mut a = attach_to(&gw, &[]);
+    assert_eq!(a.hello["retention_ms"], 1000);
+    let r = a.call(1, "POST", "/mcps", Some(testserver_stdio("ts")));
+    assert_eq!(ok_res(&r)["ok"], true);
+    let dir = TempDir::new("retention");
+    let marker = dir.path("cancelled");
+    let (done, running) = (call_id(), call_id());
+    a.req_resumable(
+        2,
+        "/mcps/ts/tools/echo",
+        json!({"arguments": {"text": "x"}}),
+        &done,
+    );
+    assert_eq!(a.answer(2).pop().unwrap().value["status"], 200);
+    a.req_resumable(
+        3,
+        "/mcps/ts/tools/slow",
+        slow_args(100.0, 1000, Some(&marker)),
+        &running,
+    );
+    assert_eq!(a.next_for(3).t(), "chunk");
+    assert!(a.finish().success());
+
+    // Nobody resumes the running call: its retention cancels it upstream.
+    assert!(
+        wait_file(&marker, LIMIT).is_some(),
+        "the abandoned call still runs"
+    );
+    let mut b = attach_to(&gw, &[]);
+    for (id, call, why) in [
+        (4, &done, "ended more than 1s ago"),
+        (5, &running, "nobody followed it"),
+    ] {
+        b.resume(id, call, 0);
+        let f = b.answer(id).pop().unwrap();
+        assert_eq!(f.value["status"], 410, "{:?}", f.value);
+        let detail = f.value["body"]["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(why) && detail.contains("--call-retention"),
+            "{detail}"
+        );
+    }
+    b.resume(6, &call_id(), 0);
+    let f = b.answer(6).pop().unwrap();
+    assert_eq!(f.value["status"], 404, "{:?}", f.value);
+    assert!(b.finish().success());
+}

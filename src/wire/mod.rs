@@ -26,8 +26,8 @@ pub type JsonObject = Map<String, Value>;
 
 pub use chunk::{Block, DataBlock, Source, TextBlock, ToolChunk, ToolState};
 pub use rest::{
-    CallToolAnswer, CallToolBody, DaemonReady, ErrorBody, Health, McpEntry, McpState, McpStatus,
-    Ok, Query, RuntimeHeaders,
+    CallQuery, CallToolAnswer, CallToolBody, DaemonReady, ErrorBody, Health, McpEntry, McpState,
+    McpStatus, Ok, Query, RuntimeHeaders,
 };
 pub use spec::{
     EncodingErrorHandler, HttpConfig, McpConfig, McpSpec, StdioConfig, is_valid_name,

@@ -163,6 +163,22 @@ impl Query {
     }
 }
 
+/// The query of `/calls/{id}` (unknown parameters, the scope's among them, are ignored: a call
+/// is found by its id alone).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
+pub struct CallQuery {
+    /// `GET`, streamed: how many of the call's chunks the caller has already; they are not
+    /// sent again.
+    #[serde(default)]
+    pub after: Option<u64>,
+    /// `DELETE`: acknowledge a finished call (a running one is left running, and `409` says
+    /// so), rather than cancel whatever the call is doing.
+    #[serde(default)]
+    pub ack: Option<bool>,
+}
+
 /// The body of `PUT /mcps/{name}/runtime-headers`.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

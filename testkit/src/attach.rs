@@ -180,6 +180,29 @@ impl Attach {
         self.send(&format!("{frame}\n"));
     }
 
+    /// Writes one frame.
+    pub fn frame(&mut self, frame: &Value) {
+        self.send(&format!("{frame}\n"));
+    }
+
+    /// Sends a streamed tool call `req` frame made resumable under `call`.
+    pub fn req_resumable(&mut self, id: u64, path: &str, body: Value, call: &str) {
+        self.frame(
+            &json!({"t": "req", "id": id, "method": "POST", "path": path,
+                           "body": body, "stream": true, "call": call}),
+        );
+    }
+
+    /// Sends a `resume` frame (streamed).
+    pub fn resume(&mut self, id: u64, call: &str, after: u64) {
+        self.frame(&json!({"t": "resume", "id": id, "call": call, "after": after, "stream": true}));
+    }
+
+    /// Sends an `ack` frame.
+    pub fn ack(&mut self, call: &str) {
+        self.frame(&json!({"t": "ack", "call": call}));
+    }
+
     /// Sends a `cancel` frame.
     pub fn cancel(&mut self, id: u64) {
         self.send(&format!("{}\n", json!({"t": "cancel", "id": id})));

@@ -43,6 +43,17 @@ pub struct Call {
     pub body: Option<Bytes>,
     /// Whether a tool call should answer as a stream of chunks.
     pub stream: bool,
+    /// The resumable call it makes or resumes.
+    pub resumable: Option<Resumable>,
+}
+
+/// The resumable call of a request.
+#[derive(Debug, Clone)]
+pub struct Resumable {
+    /// Its id.
+    pub call: CallId,
+    /// Whether the request resumes it (`GET /calls/{id}`) rather than makes it.
+    pub resume: bool,
 }
 
 /// What a line of input asks for.
@@ -146,15 +157,28 @@ pub fn parse(line: Vec<u8>) -> Input {
         Ok(HostFrame::Request(r)) => r,
         Ok(HostFrame::Cancel { id }) => return Input::Cancel(id),
         Ok(HostFrame::Ping) => return Input::Ping,
+        Ok(HostFrame::Resume {
+            id,
+            call,
+            after,
+            stream,
+        }) => {
+            let path = format!("{}?after={after}", mcpgw::wire::rest::path::call(&call));
+            return Input::Request(Call {
+                id,
+                method: Method::GET,
+                path: PathAndQuery::try_from(path).expect("hex digits and a number"),
+                body: None,
+                stream,
+                resumable: Some(Resumable { call, resume: true }),
+            });
+        }
         Ok(
-            HostFrame::Resume { id, .. }
-            | HostFrame::Open { id, .. }
-            | HostFrame::Message { id, .. }
-            | HostFrame::Close { id },
+            HostFrame::Open { id, .. } | HostFrame::Message { id, .. } | HostFrame::Close { id },
         ) => {
             return Input::Invalid {
                 id: Some(id),
-                message: "this attach does not carry resumes or MCP connections yet".into(),
+                message: "this attach does not carry MCP connections yet".into(),
             };
         }
         Ok(HostFrame::Ack { call }) => return Input::Ack(call),
@@ -189,6 +213,10 @@ pub fn parse(line: Vec<u8>) -> Input {
         at..at + raw.get().len()
     });
     let (id, stream) = (request.id, request.stream);
+    let resumable = request.call.clone().map(|call| Resumable {
+        call,
+        resume: false,
+    });
     drop(request);
     Input::Request(Call {
         id,
@@ -196,6 +224,7 @@ pub fn parse(line: Vec<u8>) -> Input {
         path,
         body: body.map(|range| Bytes::from(line).slice(range)),
         stream,
+        resumable,
     })
 }
 

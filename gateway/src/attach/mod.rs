@@ -70,12 +70,13 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         .map_err(|e| Failure::new(1, format!("cannot start the async runtime: {e}")))?;
     let gateway = runtime.block_on(locate::locate(&args))?;
     let auth = locate::authorization(&gateway)?;
-    let (max_in_flight, connections) =
-        relay::fit(args.max_in_flight, gateway.limits.max_connections);
-    if max_in_flight < args.max_in_flight {
+    let (max_in_flight, connections) = relay::fit(
+        args.max_in_flight.unwrap_or(usize::MAX),
+        gateway.limits.max_connections,
+    );
+    if let Some(asked) = args.max_in_flight.filter(|&n| n > max_in_flight) {
         tracing::info!(
-            "relaying at most {max_in_flight} requests at once (not --max-in-flight {}): the gateway serves {} connections (--max-connections)",
-            args.max_in_flight,
+            "relaying at most {max_in_flight} requests at once (not --max-in-flight {asked}): the gateway serves {} connections (--max-connections)",
             gateway.limits.max_connections
         );
     }
@@ -97,7 +98,7 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         launched: gateway.launched,
         max_frame_bytes: args.max_frame_bytes as u64,
         heartbeat_ms: args.heartbeat.as_millis() as u64,
-        retention_ms: 0,
+        retention_ms: gateway.limits.call_retention.as_millis() as u64,
     });
     let flags = stdio::Restore::record();
     let (ending, written) = runtime.block_on(async {

@@ -9,19 +9,20 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue};
 use http_body_util::{BodyExt, Full};
-use mcpgw::wire::frame::{Body, GatewayFrame, body_of, quoted};
-use mcpgw::wire::rest::NDJSON;
+use mcpgw::wire::frame::{Body, CallId, GatewayFrame, body_of, quoted};
+use mcpgw::wire::rest::{NDJSON, header};
 use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::AbortHandle;
 
-use super::input::{Call, Input};
+use super::input::{Call, Input, Resumable};
 use super::liveness::{Beat, Liveness};
 use super::locate::Gateway;
 use super::output;
@@ -29,6 +30,9 @@ use super::pool::{Pool, SendError};
 
 /// Requests read ahead while all slots are taken, so a `cancel` behind them is still seen.
 const MAX_WAITING: usize = 64;
+
+/// Acknowledgements sent to the gateway at once, at most.
+const MAX_ACKS: usize = 256;
 
 /// Connections a session keeps beside those of its requests, for its own requests to the
 /// gateway (cancelling and forgetting resumable calls).
@@ -85,7 +89,43 @@ pub struct Relay {
     gateway_pid: u32,
     authorization: Option<HeaderValue>,
     out: output::Sender,
-    in_flight: Mutex<HashMap<u64, AbortHandle>>,
+    in_flight: Mutex<HashMap<u64, Flight>>,
+    chores: Chores,
+}
+
+/// A request in flight.
+struct Flight {
+    /// Its exchange, or the cancelling of its call.
+    task: AbortHandle,
+    /// The resumable call it makes or resumes.
+    call: Option<CallId>,
+    /// Its call is being cancelled in the gateway; that ends with its final frame.
+    cancelling: bool,
+}
+
+/// attach's own requests to the gateway (cancelling and acknowledging resumable calls), which
+/// the end of the session waits for.
+#[derive(Default)]
+struct Chores {
+    pending: AtomicUsize,
+    acks: AtomicUsize,
+    done: Notify,
+}
+
+/// Counts a chore out when its task ends, however it ends.
+struct ChoreDone {
+    relay: Arc<Relay>,
+    ack: bool,
+}
+
+impl Drop for ChoreDone {
+    fn drop(&mut self) {
+        if self.ack {
+            self.relay.chores.acks.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.relay.chores.pending.fetch_sub(1, Ordering::Relaxed);
+        self.relay.chores.done.notify_waiters();
+    }
 }
 
 impl Relay {
@@ -107,18 +147,148 @@ impl Relay {
             authorization,
             out,
             in_flight: Mutex::new(HashMap::new()),
+            chores: Chores::default(),
         }
     }
 
     fn start(self: &Arc<Self>, call: Call, permit: OwnedSemaphorePermit) {
         let id = call.id;
+        let resumable = call.resumable.as_ref().map(|r| r.call.clone());
         let task = tokio::spawn(self.clone().serve(call, permit));
         // On a current-thread runtime the task cannot run, let alone remove its entry, before
         // this insert.
-        self.in_flight
-            .lock()
-            .unwrap()
-            .insert(id, task.abort_handle());
+        self.in_flight.lock().unwrap().insert(
+            id,
+            Flight {
+                task: task.abort_handle(),
+                call: resumable,
+                cancelling: false,
+            },
+        );
+    }
+
+    /// Runs one of attach's own requests on a task of its own; `None` when `ack` and too many
+    /// acknowledgements wait already (one more is dropped: a call not acknowledged is only
+    /// kept until its retention ends).
+    fn chore(
+        self: &Arc<Self>,
+        ack: bool,
+        work: impl Future<Output = ()> + Send + 'static,
+    ) -> Option<AbortHandle> {
+        if ack && self.chores.acks.fetch_add(1, Ordering::Relaxed) >= MAX_ACKS {
+            self.chores.acks.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        self.chores.pending.fetch_add(1, Ordering::Relaxed);
+        let done = ChoreDone {
+            relay: self.clone(),
+            ack,
+        };
+        Some(
+            tokio::spawn(async move {
+                let _done = done;
+                work.await
+            })
+            .abort_handle(),
+        )
+    }
+
+    /// Waits for every chore, at most `limit`.
+    async fn chores_done(&self, limit: Duration) {
+        let all = async {
+            loop {
+                let done = self.chores.done.notified();
+                tokio::pin!(done);
+                done.as_mut().enable();
+                if self.chores.pending.load(Ordering::Relaxed) == 0 {
+                    return;
+                }
+                done.await;
+            }
+        };
+        if tokio::time::timeout(limit, all).await.is_err() {
+            tracing::warn!(
+                "the gateway did not answer every cancel and acknowledgement within {limit:?}"
+            );
+        }
+    }
+
+    /// `DELETE /calls/{call}` (`ack`: only a finished call); the status it answered.
+    async fn delete_call(&self, call: &CallId, ack: bool) -> Result<(u16, Bytes), String> {
+        let mut path = mcpgw::wire::rest::path::call(call);
+        if ack {
+            path.push_str("?ack=true");
+        }
+        let mut request = http::Request::delete(path).header(HOST, self.host.clone());
+        if let Some(auth) = &self.authorization {
+            request = request.header(AUTHORIZATION, auth.clone());
+        }
+        let request = request
+            .body(Full::default())
+            .map_err(|e| format!("cannot build the request: {e}"))?;
+        let (response, mut lease) = self
+            .pool
+            .send(request)
+            .await
+            .map_err(|e| self.unreachable(&e))?;
+        let status = response.status().as_u16();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| self.broke_off(&e))?
+            .to_bytes();
+        lease.reusable();
+        Ok((status, body))
+    }
+
+    /// Cancels resumable call `call` of request `id` in the gateway, then ends `id`.
+    async fn cancel_call(self: Arc<Self>, id: u64, call: CallId) {
+        let last = match self.delete_call(&call, false).await {
+            // Cancelled, or already gone: either way it runs no more.
+            Ok((200 | 404 | 410, _)) => GatewayFrame::Cancelled { id },
+            Ok((status, body)) => GatewayFrame::Error {
+                id: Some(id),
+                message: format!(
+                    "cancelling call {call} in the gateway failed: {status} {}",
+                    quoted(&String::from_utf8_lossy(&body))
+                )
+                .into(),
+            },
+            Err(e) => GatewayFrame::Error {
+                id: Some(id),
+                message: format!("cancelling call {call} in the gateway failed: {e}").into(),
+            },
+        };
+        self.finish(id, encode(&last)).await;
+    }
+
+    fn ack(self: &Arc<Self>, call: CallId) {
+        let relay = self.clone();
+        let acked = self.chore(true, async move {
+            match relay.delete_call(&call, true).await {
+                Ok((200 | 404 | 410, _)) => tracing::debug!(%call, "acknowledged"),
+                Ok((status, body)) => tracing::info!(
+                    %call,
+                    "the gateway refused the acknowledgement: {status} {}",
+                    quoted(&String::from_utf8_lossy(&body))
+                ),
+                Err(e) => tracing::info!(%call, "acknowledging failed: {e}"),
+            }
+        });
+        if acked.is_none() {
+            tracing::debug!("{MAX_ACKS} acknowledgements wait already: one more is dropped");
+        }
+    }
+
+    /// Takes request `id` out and queues its last frame without a pause in between, so a
+    /// cancel finds the request either still running or already answered.
+    async fn finish(&self, id: u64, last: Vec<u8>) {
+        let Ok(slot) = self.out.reserve().await else {
+            return;
+        };
+        self.in_flight.lock().unwrap().remove(&id);
+        slot.send(last);
     }
 
     fn admit(
@@ -167,40 +337,79 @@ impl Relay {
         outbox.push(&self.out, &frame);
     }
 
-    fn cancel(&self, id: u64, waiting: &mut VecDeque<Call>, outbox: &mut Outbox) {
-        let task = self.in_flight.lock().unwrap().remove(&id);
-        let known = match task {
-            Some(task) => {
-                // Dropping the exchange closes its connection: the gateway cancels upstream.
-                task.abort();
-                true
+    fn cancel(self: &Arc<Self>, id: u64, waiting: &mut VecDeque<Call>, outbox: &mut Outbox) {
+        let mut flights = self.in_flight.lock().unwrap();
+        if let Some(flight) = flights.get_mut(&id) {
+            if flight.cancelling {
+                tracing::debug!(id, "a second cancel of a request: ignored");
+                return;
             }
-            None => match waiting.iter().position(|c| c.id == id) {
-                Some(at) => waiting.remove(at).is_some(),
-                None => false,
-            },
-        };
-        if known {
-            outbox.push(&self.out, &GatewayFrame::Cancelled { id });
-        } else {
+            // Dropping the exchange closes its connection: the gateway cancels a call that is
+            // not resumable; a resumable one is cancelled in the gateway by its id.
+            flight.task.abort();
+            match flight.call.clone() {
+                None => {
+                    flights.remove(&id);
+                    outbox.push(&self.out, &GatewayFrame::Cancelled { id });
+                }
+                Some(call) => {
+                    flight.cancelling = true;
+                    if let Some(task) = self.chore(false, self.clone().cancel_call(id, call)) {
+                        flight.task = task;
+                    }
+                }
+            }
+            return;
+        }
+        let Some(at) = waiting.iter().position(|c| c.id == id) else {
             tracing::debug!(
                 id,
                 "cancel for a request not in flight (finished or unknown): ignored"
             );
+            return;
+        };
+        let call = waiting.remove(at).expect("found");
+        match call.resumable {
+            // A resume's call runs in the gateway (a call not sent yet runs nowhere).
+            Some(Resumable { call, resume: true }) => {
+                let task = self.chore(false, self.clone().cancel_call(id, call.clone()));
+                if let Some(task) = task {
+                    let flight = Flight {
+                        task,
+                        call: Some(call),
+                        cancelling: true,
+                    };
+                    flights.insert(id, flight);
+                }
+            }
+            _ => outbox.push(&self.out, &GatewayFrame::Cancelled { id }),
         }
     }
 
-    fn cancel_all(&self, waiting: VecDeque<Call>, outbox: &mut Outbox) {
-        let tasks: Vec<_> = self.in_flight.lock().unwrap().drain().collect();
-        let ids = tasks
-            .into_iter()
-            .map(|(id, task)| {
-                task.abort();
-                id
-            })
-            .chain(waiting.into_iter().map(|c| c.id));
-        for id in ids {
-            outbox.push(&self.out, &GatewayFrame::Cancelled { id });
+    /// The end of the session: what waits was never sent, and is cancelled; a request in
+    /// flight is cancelled unless its call is resumable, which runs on in the gateway for a
+    /// later channel to resume (its exchange is dropped without a frame). A call being
+    /// cancelled gets its final frame once the gateway answered.
+    fn end(&self, waiting: VecDeque<Call>, outbox: &mut Outbox) {
+        for call in waiting {
+            outbox.push(&self.out, &GatewayFrame::Cancelled { id: call.id });
+        }
+        let mut detached = 0;
+        self.in_flight.lock().unwrap().retain(|&id, flight| {
+            if flight.cancelling {
+                return true;
+            }
+            flight.task.abort();
+            match flight.call {
+                None => outbox.push(&self.out, &GatewayFrame::Cancelled { id }),
+                Some(_) => detached += 1,
+            }
+            false
+        });
+        if detached > 0 {
+            tracing::info!(
+                "{detached} resumable calls run on in the gateway, for another channel to resume"
+            );
         }
     }
 
@@ -218,13 +427,7 @@ impl Relay {
                 message: message.into(),
             }),
         };
-        // Taking the id out and queueing the last frame happen without a pause in between, so a
-        // cancel finds the request either still running or already answered.
-        let Ok(slot) = self.out.reserve().await else {
-            return;
-        };
-        self.in_flight.lock().unwrap().remove(&call.id);
-        slot.send(last);
+        self.finish(call.id, last).await;
     }
 
     fn request(&self, call: &Call) -> Result<http::Request<Full<Bytes>>, String> {
@@ -240,6 +443,14 @@ impl Relay {
         }
         if call.stream {
             request = request.header(ACCEPT, HeaderValue::from_static(NDJSON));
+        }
+        if let Some(Resumable {
+            call,
+            resume: false,
+        }) = &call.resumable
+        {
+            let id = HeaderValue::try_from(call.as_str()).expect("hex digits");
+            request = request.header(header::CALL_ID, id);
         }
         request
             .body(Full::new(call.body.clone().unwrap_or_default()))
@@ -274,7 +485,15 @@ impl Relay {
                 body: body_of(&body),
             }));
         }
-        // NDJSON: every line is a ToolChunk, relayed the moment it is complete.
+        // NDJSON: every line is a ToolChunk, relayed the moment it is complete; a resumable
+        // call's lines are numbered from the one the gateway says.
+        let mut seq = call.resumable.as_ref().map(|_| {
+            response
+                .headers()
+                .get(header::SEQ)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                .unwrap_or(1)
+        });
         let mut body = response.into_body();
         let mut partial = Vec::new();
         while let Some(frame) = body.frame().await {
@@ -285,10 +504,10 @@ impl Relay {
             let mut rest = &data[..];
             while let Some(at) = memchr::memchr(b'\n', rest) {
                 if partial.is_empty() {
-                    self.chunk(id, &rest[..at]).await?;
+                    self.chunk(id, &rest[..at], &mut seq).await?;
                 } else {
                     partial.extend_from_slice(&rest[..at]);
-                    self.chunk(id, &partial).await?;
+                    self.chunk(id, &partial, &mut seq).await?;
                     partial.clear();
                 }
                 rest = &rest[at + 1..];
@@ -296,7 +515,7 @@ impl Relay {
             partial.extend_from_slice(rest);
         }
         lease.reusable();
-        self.chunk(id, &partial).await?;
+        self.chunk(id, &partial, &mut seq).await?;
         Ok(encode(&GatewayFrame::Response {
             id,
             status,
@@ -304,7 +523,7 @@ impl Relay {
         }))
     }
 
-    async fn chunk(&self, id: u64, line: &[u8]) -> Result<(), String> {
+    async fn chunk(&self, id: u64, line: &[u8], seq: &mut Option<u64>) -> Result<(), String> {
         let line = line.trim_ascii();
         if line.is_empty() {
             return Ok(());
@@ -318,10 +537,14 @@ impl Relay {
                     quoted(&String::from_utf8_lossy(line))
                 )
             })?;
+        let this = *seq;
+        if let Some(next) = seq {
+            *next += 1;
+        }
         self.send(&GatewayFrame::Chunk {
             id,
             chunk,
-            seq: None,
+            seq: this,
         })
         .await;
         Ok(())
@@ -440,21 +663,19 @@ pub async fn run(
                     live.host_pinged();
                     beat.as_mut().reset(live.next_check().unwrap_or_else(far));
                 }
-                Some(Input::Ack(_)) => {}
+                Some(Input::Ack(call)) => relay.ack(call),
                 Some(Input::Invalid { id, message }) => relay.refuse(id, message, &waiting, &mut outbox),
             },
         }
     };
-    if ending != Ending::OutputClosed {
-        relay.cancel_all(waiting, &mut outbox);
-        if tokio::time::timeout(limit, outbox.flush(&relay.out))
+    relay.end(waiting, &mut outbox);
+    if ending != Ending::OutputClosed
+        && tokio::time::timeout(limit, outbox.flush(&relay.out))
             .await
             .is_err()
-        {
-            tracing::warn!(
-                "stdout took no frames for {limit:?}: the last cancelled frames are lost"
-            );
-        }
+    {
+        tracing::warn!("stdout took no frames for {limit:?}: the last cancelled frames are lost");
     }
+    relay.chores_done(limit).await;
     ending
 }

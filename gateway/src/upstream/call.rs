@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use mcpgw::wire::JsonObject;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    ProgressToken, ServerResult,
+    ProgressNotificationParam, ProgressToken, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::{Value, json};
@@ -17,6 +17,10 @@ use super::progress::ProgressSender;
 use super::session::Session;
 use super::{Upstream, error_chain, stdio};
 use crate::error::{DeadlineSource, Error, py_repr};
+
+/// Progress notifications of one call waiting for its caller; beyond, intermediate ones are
+/// dropped (never the result).
+const PROGRESS_QUEUE: usize = 1024;
 
 impl Upstream {
     /// Calls `tool` and returns the upstream's `CallToolResult` as JSON. `deadline` (from the
@@ -125,6 +129,45 @@ impl Upstream {
         }
         self.metrics.latency.observe(started.elapsed());
         result
+    }
+
+    /// [`Upstream::call`] with its progress handed to `progress` as it arrives, in order, all
+    /// of it before the result. `None` when the caller went away first (`progress` returned
+    /// false, or `gone` resolved): the call is then dropped, which cancels it upstream.
+    pub async fn call_with_progress<F>(
+        &self,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        deadline: Option<Duration>,
+        mut progress: impl FnMut(ProgressNotificationParam) -> F,
+        gone: impl Future<Output = ()>,
+    ) -> Option<Result<Value, Error>>
+    where
+        F: Future<Output = bool>,
+    {
+        let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
+        let call = self.call(tool, arguments, deadline, Some(progress_tx));
+        tokio::pin!(call);
+        tokio::pin!(gone);
+        loop {
+            tokio::select! {
+                biased;
+                Some(p) = progress_rx.recv() => {
+                    if !progress(p).await {
+                        return None;
+                    }
+                }
+                result = &mut call => {
+                    while let Ok(p) = progress_rx.try_recv() {
+                        if !progress(p).await {
+                            return None;
+                        }
+                    }
+                    return Some(result);
+                }
+                () = &mut gone => return None,
+            }
+        }
     }
 
     /// The effective deadline of a call and where it came from.
