@@ -101,6 +101,19 @@ struct State {
     /// Counts the times it was left without watchers, so that a timer set then knows whether
     /// it still applies.
     left: u64,
+    /// The next chunk each streamed answer will take: what none has taken yet is spared by
+    /// the budget.
+    cursors: HashMap<u64, u64>,
+    cursor_token: u64,
+}
+
+impl State {
+    /// The first chunk a streamed answer still needs, unless every answer is too far behind
+    /// to be waited for.
+    fn spared_from(&self) -> Option<u64> {
+        let oldest = *self.cursors.values().min()?;
+        (self.next_seq.saturating_sub(oldest) <= MAX_LAG).then_some(oldest)
+    }
 }
 
 #[derive(Clone)]
@@ -239,6 +252,8 @@ impl Calls {
                 ended: None,
                 watchers: 0,
                 left: 0,
+                cursors: HashMap::new(),
+                cursor_token: 0,
             }),
             changed: Notify::new(),
             task: Mutex::new(None),
@@ -248,9 +263,10 @@ impl Calls {
             if inner.live.contains_key(&id) || inner.gone.contains_key(&id) {
                 return Err(Error::CallIdTaken { id: id.to_string() });
             }
-            if inner.bytes + RECORD_BYTES > self.settings.budget {
-                self.make_room(&mut inner);
-                if inner.bytes + RECORD_BYTES > self.settings.budget {
+            let room = self.settings.budget.saturating_sub(RECORD_BYTES);
+            if inner.bytes > room {
+                self.make_room(&mut inner, room);
+                if inner.bytes > room {
                     return Err(Error::CallsFull {
                         budget: self.settings.budget,
                     });
@@ -301,7 +317,7 @@ impl Calls {
         drop(state);
         inner.bytes += len;
         if inner.bytes > self.settings.budget {
-            self.make_room(&mut inner);
+            self.make_room(&mut inner, self.settings.budget);
         }
         drop(inner);
         record.changed.notify_waiters();
@@ -324,7 +340,7 @@ impl Calls {
         drop(state);
         inner.bytes += len;
         if inner.bytes > self.settings.budget {
-            self.make_room(&mut inner);
+            self.make_room(&mut inner, self.settings.budget);
         }
         drop(inner);
         record.changed.notify_waiters();
@@ -412,10 +428,9 @@ impl Calls {
         Ok(())
     }
 
-    /// Over the budget: forgets finished calls, oldest first, then drops the oldest progress
-    /// of the calls that hold the most.
-    fn make_room(&self, inner: &mut Inner) {
-        let budget = self.settings.budget;
+    /// Brings what the calls hold down to `budget`: forgets finished calls, oldest first, then
+    /// drops the oldest progress of the calls that hold the most.
+    fn make_room(&self, inner: &mut Inner, budget: usize) {
         let mut finished: Vec<(Instant, CallId)> = inner
             .live
             .values()
@@ -437,7 +452,8 @@ impl Calls {
         holders.sort_by_key(|(bytes, _)| std::cmp::Reverse(*bytes));
         for (_, record) in holders {
             let mut state = record.state.lock().unwrap();
-            while inner.bytes > budget {
+            let spared = state.spared_from().unwrap_or(u64::MAX);
+            while inner.bytes > budget && state.first_seq < spared {
                 let Some(dropped) = state.progress.pop_front() else {
                     break;
                 };
@@ -483,58 +499,110 @@ impl Calls {
         }
         // As a call's own stream does, the status waits for the first line, so a call that
         // failed before any progress answers with its own status.
-        let first = loop {
+        let mut lines = Lines::new(watch, after + 1);
+        loop {
             let changed = record.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
             {
-                let state = record.state.lock().unwrap();
-                if state.next_seq > after + 1 && !state.progress.is_empty() {
-                    break (after + 1).max(state.first_seq);
+                let mut state = record.state.lock().unwrap();
+                if let Some(Outcome::Failed { error, .. }) = &state.outcome
+                    && state.next_seq == 1
+                {
+                    return Err(error.clone());
                 }
-                match &state.outcome {
-                    Some(Outcome::Failed { error, .. }) if state.next_seq == 1 => {
-                        return Err(error.clone());
-                    }
-                    Some(_) => break (after + 1).max(state.first_seq),
-                    None => {}
+                // Progress dropped before this answer began is skipped: `seq` says so.
+                lines.next = lines.next.max(state.first_seq);
+                lines.fill(&mut state).expect("no gap at the start");
+                if !lines.pending.is_empty() || lines.done {
+                    break;
                 }
             }
             changed.await;
-        };
-        let lines = futures::stream::unfold(
-            Lines {
-                watch,
-                next: first,
-                pending: VecDeque::new(),
-                done: false,
-            },
-            |mut at| async move {
-                let item = at.next().await?;
-                Some((item, at))
-            },
-        );
+        }
         Ok(Answer::Lines {
-            seq: first,
-            lines: Box::pin(lines),
+            seq: lines.pending_from,
+            lines: Box::pin(futures::stream::unfold(lines, |mut lines| async move {
+                let item = lines.next_line().await?;
+                Some((item, lines))
+            })),
         })
     }
 }
 
-/// Where a streamed answer is in its call.
+/// A streamed answer's place in its call. While it lasts, the progress it has not sent yet is
+/// kept (up to [`MAX_LAG`] chunks), whatever the memory budget.
 struct Lines {
     watch: Watch,
-    /// The number of the next line to send.
+    /// Its entry among the record's cursors.
+    token: u64,
+    /// The number of the next chunk to take from the record.
     next: u64,
+    /// Chunks taken and not sent yet; the front one is number `pending_from`.
     pending: VecDeque<Bytes>,
+    pending_from: u64,
     done: bool,
 }
 
+/// How far behind the progress an answer may fall before the budget no longer spares what it
+/// has not sent (then it ends early, and a resume shows what was dropped).
+const MAX_LAG: u64 = 1024;
+
 impl Lines {
-    async fn next(&mut self) -> Option<Result<Bytes, String>> {
+    fn new(watch: Watch, next: u64) -> Lines {
+        let token = {
+            let mut state = watch.record.state.lock().unwrap();
+            state.cursor_token += 1;
+            let token = state.cursor_token;
+            state.cursors.insert(token, next);
+            token
+        };
+        Lines {
+            watch,
+            token,
+            next,
+            pending: VecDeque::new(),
+            pending_from: next,
+            done: false,
+        }
+    }
+
+    /// Takes the chunks the record has from `next` on (and the last one, once the call
+    /// ended); an error when some of them were dropped.
+    fn fill(&mut self, state: &mut State) -> Result<(), String> {
+        if self.next < state.first_seq && self.next < state.next_seq {
+            return Err(format!(
+                "this answer fell more than {MAX_LAG} chunks behind: chunks {} to {} of call {} were dropped to stay within --call-retention-bytes",
+                self.next,
+                state.first_seq - 1,
+                self.watch.record.id
+            ));
+        }
+        if self.pending.is_empty() {
+            self.pending_from = self.next;
+        }
+        if self.next < state.next_seq {
+            let from = (self.next - state.first_seq) as usize;
+            self.pending.extend(state.progress.range(from..).cloned());
+            self.next = state.next_seq;
+        }
+        if let Some(outcome) = &state.outcome {
+            // The last chunk is number `next_seq`; an answer that is past it has no line.
+            if self.next == state.next_seq {
+                self.pending.push_back(line(outcome.chunk()));
+                self.next += 1;
+            }
+            self.done = true;
+        }
+        state.cursors.insert(self.token, self.next);
+        Ok(())
+    }
+
+    async fn next_line(&mut self) -> Option<Result<Bytes, String>> {
         let record = self.watch.record.clone();
         loop {
             if let Some(line) = self.pending.pop_front() {
+                self.pending_from += 1;
                 return Some(Ok(line));
             }
             if self.done {
@@ -543,34 +611,21 @@ impl Lines {
             let changed = record.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            {
-                let state = record.state.lock().unwrap();
-                if self.next < state.first_seq && self.next < state.next_seq {
-                    self.done = true;
-                    return Some(Err(format!(
-                        "the answer fell behind: chunks {} to {} of call {} were dropped to stay within --call-retention-bytes",
-                        self.next,
-                        state.first_seq - 1,
-                        record.id
-                    )));
-                }
-                if self.next < state.next_seq {
-                    let from = (self.next - state.first_seq) as usize;
-                    self.pending.extend(state.progress.range(from..).cloned());
-                    self.next = state.next_seq;
-                }
-                if let Some(outcome) = &state.outcome {
-                    // The last chunk is number `next_seq`; a host that has it gets no line.
-                    if self.next == state.next_seq {
-                        self.pending.push_back(line(outcome.chunk()));
-                    }
-                    self.done = true;
-                }
+            if let Err(e) = self.fill(&mut record.state.lock().unwrap()) {
+                self.done = true;
+                return Some(Err(e));
             }
             if self.pending.is_empty() && !self.done {
                 changed.await;
             }
         }
+    }
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        let mut state = self.watch.record.state.lock().unwrap();
+        state.cursors.remove(&self.token);
     }
 }
 

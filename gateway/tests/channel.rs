@@ -439,3 +439,186 @@ fn calls_past_their_retention_answer_with_a_clear_error() {
     assert_eq!(f.value["status"], 404, "{:?}", f.value);
     assert!(b.finish().success());
 }
+
+/// A resumable call's first progress line over plain HTTP; the response (dropping it leaves the
+/// call running) and its `mcpgw-seq`.
+async fn first_line(
+    gw: &Gateway,
+    method: reqwest::Method,
+    path: &str,
+    call: Option<&str>,
+    body: Option<serde_json::Value>,
+) -> (reqwest::Response, u64, serde_json::Value) {
+    let mut request = gw
+        .http
+        .request(method, gw.url(path))
+        .header("authorization", format!("Bearer {}", gw.token))
+        .header("accept", "application/x-ndjson");
+    if let Some(call) = call {
+        request = request.header("mcpgw-call-id", call);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let mut response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let seq = response.headers()["mcpgw-seq"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut line = Vec::new();
+    while !line.contains(&b'\n') {
+        line.extend_from_slice(&response.chunk().await.unwrap().expect("a line"));
+    }
+    let end = line.iter().position(|&b| b == b'\n').unwrap();
+    (response, seq, serde_json::from_slice(&line[..end]).unwrap())
+}
+
+/// The REST side of resumable calls: the same answer again from `GET /calls/{id}`, ids never
+/// reused, acknowledging and cancelling, and the memory bound (finished calls forgotten first,
+/// then the oldest progress dropped, then new calls refused).
+#[tokio::test]
+async fn resumable_calls_over_plain_http_within_their_memory() {
+    let gw = start_gateway(&["--call-retention-bytes", "4096"]);
+    let health = gw.http.get(gw.url("/health")).send().await.unwrap();
+    assert_eq!(health.headers()["mcpgw-call-retention-ms"], "600000");
+    assert_eq!(health.headers()["mcpgw-max-connections"], "1024");
+    assert_eq!(health.headers()["mcpgw-idle-timeout-ms"], "60000");
+    gw.add(testserver_stdio("ts"), "").await.expect(200);
+    let auth = format!("Bearer {}", gw.token);
+    let echo = serde_json::to_vec(&json!({"arguments": {"text": "again"}})).unwrap();
+    let done = call_id();
+    let first = gw
+        .send_with(
+            "POST",
+            "/mcps/ts/tools/echo",
+            Some(echo.clone()),
+            Some(&auth),
+            &[("mcpgw-call-id", &done)],
+        )
+        .await
+        .expect(200);
+    let again = gw.get(&format!("/calls/{done}")).await.expect(200);
+    assert_eq!(first.json(), again.json());
+    assert_eq!(chunk_text(&again.json()), "again");
+    let taken = gw
+        .send_with(
+            "POST",
+            "/mcps/ts/tools/echo",
+            Some(echo.clone()),
+            Some(&auth),
+            &[("mcpgw-call-id", &done)],
+        )
+        .await
+        .expect(409);
+    assert!(
+        taken.detail().contains("never run twice"),
+        "{}",
+        taken.detail()
+    );
+    gw.send_with(
+        "POST",
+        "/mcps/ts/tools/echo",
+        Some(echo),
+        Some(&auth),
+        &[("mcpgw-call-id", "XYZ")],
+    )
+    .await
+    .expect(400);
+    gw.get("/calls/nothex").await.expect(400);
+    gw.get(&format!("/calls/{}", call_id())).await.expect(404);
+
+    // A running call whose caller went away: an acknowledgement leaves it running; a resume
+    // gets the chunks after those it asks to skip.
+    let dir = TempDir::new("rest-calls");
+    let marker = dir.path("cancelled");
+    let running = call_id();
+    let (caller, seq, chunk) = first_line(
+        &gw,
+        reqwest::Method::POST,
+        "/mcps/ts/tools/slow",
+        Some(&running),
+        Some(slow_args(100.0, 1000, Some(&marker))),
+    )
+    .await;
+    assert_eq!((seq, chunk["is_last"].clone()), (1, json!(false)));
+    drop(caller);
+    let acked = gw
+        .delete(&format!("/calls/{running}?ack=true"))
+        .await
+        .expect(409);
+    assert!(
+        acked.detail().contains("still running"),
+        "{}",
+        acked.detail()
+    );
+    let (resumed, seq, _) = first_line(
+        &gw,
+        reqwest::Method::GET,
+        &format!("/calls/{running}?after=2"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(seq, 3);
+    drop(resumed);
+
+    // Running calls fill the 4 KiB: the finished call is forgotten first, then progress goes
+    // (the oldest of the call that holds the most), then a new call is refused.
+    let mut others = Vec::new();
+    let refused = loop {
+        let call = call_id();
+        let response = gw
+            .http
+            .post(gw.url("/mcps/ts/tools/slow"))
+            .header("authorization", &auth)
+            .header("accept", "application/x-ndjson")
+            .header("mcpgw-call-id", &call)
+            .json(&slow_args(100.0, 1000, None))
+            .send()
+            .await
+            .unwrap();
+        if response.status() != 200 {
+            break response;
+        }
+        others.push(call);
+        assert!(others.len() < 16, "the budget admits every call");
+    };
+    assert_eq!(refused.status(), 503);
+    let detail = refused.text().await.unwrap();
+    assert!(detail.contains("--call-retention-bytes"), "{detail}");
+    assert_eq!(
+        others.len(),
+        7,
+        "4096 bytes hold eight calls of 512 bytes each"
+    );
+    let evicted = gw.get(&format!("/calls/{done}")).await.expect(410);
+    assert!(
+        evicted.detail().contains("make room"),
+        "{}",
+        evicted.detail()
+    );
+    let (resumed, seq, _) = first_line(
+        &gw,
+        reqwest::Method::GET,
+        &format!("/calls/{running}?after=0"),
+        None,
+        None,
+    )
+    .await;
+    assert!(
+        seq > 3,
+        "the oldest progress was kept: the first line is number {seq}"
+    );
+    drop(resumed);
+
+    // Cancelled: the upstream is told, and the call answers 410 from then on.
+    gw.delete(&format!("/calls/{running}")).await.expect(200);
+    assert!(appears(&marker, LIMIT).await, "the upstream was not told");
+    let gone = gw.get(&format!("/calls/{running}")).await.expect(410);
+    assert!(gone.detail().contains("cancelled"), "{}", gone.detail());
+    for call in others {
+        gw.delete(&format!("/calls/{call}")).await.expect(200);
+    }
+}
