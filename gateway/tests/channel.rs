@@ -622,3 +622,181 @@ async fn resumable_calls_over_plain_http_within_their_memory() {
         gw.delete(&format!("/calls/{call}")).await.expect(200);
     }
 }
+
+/// A container of the test image, or `None` (having said why) when Docker is not there.
+fn container_or_skip() -> Option<Container> {
+    match docker_unavailable() {
+        Some(why) => {
+            eprintln!("SKIPPED: {why}");
+            None
+        }
+        None => Some(Container::start()),
+    }
+}
+
+/// A session channel into `container`: `docker exec -i ... attach`, launching the gateway the
+/// first time.
+fn docker_channel(container: &Container, extra: &[&str]) -> Attach {
+    let mut args = vec![
+        "mcpgw-gateway",
+        "attach",
+        "--state-dir",
+        "/tmp/mcpgw",
+        "--launch",
+    ];
+    args.extend_from_slice(extra);
+    Attach::start_channel(container.exec_i(&args))
+}
+
+fn register_in_docker(a: &mut Attach) {
+    let spec = json!({"name": "ts", "mcp_config": {"type": "stdio_mcp",
+                      "command": "/usr/local/bin/mcpgw-testserver", "args": ["stdio"]}});
+    let r = a.call(1, "POST", "/mcps", Some(spec));
+    assert_eq!(ok_res(&r)["ok"], true);
+}
+
+/// Every chunk number of one call seen over its channels, in order, and its result chunk.
+fn all_once(seen: &[Frame], steps: u64) {
+    let mut numbers: Vec<u64> = seen
+        .iter()
+        .filter(|f| f.t() == "chunk")
+        .map(|f| f.value["seq"].as_u64().unwrap())
+        .collect();
+    numbers.sort();
+    assert_eq!(
+        numbers,
+        (1..=steps + 1).collect::<Vec<_>>(),
+        "every chunk exactly once"
+    );
+    let results: Vec<_> = seen
+        .iter()
+        .filter(|f| f.value["chunk"]["is_last"] == true)
+        .collect();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(
+        results[0].value["chunk"]["content"][0]["text"],
+        format!("done after {steps} steps")
+    );
+    assert_eq!(
+        seen.iter().filter(|f| f.t() == "res").count(),
+        1,
+        "one final answer"
+    );
+}
+
+/// Through a real `docker exec -i`: the host's exec process is killed mid-call; a new exec
+/// resumes the call and gets every chunk and the result exactly once.
+#[test]
+fn docker_a_call_survives_its_exec_being_killed() {
+    let Some(container) = container_or_skip() else {
+        return;
+    };
+    let mut first = docker_channel(&container, &[]);
+    register_in_docker(&mut first);
+    let call = call_id();
+    first.req_resumable(2, "/mcps/ts/tools/slow", slow_args(20.0, 20, None), &call);
+    let mut seen = until_killed(&mut first, 2, 3);
+    let had = *seqs(&seen).last().unwrap();
+
+    let mut second = docker_channel(&container, &[]);
+    assert_eq!(second.hello["launched"], false);
+    assert_eq!(second.hello["pid"], first.hello["pid"]);
+    second.resume(3, &call, had);
+    let resumed = second.answer(3);
+    assert_eq!(seqs(&resumed)[0], had + 1);
+    seen.extend(resumed);
+    all_once(&seen, 20);
+    second.ack(&call);
+    assert!(second.finish().success(), "{}", second.stderr());
+}
+
+/// Through a real `docker exec -i` frozen by SIGSTOP (no end of file reaches the sandbox):
+/// attach's heartbeat timeout ends its session, the call runs on, a new exec resumes it and
+/// cancels it, and the upstream sees the cancel.
+#[test]
+fn docker_a_frozen_exec_is_noticed_and_its_call_resumed_and_cancelled() {
+    let Some(container) = container_or_skip() else {
+        return;
+    };
+    let mut first = docker_channel(
+        &container,
+        &[
+            "--heartbeat",
+            "0.5",
+            "--heartbeat-timeout",
+            "2",
+            "--log-file",
+            "/tmp/first.log",
+        ],
+    );
+    register_in_docker(&mut first);
+    let call = call_id();
+    let marker = "/tmp/cancelled";
+    first.req_resumable(
+        2,
+        "/mcps/ts/tools/slow",
+        json!({"arguments": {"seconds": 60, "steps": 120, "cancel_marker": marker}}),
+        &call,
+    );
+    assert_eq!(first.next_for(2).t(), "chunk");
+    first.frame(&json!({"t": "ping"}));
+    unsafe {
+        libc::kill(first.pid() as libc::pid_t, libc::SIGSTOP);
+    }
+    let log = container
+        .wait_for_text("/tmp/first.log", "nothing arrived from the host", LIMIT)
+        .expect("attach did not notice the frozen channel");
+    assert!(log.contains("--heartbeat-timeout"), "{log}");
+    let seen: Vec<Frame> = first
+        .remaining()
+        .into_iter()
+        .filter(|f| f.id() == Some(2))
+        .collect();
+    let had = *seqs(&seen).last().unwrap();
+
+    let mut second = docker_channel(&container, &[]);
+    second.resume(3, &call, had);
+    let resumed = second.next_for(3);
+    assert_eq!(resumed.value["seq"], had + 1, "{:?}", resumed.value);
+    second.cancel(3);
+    assert_eq!(
+        container
+            .wait_for_text(marker, "cancelled", LIMIT)
+            .as_deref(),
+        Some("cancelled"),
+        "the upstream was not told"
+    );
+    assert_eq!(
+        second.answer(3).last().unwrap().value,
+        json!({"t": "cancelled", "id": 3})
+    );
+    assert!(second.finish().success(), "{}", second.stderr());
+    unsafe {
+        libc::kill(first.pid() as libc::pid_t, libc::SIGKILL);
+        libc::kill(first.pid() as libc::pid_t, libc::SIGCONT);
+    }
+    first.exit();
+}
+
+/// `docker pause` freezes the whole sandbox mid-call; once unpaused, the same channel carries
+/// every chunk and the result exactly once.
+#[test]
+fn docker_a_call_survives_a_paused_container() {
+    let Some(container) = container_or_skip() else {
+        return;
+    };
+    let mut a = docker_channel(&container, &[]);
+    register_in_docker(&mut a);
+    let call = call_id();
+    a.req_resumable(2, "/mcps/ts/tools/slow", slow_args(8.0, 16, None), &call);
+    let mut seen = vec![a.next_for(2), a.next_for(2)];
+    container.set_paused(true);
+    // The outage itself: three seconds of a sandbox that does nothing at all.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    container.set_paused(false);
+    seen.extend(a.answer(2));
+    seqs(&seen);
+    all_once(&seen, 16);
+    a.ack(&call);
+    assert!(a.finish().success(), "{}", a.stderr());
+}

@@ -1,11 +1,12 @@
 //! What the test suites of the gateway and of the test server share, so that no helper is
 //! written twice: temporary directories, processes and their output, ports and raw HTTP, a real
-//! gateway process with a client for its REST surface, a host's end of a session channel, and
-//! the MCP servers the tests run.
+//! gateway process with a client for its REST surface, a host's end of a session channel, Docker
+//! sandboxes, and the MCP servers the tests run.
 //!
 //! Dev-only: nothing here ships.
 
 pub mod attach;
+pub mod docker;
 pub mod fs;
 pub mod gateway;
 pub mod net;
@@ -16,6 +17,7 @@ pub use attach::{
     Attach, Daemon, Frame, LIMIT, attach_command, chunk_text, gateway_and_attach, ok_res,
     slow_args, spawn_attach, spawn_channel, wait_file,
 };
+pub use docker::{Container, docker_unavailable};
 pub use fs::{TempDir, appears, wait_for_file};
 pub use gateway::{Gateway, Reply, start_gateway, start_gateway_with, start_gateway_with_env};
 pub use net::{RawResponse, free_port, raw_request, wait_port};

@@ -386,13 +386,16 @@ impl Relay {
         }
     }
 
-    /// The end of the session: what waits was never sent, and is cancelled; a request in
-    /// flight is cancelled unless its call is resumable, which runs on in the gateway for a
-    /// later channel to resume (its exchange is dropped without a frame). A call being
-    /// cancelled gets its final frame once the gateway answered.
+    /// The end of the session: what waits was never sent, and is cancelled (a resume gets no
+    /// frame); a request in flight is cancelled unless its call is resumable, which runs on in
+    /// the gateway for a later channel to resume (its exchange is dropped without a frame). A
+    /// call being cancelled gets its final frame once the gateway answered.
     fn end(&self, waiting: VecDeque<Call>, outbox: &mut Outbox) {
         for call in waiting {
-            outbox.push(&self.out, &GatewayFrame::Cancelled { id: call.id });
+            // A resume not sent yet leaves its call running, like one in flight.
+            if !call.resumable.is_some_and(|r| r.resume) {
+                outbox.push(&self.out, &GatewayFrame::Cancelled { id: call.id });
+            }
         }
         let mut detached = 0;
         self.in_flight.lock().unwrap().retain(|&id, flight| {
