@@ -356,12 +356,6 @@ async fn delete_call(
     Ok(ok())
 }
 
-fn ndjson_line(chunk: &mcpgw::wire::ToolChunk) -> Bytes {
-    let mut line = serde_json::to_vec(chunk).expect("wire types serialize");
-    line.push(b'\n');
-    Bytes::from(line)
-}
-
 /// A call answered as NDJSON: a `ToolChunk` per upstream progress notification
 /// (`is_last: false`), then the result chunk. The status line waits for the first line, so a
 /// call that fails before any progress still answers with its own status and detail; a failure
@@ -375,9 +369,6 @@ async fn stream_call(
 ) -> Result<Response, Error> {
     let (line_tx, mut line_rx) = tokio::sync::mpsc::channel::<Result<Bytes, Error>>(64);
     tokio::spawn(async move {
-        let progress_line = |p: rmcp::model::ProgressNotificationParam| {
-            ndjson_line(&chunk::progress(p.progress, p.total, p.message.as_deref()))
-        };
         // The caller went away: dropping the call cancels it upstream.
         let result = upstream
             .call_with_progress(
@@ -386,14 +377,19 @@ async fn stream_call(
                 deadline,
                 |p| {
                     let line_tx = &line_tx;
-                    async move { line_tx.send(Ok(progress_line(p))).await.is_ok() }
+                    async move {
+                        line_tx
+                            .send(Ok(chunk::ndjson(&chunk::progress_of(&p))))
+                            .await
+                            .is_ok()
+                    }
                 },
                 line_tx.closed(),
             )
             .await;
         if let Some(result) = result {
             let _ = line_tx
-                .send(result.map(|r| ndjson_line(&chunk::from_call_result(r))))
+                .send(result.map(|r| chunk::ndjson(&chunk::from_call_result(r))))
                 .await;
         }
     });
@@ -408,7 +404,7 @@ async fn stream_call(
         let item = rx.recv().await?;
         let line = item.unwrap_or_else(|e| {
             let (status, detail) = e.status_and_detail();
-            ndjson_line(&chunk::failure(status.as_u16(), &detail))
+            chunk::ndjson(&chunk::failure(status.as_u16(), &detail))
         });
         Some((Ok::<_, std::convert::Infallible>(line), rx))
     });

@@ -283,8 +283,7 @@ impl Calls {
                     arguments,
                     deadline,
                     |p| {
-                        let chunk = chunk::progress(p.progress, p.total, p.message.as_deref());
-                        calls.progress(&running, line(&to_json(&chunk)));
+                        calls.progress(&running, chunk::ndjson(&chunk::progress_of(&p)));
                         std::future::ready(true)
                     },
                     std::future::pending(),
@@ -304,15 +303,15 @@ impl Calls {
         Ok(record)
     }
 
-    fn progress(&self, record: &Record, line: Bytes) {
+    /// Changes a call that has no outcome yet with `change` (which returns the bytes it
+    /// added), counting them against the budget; false when the call had its outcome already.
+    fn add(&self, record: &Record, change: impl FnOnce(&mut State) -> usize) -> bool {
         let mut inner = self.inner.lock().unwrap();
         let mut state = record.state.lock().unwrap();
         if state.outcome.is_some() {
-            return;
+            return false;
         }
-        let len = line.len();
-        state.progress.push_back(line);
-        state.next_seq += 1;
+        let len = change(&mut state);
         state.bytes += len;
         drop(state);
         inner.bytes += len;
@@ -321,6 +320,16 @@ impl Calls {
         }
         drop(inner);
         record.changed.notify_waiters();
+        true
+    }
+
+    fn progress(&self, record: &Record, line: Bytes) {
+        self.add(record, |state| {
+            state.next_seq += 1;
+            let len = line.len();
+            state.progress.push_back(line);
+            len
+        });
     }
 
     fn finish(self: &Arc<Self>, record: &Arc<Record>, result: Result<Value, Error>) {
@@ -328,22 +337,15 @@ impl Calls {
             Ok(result) => Outcome::Done(to_json(&chunk::from_call_result(result))),
             Err(error) => Outcome::failed(error),
         };
-        let mut inner = self.inner.lock().unwrap();
-        let mut state = record.state.lock().unwrap();
-        if state.outcome.is_some() {
+        let finished = self.add(record, |state| {
+            let len = outcome.bytes();
+            state.outcome = Some(outcome);
+            state.ended = Some(Instant::now());
+            len
+        });
+        if !finished {
             return;
         }
-        let len = outcome.bytes();
-        state.outcome = Some(outcome);
-        state.ended = Some(Instant::now());
-        state.bytes += len;
-        drop(state);
-        inner.bytes += len;
-        if inner.bytes > self.settings.budget {
-            self.make_room(&mut inner, self.settings.budget);
-        }
-        drop(inner);
-        record.changed.notify_waiters();
         let (calls, record) = (self.clone(), record.clone());
         spawn(async move {
             tokio::time::sleep(calls.settings.retention).await;

@@ -95,6 +95,18 @@ pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) -> Too
     }
 }
 
+/// The progress chunk of an upstream progress notification.
+pub fn progress_of(p: &rmcp::model::ProgressNotificationParam) -> ToolChunk {
+    progress(p.progress, p.total, p.message.as_deref())
+}
+
+/// A chunk as one NDJSON line.
+pub fn ndjson(chunk: &ToolChunk) -> bytes::Bytes {
+    let mut line = serde_json::to_vec(chunk).expect("wire types serialize");
+    line.push(b'\n');
+    line.into()
+}
+
 /// The last chunk of a streamed call that failed after progress was sent: state `error`, the
 /// detail as text, and `{"status", "detail"}` under `metadata.error`.
 pub fn failure(status: u16, detail: &str) -> ToolChunk {

@@ -475,6 +475,16 @@ async fn first_line(
     (response, seq, serde_json::from_slice(&line[..end]).unwrap())
 }
 
+/// The first line of `GET /calls/{call}?after=K`, as [`first_line`].
+async fn resumed_line(
+    gw: &Gateway,
+    call: &str,
+    after: u64,
+) -> (reqwest::Response, u64, serde_json::Value) {
+    let path = format!("/calls/{call}?after={after}");
+    first_line(gw, reqwest::Method::GET, &path, None, None).await
+}
+
 /// The REST side of resumable calls: the same answer again from `GET /calls/{id}`, ids never
 /// reused, acknowledging and cancelling, and the memory bound (finished calls forgotten first,
 /// then the oldest progress dropped, then new calls refused).
@@ -553,14 +563,7 @@ async fn resumable_calls_over_plain_http_within_their_memory() {
         "{}",
         acked.detail()
     );
-    let (resumed, seq, _) = first_line(
-        &gw,
-        reqwest::Method::GET,
-        &format!("/calls/{running}?after=2"),
-        None,
-        None,
-    )
-    .await;
+    let (resumed, seq, _) = resumed_line(&gw, &running, 2).await;
     assert_eq!(seq, 3);
     drop(resumed);
 
@@ -599,14 +602,7 @@ async fn resumable_calls_over_plain_http_within_their_memory() {
         "{}",
         evicted.detail()
     );
-    let (resumed, seq, _) = first_line(
-        &gw,
-        reqwest::Method::GET,
-        &format!("/calls/{running}?after=0"),
-        None,
-        None,
-    )
-    .await;
+    let (resumed, seq, _) = resumed_line(&gw, &running, 0).await;
     assert!(
         seq > 3,
         "the oldest progress was kept: the first line is number {seq}"

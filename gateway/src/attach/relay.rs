@@ -26,7 +26,7 @@ use super::input::{Call, Input, Resumable};
 use super::liveness::{Beat, Liveness};
 use super::locate::Gateway;
 use super::output;
-use super::pool::{Pool, SendError};
+use super::pool::{Lease, Pool, Response, SendError};
 
 /// Requests read ahead while all slots are taken, so a `cancel` behind them is still seen.
 const MAX_WAITING: usize = 64;
@@ -219,19 +219,33 @@ impl Relay {
         if ack {
             path.push_str("?ack=true");
         }
-        let mut request = http::Request::delete(path).header(HOST, self.host.clone());
-        if let Some(auth) = &self.authorization {
-            request = request.header(AUTHORIZATION, auth.clone());
-        }
-        let request = request
+        let request = self
+            .builder(http::Method::DELETE, &path)
             .body(Full::default())
             .map_err(|e| format!("cannot build the request: {e}"))?;
-        let (response, mut lease) = self
+        let (response, lease) = self
             .pool
             .send(request)
             .await
             .map_err(|e| self.unreachable(&e))?;
         let status = response.status().as_u16();
+        Ok((status, self.whole_body(response, lease).await?))
+    }
+
+    /// A request to the gateway, with its `Host` and the token.
+    fn builder(&self, method: http::Method, target: &str) -> http::request::Builder {
+        let request = http::Request::builder()
+            .method(method)
+            .uri(target)
+            .header(HOST, self.host.clone());
+        match &self.authorization {
+            Some(auth) => request.header(AUTHORIZATION, auth.clone()),
+            None => request,
+        }
+    }
+
+    /// Reads the whole body of `response`, then gives its connection back to the pool.
+    async fn whole_body(&self, response: Response, mut lease: Lease) -> Result<Bytes, String> {
         let body = response
             .into_body()
             .collect()
@@ -239,7 +253,7 @@ impl Relay {
             .map_err(|e| self.broke_off(&e))?
             .to_bytes();
         lease.reusable();
-        Ok((status, body))
+        Ok(body)
     }
 
     /// Cancels resumable call `call` of request `id` in the gateway, then ends `id`.
@@ -434,13 +448,7 @@ impl Relay {
     }
 
     fn request(&self, call: &Call) -> Result<http::Request<Full<Bytes>>, String> {
-        let mut request = http::Request::builder()
-            .method(call.method.clone())
-            .uri(call.path.clone())
-            .header(HOST, self.host.clone());
-        if let Some(auth) = &self.authorization {
-            request = request.header(AUTHORIZATION, auth.clone());
-        }
+        let mut request = self.builder(call.method.clone(), call.path.as_str());
         if call.body.is_some() {
             request = request.header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
@@ -475,13 +483,7 @@ impl Relay {
                 .is_some_and(|v| v.as_bytes().starts_with(NDJSON.as_bytes()));
         let id = call.id;
         if !streamed {
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| self.broke_off(&e))?
-                .to_bytes();
-            lease.reusable();
+            let body = self.whole_body(response, lease).await?;
             return Ok(encode(&GatewayFrame::Response {
                 id,
                 status,
