@@ -33,7 +33,8 @@ use crate::upstream::Upstream;
 /// What each call costs beside its progress and outcome, in the memory budget.
 const RECORD_BYTES: usize = 512;
 
-/// How many forgotten calls' ids are remembered (to answer 410, and to refuse them again).
+/// How many forgotten calls' ids are remembered (to answer 410, and to refuse them again): at
+/// most a few MiB, beside the budget.
 const GONE_KEPT: usize = 16 * 1024;
 
 /// The limits of resumable calls.
@@ -346,9 +347,7 @@ impl Calls {
         if !finished {
             return;
         }
-        let (calls, record) = (self.clone(), record.clone());
-        spawn(async move {
-            tokio::time::sleep(calls.settings.retention).await;
+        self.after_retention(record, |calls, record| {
             let mut inner = calls.inner.lock().unwrap();
             if inner
                 .live
@@ -363,9 +362,7 @@ impl Calls {
     /// Cancels `record` once nobody has followed it for the retention time since it was left
     /// for the `left`th time.
     fn abandon_later(self: &Arc<Self>, record: &Arc<Record>, left: u64) {
-        let (calls, record) = (self.clone(), record.clone());
-        spawn(async move {
-            tokio::time::sleep(calls.settings.retention).await;
+        self.after_retention(record, move |calls, record| {
             let abandoned = {
                 let state = record.state.lock().unwrap();
                 state.watchers == 0 && state.left == left && state.outcome.is_none()
@@ -373,6 +370,22 @@ impl Calls {
             if abandoned {
                 tracing::info!(call = %record.id, "nobody followed the call for the retention time: cancelling it");
                 calls.cancel(&record, Gone::Abandoned);
+            }
+        });
+    }
+
+    /// Runs `then` on `record` once the retention time has passed, unless the record is gone
+    /// by then: the timer does not keep a forgotten call's progress and outcome in memory.
+    fn after_retention(
+        self: &Arc<Self>,
+        record: &Arc<Record>,
+        then: impl FnOnce(&Calls, Arc<Record>) + Send + 'static,
+    ) {
+        let (calls, record) = (self.clone(), Arc::downgrade(record));
+        spawn(async move {
+            tokio::time::sleep(calls.settings.retention).await;
+            if let Some(record) = record.upgrade() {
+                then(&calls, record);
             }
         });
     }

@@ -796,3 +796,43 @@ fn docker_a_call_survives_a_paused_container() {
     a.ack(&call);
     assert!(a.finish().success(), "{}", a.stderr());
 }
+
+/// A resumable call that is acknowledged gives its memory back at once (nothing holds its
+/// outcome until its retention would have ended).
+#[tokio::test]
+async fn an_acknowledged_call_gives_its_memory_back() {
+    let gw = start_gateway(&[]);
+    gw.add(testserver_stdio("ts"), "").await.expect(200);
+    let auth = format!("Bearer {}", gw.token);
+    let big = serde_json::to_vec(&json!({"arguments": {"bytes": 4 << 20}})).unwrap();
+    let call = |id: String| {
+        let (gw, auth, big) = (&gw, &auth, big.clone());
+        async move {
+            let r = gw
+                .send_with(
+                    "POST",
+                    "/mcps/ts/tools/big",
+                    Some(big),
+                    Some(auth),
+                    &[("mcpgw-call-id", &id)],
+                )
+                .await
+                .expect(200);
+            assert_eq!(chunk_text(&r.json()).len(), 4 << 20);
+            gw.delete(&format!("/calls/{id}?ack=true"))
+                .await
+                .expect(200);
+        }
+    };
+    call(call_id()).await;
+    let before = rss_kib(gw.pid());
+    for _ in 0..4 {
+        call(call_id()).await;
+    }
+    let after = rss_kib(gw.pid());
+    println!("the gateway's RSS: {before} KiB after one 4 MiB call, {after} KiB after four more");
+    assert!(
+        after < before + 8 * 1024,
+        "acknowledged outcomes are still held: {before} -> {after} KiB"
+    );
+}
