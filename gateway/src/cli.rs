@@ -612,4 +612,56 @@ mod tests {
         };
         assert_eq!(s.ready_file.as_deref(), Some(std::path::Path::new("/r")));
     }
+
+    #[test]
+    fn heartbeats_and_retention_parse_with_zero_for_off() {
+        let Command::Attach(a) = parse(&argv(&["attach", "--port", "1"])).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (a.heartbeat, a.heartbeat_timeout, a.max_in_flight),
+            (Duration::from_secs(5), Duration::from_secs(15), None)
+        );
+        let Command::Attach(a) = parse(&argv(&[
+            "attach",
+            "--port=1",
+            "--heartbeat=0.25",
+            "--heartbeat-timeout",
+            "0",
+            "--max-in-flight",
+            "8",
+        ]))
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (a.heartbeat, a.heartbeat_timeout, a.max_in_flight),
+            (Duration::from_millis(250), Duration::ZERO, Some(8))
+        );
+        let s = serve(&[]);
+        assert_eq!(
+            (s.call_retention, s.call_retention_bytes),
+            (Duration::from_secs(600), 64 << 20)
+        );
+        let s = serve(&["--call-retention", "0", "--call-retention-bytes", "4096"]);
+        assert_eq!(
+            (s.call_retention, s.call_retention_bytes),
+            (Duration::ZERO, 4096)
+        );
+        for (args, needle) in [
+            (
+                &["attach", "--port", "1", "--heartbeat", "-1"][..],
+                "--heartbeat",
+            ),
+            (
+                &["attach", "--port", "1", "--heartbeat-timeout", "x"][..],
+                "--heartbeat-timeout",
+            ),
+            (&["--call-retention", "-5"][..], "--call-retention"),
+            (&["--call-retention-bytes", "100"][..], "4096"),
+        ] {
+            let err = parse(&argv(args)).unwrap_err();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    }
 }

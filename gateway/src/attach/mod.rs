@@ -5,9 +5,11 @@
 //! One thread does it all when stdin and stdout can be polled (pipes, sockets, terminals: every
 //! exec channel), so a frame never waits for another thread to be scheduled: a single-threaded
 //! async runtime reads and parses frames ([`input`]), relays requests to the gateway over a
-//! keep-alive connection pool, many at once ([`relay`]), and writes each burst of answers with
-//! one `write` ([`output`]). Stdin or stdout that is a file gets a blocking thread instead. Before any of it, [`locate`] finds the gateway
-//! (and with `--launch` starts one) and checks that it is the one asked for.
+//! keep-alive connection pool that fits the gateway's limits ([`pool`]), many at once
+//! ([`relay`]), writes each burst of answers with one `write` ([`output`]), and keeps the
+//! heartbeat ([`liveness`]). Stdin or stdout that is a file gets a blocking thread instead.
+//! Before any of it, [`locate`] finds the gateway (and with `--launch` starts one), checks that
+//! it is the one asked for, and reads its limits.
 
 mod input;
 mod liveness;

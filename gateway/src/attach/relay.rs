@@ -1,7 +1,8 @@
 //! The relay: each `req` frame becomes one HTTP request to the gateway, many in flight at once
-//! over a keep-alive pool ([`super::pool`]), each answered as soon as it completes (so out of order); `cancel`
-//! drops a request's exchange, which closes its connection, and the gateway cancels the call
-//! upstream.
+//! over a keep-alive pool ([`super::pool`]), each answered as soon as it completes (so out of
+//! order). `cancel` drops a request's exchange, which closes its connection, and the gateway
+//! cancels the call upstream; a resumable call outlives its exchange, so its `cancel` becomes
+//! `DELETE /calls/{id}`. A `resume` is `GET /calls/{id}`, an `ack` `DELETE /calls/{id}?ack=true`.
 //!
 //! Everything here runs on one current-thread runtime, which keeps the bookkeeping simple: a
 //! task that has not finished cannot run while the dispatcher cancels it, so a request ends
