@@ -734,8 +734,11 @@ fn docker_a_frozen_exec_is_noticed_and_its_call_resumed_and_cancelled() {
         json!({"arguments": {"seconds": 60, "steps": 120, "cancel_marker": marker}}),
         &call,
     );
-    assert_eq!(first.next_for(2).t(), "chunk");
+    let mut seen = vec![first.next_for(2)];
+    assert_eq!(seen[0].t(), "chunk");
+    // The ping arms attach's timeout; the answer after it shows that it went through.
     first.frame(&json!({"t": "ping"}));
+    assert_eq!(first.call(9, "GET", "/health", None)["status"], 200);
     unsafe {
         libc::kill(first.pid() as libc::pid_t, libc::SIGSTOP);
     }
@@ -743,11 +746,7 @@ fn docker_a_frozen_exec_is_noticed_and_its_call_resumed_and_cancelled() {
         .wait_for_text("/tmp/first.log", "nothing arrived from the host", LIMIT)
         .expect("attach did not notice the frozen channel");
     assert!(log.contains("--heartbeat-timeout"), "{log}");
-    let seen: Vec<Frame> = first
-        .remaining()
-        .into_iter()
-        .filter(|f| f.id() == Some(2))
-        .collect();
+    seen.extend(first.remaining().into_iter().filter(|f| f.id() == Some(2)));
     let had = *seqs(&seen).last().unwrap();
 
     let mut second = docker_channel(&container, &[]);

@@ -76,6 +76,7 @@ impl Container {
         let verb = if paused { "pause" } else { "unpause" };
         let status = Command::new("docker")
             .args([verb, &self.0])
+            .stdout(std::process::Stdio::null())
             .status()
             .unwrap();
         assert!(status.success(), "docker {verb}");
