@@ -40,12 +40,13 @@ const MAX_ACKS: usize = 256;
 pub const SPARE_CONNECTIONS: usize = 2;
 
 /// How many requests a session relays at once and how many connections it opens: at most
-/// half the connections the gateway serves (so that another session, or one-shot requests, fit
-/// beside it), and at most `max_in_flight` requests.
+/// half the connections the gateway serves (at least one), so that another session or one-shot
+/// requests fit beside it, and at most `max_in_flight` requests.
 pub fn fit(max_in_flight: usize, gateway_max_connections: usize) -> (usize, usize) {
-    let allowance = (gateway_max_connections / 2).max(SPARE_CONNECTIONS + 1);
-    let in_flight = max_in_flight.min(allowance - SPARE_CONNECTIONS).max(1);
-    (in_flight, in_flight + SPARE_CONNECTIONS)
+    let allowance = (gateway_max_connections / 2).max(1);
+    let spare = SPARE_CONNECTIONS.min(allowance - 1);
+    let in_flight = max_in_flight.min(allowance - spare).max(1);
+    (in_flight, in_flight + spare)
 }
 
 /// One frame as one line.
@@ -684,4 +685,20 @@ pub async fn run(
     }
     relay.chores_done(limit).await;
     ending
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_fits_in_half_the_gateways_connections() {
+        assert_eq!(fit(usize::MAX, 1024), (510, 512));
+        assert_eq!(fit(8, 1024), (8, 10));
+        assert_eq!(fit(usize::MAX, 64), (30, 32));
+        assert_eq!(fit(usize::MAX, 4), (1, 2));
+        for gateway in 1..=3 {
+            assert_eq!(fit(usize::MAX, gateway), (1, 1));
+        }
+    }
 }
