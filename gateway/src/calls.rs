@@ -424,10 +424,22 @@ impl Calls {
         record.changed.notify_waiters();
     }
 
-    /// `DELETE /calls/{id}`: cancels a running call, forgets a finished one. With `ack`, a
-    /// running call is left running (and this fails): only a finished call is acknowledged.
+    /// `DELETE /calls/{id}`: cancels a running call, forgets a finished one, and keeps an
+    /// unknown id from starting later. With `ack`, a running call is left running (and this
+    /// fails): only a finished call is acknowledged.
     pub fn delete(&self, id: &CallId, ack: bool) -> Result<(), Error> {
-        let record = self.find(id)?;
+        let record = match self.find(id) {
+            Ok(record) => record,
+            Err(unknown @ Error::CallUnknown { .. }) => {
+                // A cancel can overtake its own call on the way here: the id is taken, so that
+                // the call, should it come after all, never runs.
+                if !ack {
+                    self.forget(&mut self.inner.lock().unwrap(), id, Gone::Cancelled);
+                }
+                return Err(unknown);
+            }
+            Err(gone) => return Err(gone),
+        };
         let finished = record.state.lock().unwrap().outcome.is_some();
         if finished {
             let mut inner = self.inner.lock().unwrap();

@@ -538,6 +538,19 @@ async fn resumable_calls_over_plain_http_within_their_memory() {
     .expect(400);
     gw.get("/calls/nothex").await.expect(400);
     gw.get(&format!("/calls/{}", call_id())).await.expect(404);
+    // A cancel that overtook its call: the call, arriving after, never runs.
+    let overtaken = call_id();
+    gw.delete(&format!("/calls/{overtaken}")).await.expect(404);
+    let echo = serde_json::to_vec(&json!({"arguments": {"text": "late"}})).unwrap();
+    gw.send_with(
+        "POST",
+        "/mcps/ts/tools/echo",
+        Some(echo),
+        Some(&auth),
+        &[("mcpgw-call-id", &overtaken)],
+    )
+    .await
+    .expect(409);
 
     // A running call whose caller went away: an acknowledgement leaves it running; a resume
     // gets the chunks after those it asks to skip.
