@@ -4,6 +4,7 @@
 //
 //   node everything.mjs stdio COMMAND [ARG...]
 //   node everything.mjs http URL [TOKEN_FILE]
+//   node everything.mjs binding docker CONTAINER COMMAND [ARG...]   (binding.mjs)
 //
 // The SDK's own handlers answer the server's sampling, elicitation and roots requests.
 import { readFileSync } from 'node:fs';
@@ -18,19 +19,30 @@ import {
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { dockerTransport } from './binding.mjs';
 import { SCRIPT, transportArgs } from './script.mjs';
 
 const LIMIT_MS = 30_000;
 
 const [mode, target, rest] = transportArgs(process.argv.slice(2));
-const transport =
-  mode === 'stdio'
-    ? new StdioClientTransport({ command: target, args: rest, env: process.env, stderr: 'inherit' })
-    : new StreamableHTTPClientTransport(new URL(target), {
-        requestInit: rest
-          ? { headers: { Authorization: `Bearer ${readFileSync(rest, 'utf8').trim()}` } }
-          : {},
-      });
+let teardown = async () => {};
+let transport;
+if (mode === 'stdio') {
+  transport = new StdioClientTransport({
+    command: target,
+    args: rest,
+    env: process.env,
+    stderr: 'inherit',
+  });
+} else if (mode === 'http') {
+  transport = new StreamableHTTPClientTransport(new URL(target), {
+    requestInit: rest
+      ? { headers: { Authorization: `Bearer ${readFileSync(rest, 'utf8').trim()}` } }
+      : {},
+  });
+} else {
+  ({ transport, teardown } = await dockerTransport(target, rest));
+}
 
 const client = new Client(
   { name: 'mcpgw-test-ts', version: '1.0.0' },
@@ -157,5 +169,6 @@ out['after cancel'] = await client.callTool({ name: 'echo', arguments: { message
 out.asked = asked.sort();
 
 await client.close();
+await teardown();
 process.stdout.write(JSON.stringify(out) + '\n');
 process.exit(0);
