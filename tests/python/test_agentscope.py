@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import GATEWAY, TESTSERVER, gateway_has_attach, skip, ts_spec
+from conftest import GATEWAY, TESTSERVER, gateway_has_attach, processes_mentioning, skip, ts_spec, wait_for
 
 pytest.importorskip("agentscope", reason="AgentScope is not installed (make deps)")
 
@@ -26,6 +26,7 @@ from agentscope.workspace import BubblewrapWorkspace, LocalWorkspace
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
 from agentscope.workspace._gateway_client import GatewayMCPTool as StockGatewayMCPTool
 
+import mcpgw_client as mcpgw
 import mcpgw_client.agentscope._swap
 from agentscope_support import bwrap_reason, cmdline, descendants
 from mcpgw_client.agentscope import GatewayClient, GatewayMCPClient, bootstrap_commands, has_channel, use_mcpgw
@@ -171,6 +172,26 @@ async def test_a_backend_with_only_exec_shell(tmp_path: Path) -> None:
         await client.close(ignore_errors=False)
     finally:
         await gc.aclose()
+
+
+class KeptLocal(ExecOnly):
+    """:class:`ExecOnly` with a ``start_process`` whose processes stay, as bubblewrap's (here
+    local processes, each leading a process group of its own)."""
+
+    async def start_process(self, command: list[str], **streams: Any) -> asyncio.subprocess.Process:
+        streams.setdefault("stdin", asyncio.subprocess.DEVNULL)
+        return await asyncio.create_subprocess_exec(*command, start_new_session=True, **streams)
+
+
+async def test_a_kept_launch_that_never_finishes_ends_at_the_librarys_deadline(tmp_path: Path) -> None:
+    # The launch runs in a kept process; the library's time limit for it is the only one, and
+    # the kept process ends with it.
+    hanging = tmp_path / "hanging-gateway"
+    hanging.write_text("#!/bin/sh\nsleep 300\n")
+    hanging.chmod(0o755)
+    with pytest.raises(mcpgw.DeadlineError, match="did not finish within its time limit"):
+        await GatewayClient.launch(KeptLocal(), gateway_path=str(hanging), state_dir=str(tmp_path / "gw"), timeout=0.5)
+    await wait_for(lambda: not processes_mentioning(str(hanging)), "the kept launch to be ended")
 
 
 class RecordingBackend:

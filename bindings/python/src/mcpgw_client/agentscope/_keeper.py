@@ -51,7 +51,7 @@ async def start_kept(
     (``start_process``), then a health check with the launch's nonce through ``exec_shell``."""
     keeper: asyncio.subprocess.Process | None = None
 
-    async def launch(command: str, limit: float) -> ExecResult:
+    async def launch(command: str, _limit: float) -> ExecResult:
         nonlocal keeper
         marker = f"mcpgw-launch-{secrets.token_hex(8)}"
         start = cast(Callable[..., Awaitable[asyncio.subprocess.Process]], backend.start_process)
@@ -63,12 +63,13 @@ async def start_kept(
         assert keeper.stdout is not None
         out = bytearray()
         head = f"\n{marker} ".encode()
-        async with asyncio.timeout(limit):
-            while head not in out or not out.endswith(f"\n{marker}\n".encode()):
-                data = await keeper.stdout.read(1 << 16)
-                if not data:
-                    break
-                out += data
+        # No timer of its own: past the command's limit the library cancels this (then the
+        # kept process is ended below).
+        while head not in out or not out.endswith(f"\n{marker}\n".encode()):
+            data = await keeper.stdout.read(1 << 16)
+            if not data:
+                break
+            out += data
         if head not in out:
             status = await keeper.wait()
             raise RuntimeError(f"the launch process ended (exit status {status}) before the launch finished")
