@@ -103,24 +103,23 @@ def _process_opener(backend: Any) -> OpenFn:
 
 def sandbox_backend(backend: Any, run: BackendExec, open_channel: OpenFn | None = None) -> backends.Backend:
     """The binding's backend for AgentScope's `backend`, through which every request and the
-    session channel then go:
+    session channel then go. Given `open_channel` (an async function starting a command in the
+    sandbox with its standard streams piped), the generic :func:`mcpgw_client.backends.exec`
+    over `run` (the backend's ``exec_shell``) with that channel opener, whatever the backend;
+    else, for
 
-    - a backend whose processes can stay (bubblewrap, see :func:`keeps_processes`): the
-      generic :func:`mcpgw_client.backends.exec` over `run` (its ``exec_shell``), with
-      channels opened by its ``start_process``;
+    - a backend whose processes can stay (bubblewrap, see :func:`keeps_processes`): the same,
+      with channels opened by its ``start_process``;
     - AgentScope's ``LocalBackend``: :func:`mcpgw_client.backends.local`;
     - a Docker workspace's backend, where the ``docker`` CLI is installed:
       :func:`mcpgw_client.backends.docker` on its container;
     - a Kubernetes workspace's backend, where ``kubectl`` is installed:
       :func:`mcpgw_client.backends.kubectl` on its pod, namespace and container;
-    - any other: :func:`mcpgw_client.backends.exec` over `run`, with `open_channel` (an async
-      function starting a command in the sandbox with its standard streams piped) opening the
-      session channel, when given; without it there is none.
-
-    `open_channel` replaces the channel opener of a backend whose processes stay, too.
+    - any other (E2B, Daytona, OpenSandbox, ...): the generic exec over `run`, without a
+      session channel.
     """
-    if keeps_processes(backend):
-        return backends.exec(run, open_channel or _process_opener(backend), passes_stdin=True)
+    if open_channel is None and keeps_processes(backend):
+        open_channel = _process_opener(backend)
     if open_channel is None:
         if type(backend) is LocalBackend:
             return backends.local()
@@ -132,7 +131,7 @@ def sandbox_backend(backend: Any, run: BackendExec, open_channel: OpenFn | None 
             return backends.kubectl(
                 pod, getattr(backend, "_namespace", None), getattr(backend, "_container_name", None)
             )
-    return backends.exec(run, open_channel, passes_stdin=True)
+    return backends.exec(run, open_channel, passes_stdin=run.passes_stdin)
 
 
 def has_channel(sandbox: backends.Backend) -> bool:
