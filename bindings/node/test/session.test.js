@@ -350,7 +350,7 @@ describe('a session to a running gateway', () => {
     assert.equal(client.state().session, 'open');
   });
 
-  test('a virtual connection over the session: refused by this attach, it closes with the reason', async () => {
+  test('a virtual connection over the session: raw JSON-RPC both ways, closed by the host; an unknown MCP refused with 404', async () => {
     for (const [mcp, opts] of [
       [5, {}],
       ['t\0s', {}],
@@ -362,11 +362,34 @@ describe('a session to a running gateway', () => {
       );
     }
     const conn = client.connect('ts');
-    assert.equal(await conn.opened, false);
-    const end = await conn.closed;
-    assert.ok(end.reason, 'it ends with a reason');
-    assert.throws(() => conn.send({ jsonrpc: '2.0', id: 1, method: 'ping' }), InvalidStateError);
-    for await (const message of conn) assert.fail(`a message on a refused connection: ${message}`);
+    assert.equal(await conn.opened, true);
+    conn.send({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-06-18',
+        capabilities: {},
+        clientInfo: { name: 't', version: '1' },
+      },
+    });
+    for await (const message of conn) {
+      assert.equal(message.id, 1, JSON.stringify(message));
+      assert.equal(message.result.serverInfo.name, 'mcpgw-testserver');
+      break;
+    }
+    conn.close();
+    assert.deepEqual(await conn.closed, { reason: null, status: 0 });
+    assert.throws(() => conn.send({ jsonrpc: '2.0', id: 2, method: 'ping' }), InvalidStateError);
+
+    const refused = client.connect('no-such-mcp');
+    assert.equal(await refused.opened, false);
+    const end = await refused.closed;
+    assert.equal(end.status, 404);
+    assert.match(String(end.reason), /no-such-mcp/);
+    assert.throws(() => refused.send({ jsonrpc: '2.0', id: 1, method: 'ping' }), InvalidStateError);
+    for await (const message of refused)
+      assert.fail(`a message on a refused connection: ${message}`);
   });
 
   test('closing the session fails what it carries and ends its process; nothing native is left', async () => {
