@@ -7,7 +7,11 @@ callbacks), closing, and bad input."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +26,7 @@ from mcp.shared.message import SessionMessage
 import mcpgw_client as mcpgw
 from conftest import GATEWAY, REPO, gateway_has_attach, skip, ts_spec, wait_file, wait_for
 from mcpgw_client.sdk import client_streams
+from test_session import channel_pids
 
 EVERYTHING_JS = REPO / "tests/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 ANSWERS = {
@@ -66,6 +71,9 @@ async def test_the_sdk_session_over_a_connection(client: mcpgw.AsyncClient) -> N
         echoed = await s.call_tool("echo", {"text": "through the SDK"})
         assert echoed.content == [types.TextContent(type="text", text="through the SDK")]
         assert (await s.call_tool("add", {"a": 2, "b": 3})).structured_content == {"sum": 5, "product": 6}
+        big = await s.call_tool("big", {"bytes": 3 << 20})
+        assert big.content == [types.TextContent(type="text", text=("0123456789abcdef" * (3 << 16)))]
+        assert (await s.call_tool("garbage", {})).content == [types.TextContent(type="text", text="ok after garbage")]
         failed = await s.call_tool("fail", {"message": "on purpose"})
         assert failed.is_error and failed.content == [types.TextContent(type="text", text="on purpose")]
 
@@ -142,6 +150,34 @@ async def test_a_connection_lost_under_the_session(client: mcpgw.AsyncClient) ->
         assert e.value.error.code == types.CONNECTION_CLOSED
 
 
+async def test_a_lost_channel_ends_the_connection(client: mcpgw.AsyncClient, sandbox_dir: Path) -> None:
+    notes: list[Any] = []
+
+    async def note(message: Any) -> None:
+        notes.append(message)
+
+    async with client_streams(client, "ts") as (read, write), ClientSession(read, write, message_handler=note) as s:
+        await s.initialize()
+        reported = asyncio.Event()
+
+        async def on_progress(_done: float, _total: float | None, _message: str | None) -> None:
+            reported.set()
+
+        call = asyncio.ensure_future(s.call_tool("slow", {"seconds": 30, "steps": 300}, progress_callback=on_progress))
+        await asyncio.wait_for(reported.wait(), 10)
+        [attach] = channel_pids(sandbox_dir)
+        os.kill(attach, signal.SIGKILL)
+        with pytest.raises(MCPError, match="Connection closed"):
+            await call
+        lost = await wait_for(lambda: [n for n in notes if isinstance(n, Exception)], "the reason")
+        assert isinstance(lost[0], mcpgw.SessionLostError), lost
+        assert str(lost[0]).startswith("the connection to ts ended: "), lost
+    # The client opens its channel again; a new connection works on it.
+    async with client_streams(client, "ts") as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        assert (await s.call_tool("echo", {"text": "back"})).content[0] == types.TextContent(type="text", text="back")
+
+
 async def test_the_servers_requests_answered_by_the_sdk(client: mcpgw.AsyncClient) -> None:
     if not EVERYTHING_JS.is_file() or not shutil.which("node"):
         pytest.fail(f"{EVERYTHING_JS} or node is missing: run `make deps` (make test does)")
@@ -207,3 +243,16 @@ async def test_bad_input_fails_with_the_bindings_errors(client: mcpgw.AsyncClien
     async with client_streams(client, "ts") as (read, write), ClientSession(read, write) as s:
         await s.initialize()
         assert (await s.call_tool("echo", {"text": "fine"})).content[0] == types.TextContent(type="text", text="fine")
+
+
+def test_the_binding_imports_without_the_sdk() -> None:
+    # `mcp` made unimportable in a fresh interpreter: the core loads, the transport says what it needs.
+    code = (
+        "import sys; sys.modules['mcp'] = None\n"
+        "import mcpgw_client\n"
+        "try:\n    import mcpgw_client.sdk\nexcept ImportError as e:\n    print(e)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "bindings/python/src")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "mcpgw_client.sdk needs the official MCP SDK, mcp 2.x" in r.stdout, r.stdout

@@ -20,10 +20,16 @@ import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import anyio
-import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.shared.message import SessionMessage
+try:
+    import anyio
+    import mcp_types as types
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+    from mcp.shared.message import SessionMessage
+except ImportError as e:
+    raise ImportError(
+        f"mcpgw_client.sdk needs the official MCP SDK, mcp 2.x: install this package's `sdk` extra "
+        f"or `pip install 'mcp>=2.3,<3'` ({e})"
+    ) from e
 
 from .client import AsyncClient
 from .connection import Connection
