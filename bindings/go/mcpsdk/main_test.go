@@ -46,9 +46,10 @@ func TestMain(m *testing.M) {
 // sandbox is a gateway in a temp dir on this machine, over an open session, with the test
 // server registered as "ts" and server-everything as "ev".
 type sandbox struct {
-	dir    string
-	client *mcpgw.Client
-	info   *mcpgw.SessionInfo
+	dir     string
+	client  *mcpgw.Client
+	info    *mcpgw.SessionInfo
+	stopped bool // the test stopped the gateway itself
 }
 
 // openSandbox opens one; on cleanup it stops the gateway and checks that nothing it started
@@ -68,7 +69,7 @@ func openSandbox(t *testing.T) *sandbox {
 	}
 	sb := &sandbox{dir: dir, client: client, info: info}
 	t.Cleanup(func() {
-		if err := client.StopGateway(ctx); err != nil {
+		if err := client.StopGateway(ctx); err != nil && !sb.stopped {
 			t.Errorf("StopGateway: %v", err)
 		}
 		client.Close()

@@ -304,6 +304,34 @@ func TestLostChannelEndsTheSDKSession(t *testing.T) {
 	}
 }
 
+// Stopping the gateway under an SDK session ends the session with the binding's error (the
+// client closes its session first); its raw connection then refuses a write, saying why.
+func TestStoppedGatewayEndsTheSDKSession(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sb := openSandbox(t)
+	conn, err := mcpsdk.NewTransport(sb.client, "ts").Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, sb, "ts", nil)
+	sb.stopped = true
+	if err := sb.client.StopGateway(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Wait(); !errors.Is(err, mcpgw.ErrSessionLost) {
+		t.Errorf("Wait: %v", err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); !errors.Is(err, mcp.ErrConnectionClosed) {
+		t.Errorf("a call after the gateway stopped: %v", err)
+	}
+	err = conn.Write(ctx, &jsonrpc.Request{ID: mustID(t, 1), Method: "ping"})
+	if !errors.Is(err, mcp.ErrConnectionClosed) || !errors.Is(err, mcpgw.ErrSessionLost) || !strings.Contains(err.Error(), "has ended") {
+		t.Errorf("a write after the gateway stopped: %v", err)
+	}
+	t.Logf("a write after the gateway stopped: %v", err)
+}
+
 // killAttach kills the attach process of the sandbox's session channel.
 func (sb *sandbox) killAttach(t *testing.T) {
 	t.Helper()
