@@ -20,16 +20,26 @@ import { errorNamed, invalid } from './errors.js';
  */
 
 /**
- * The result code of a refused open, by the gateway's HTTP status, as the library maps the
- * statuses of its REST answers.
+ * The binding's error for how connection `mcp` ended when this side did not close it: by the
+ * gateway's HTTP status of a refused open, as the library maps its REST answers' statuses;
+ * without one, SessionLostError when the session was no longer open, else UpstreamError (the
+ * gateway ended it: its server exited or was removed).
  *
- * @param {number} status
+ * @param {string} mcp
+ * @param {ConnectionEnd} end
+ * @param {{opened: boolean, lost: boolean}} how
+ * @returns {McpgwError}
  */
-function refusedCode(status) {
-  if (status === 401 || status === 403) return 'UNAUTHORIZED';
-  if (status === 404) return 'NOT_FOUND';
-  if (status >= 400 && status < 500) return 'INVALID_ARGUMENT';
-  return 'UPSTREAM_ERROR';
+function endError(mcp, { reason, status }, { opened, lost }) {
+  let code = lost ? 'SESSION_LOST' : 'UPSTREAM_ERROR';
+  if (status === 401 || status === 403) code = 'UNAUTHORIZED';
+  else if (status === 404) code = 'NOT_FOUND';
+  else if (status >= 400 && status < 500) code = 'INVALID_ARGUMENT';
+  else if (status) code = 'UPSTREAM_ERROR';
+  const what = opened ? 'ended' : 'was refused';
+  return errorNamed(code, `the connection to MCP ${JSON.stringify(mcp)} ${what}: ${reason}`, {
+    status: status || undefined,
+  });
 }
 
 /**
@@ -68,6 +78,8 @@ export class McpgwTransport {
   #closing = false;
   /** @type {ConnectionEnd | null} */
   #end = null;
+  /** Whether the session was no longer open when the connection ended. */
+  #lost = false;
   #closed = () => {};
   /** Resolves once `onclose` ran. */
   #done = new Promise((resolve) => (this.#closed = () => resolve(undefined)));
@@ -129,18 +141,14 @@ export class McpgwTransport {
     this.#connection = connection;
     connection.closed.then((end) => {
       this.#end = end;
-      const lost = this.#client.state().session !== 'open';
-      setImmediate(() => this.#ended(end, lost));
+      this.#lost = this.#client.state().session !== 'open';
+      setImmediate(() => this.#ended(end));
     });
-    // On a refused open, this resumes before the end is handled: `opened` settles first.
+    // `opened` settles before `closed`: on a refused open, #end and #lost are set once this
+    // has waited for `closed` too.
     this.#opened = await connection.opened;
     if (!this.#opened) {
-      const { reason, status } = await connection.closed;
-      throw errorNamed(
-        refusedCode(status),
-        `the connection to MCP ${JSON.stringify(this.#mcp)} was refused: ${reason}`,
-        { status: status || undefined },
-      );
+      throw endError(this.#mcp, await connection.closed, { opened: false, lost: this.#lost });
     }
   }
 
@@ -190,19 +198,11 @@ export class McpgwTransport {
     }
   }
 
-  /**
-   * @param {ConnectionEnd} end
-   * @param {boolean} lost whether the session was no longer open when the connection ended
-   */
-  #ended(end, lost) {
+  /** @param {ConnectionEnd} end */
+  #ended(end) {
     // A refused open is start()'s rejection; the host's own close is no error.
     if (this.#opened && end.reason !== null && !this.#closing) {
-      /** @type {McpgwError} */
-      const error = errorNamed(
-        lost ? 'SESSION_LOST' : 'UPSTREAM_ERROR',
-        `the connection to MCP ${JSON.stringify(this.#mcp)} ended: ${end.reason}`,
-      );
-      this.onerror?.(error);
+      this.onerror?.(endError(this.#mcp, end, { opened: true, lost: this.#lost }));
     }
     this.onclose?.();
     this.#closed();
