@@ -339,7 +339,9 @@ describe('a session to a running gateway', () => {
       const rest = [];
       for (let r = await it.next(); !r.done; r = await it.next()) rest.push(r.value);
       const done = await plain;
-      t.diagnostic(`in-flight calls finished ${(performance.now() - killedAt).toFixed(0)} ms after the channel was killed`);
+      t.diagnostic(
+        `in-flight calls finished ${(performance.now() - killedAt).toFixed(0)} ms after the channel was killed`,
+      );
       const last = rest.at(-1);
       assert.ok(last?.is_last, 'the stream ends with its last chunk');
       assert.notEqual(last.state, 'error', JSON.stringify(last));
@@ -351,7 +353,9 @@ describe('a session to a running gateway', () => {
       assert.equal(client.state().resumed >= 2, true, JSON.stringify(client.state()));
     } else {
       const [e1, e2] = await Promise.all([streamFailure(it), rejection(plain)]);
-      t.diagnostic(`in-flight calls failed ${(performance.now() - killedAt).toFixed(0)} ms after the channel was killed`);
+      t.diagnostic(
+        `in-flight calls failed ${(performance.now() - killedAt).toFixed(0)} ms after the channel was killed`,
+      );
       for (const e of [e1, e2]) {
         assert.ok(e instanceof SessionLostError, `${e}`);
         assert.equal(e.code, 'SESSION_LOST');
@@ -384,7 +388,8 @@ describe('a session to a running gateway', () => {
     assert.equal(end.status, 404, JSON.stringify(end));
     assert.match(String(end.reason), /nosuch/);
     assert.throws(() => refused.send({ jsonrpc: '2.0', id: 1, method: 'ping' }), InvalidStateError);
-    for await (const message of refused) assert.fail(`a message on a refused connection: ${message}`);
+    for await (const message of refused)
+      assert.fail(`a message on a refused connection: ${message}`);
 
     const conn = client.connect('ts');
     assert.equal(await conn.opened, true);
@@ -393,13 +398,24 @@ describe('a session to a running gateway', () => {
       jsonrpc: '2.0',
       id: 1,
       method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'node-test', version: '1' } },
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'node-test', version: '1' },
+      },
     });
     const init = /** @type {any} */ ((await messages.next()).value);
     assert.equal(init.id, 1, JSON.stringify(init));
     assert.ok(init.result.serverInfo, JSON.stringify(init));
     conn.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    conn.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'over a connection' } } }));
+    conn.send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'over a connection' } },
+      }),
+    );
     const call = /** @type {any} */ ((await messages.next()).value);
     assert.equal(call.id, 2, JSON.stringify(call));
     assert.equal(call.result.content[0].text, 'over a connection');
@@ -407,7 +423,10 @@ describe('a session to a running gateway', () => {
     const closed = await conn.closed;
     assert.equal(closed.status, 0, JSON.stringify(closed));
     assert.throws(() => conn.send({ jsonrpc: '2.0', id: 3, method: 'ping' }), InvalidStateError);
-    assert.equal(textOf(await client.callTool('ts', 'echo', { text: 'still there' })), 'still there');
+    assert.equal(
+      textOf(await client.callTool('ts', 'echo', { text: 'still there' })),
+      'still there',
+    );
   });
 
   test('closing the session fails what it carries and ends its process; nothing native is left', async () => {
