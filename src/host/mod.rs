@@ -59,8 +59,9 @@ pub type ProcId = u64;
 /// How long a channel's exit status is awaited once its output ended, for the message.
 const EXIT_WAIT: Duration = Duration::from_millis(500);
 /// How long a container that still runs after a silent exit 137 is asked about again: the exec
-/// of a container being killed can end before the daemon marks it stopped.
-const ASK_FOR: Duration = Duration::from_secs(1);
+/// of a container being killed can end before the daemon marks it stopped (more than a second
+/// later on a loaded machine; a command's own exit 137 is then reported that much later).
+const ASK_FOR: Duration = Duration::from_secs(3);
 /// How often it is asked.
 const ASK_EVERY: Duration = Duration::from_millis(50);
 /// The time limit of one question.

@@ -325,7 +325,7 @@ fn a_silent_137_asks_whether_the_container_still_runs() {
             None => sim.wait(Duration::from_millis(50)),
         }
     }
-    assert!((10..=30).contains(&asked), "asked {asked} times");
+    assert!((30..=90).contains(&asked), "asked {asked} times");
 }
 
 #[test]
