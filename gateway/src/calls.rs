@@ -84,6 +84,17 @@ pub struct Record {
     /// Progress arrived, or the outcome.
     changed: Notify,
     task: Mutex<Option<tokio::task::AbortHandle>>,
+    /// Its retention timers: they end with it (a timer holds the call weakly, so that a
+    /// forgotten call is freed at once; this frees the timer too).
+    timers: Mutex<Vec<tokio::task::AbortHandle>>,
+}
+
+impl Drop for Record {
+    fn drop(&mut self) {
+        for timer in self.timers.get_mut().unwrap().drain(..) {
+            timer.abort();
+        }
+    }
 }
 
 struct State {
@@ -258,6 +269,7 @@ impl Calls {
             }),
             changed: Notify::new(),
             task: Mutex::new(None),
+            timers: Mutex::new(Vec::new()),
         });
         {
             let mut inner = self.inner.lock().unwrap();
@@ -381,13 +393,16 @@ impl Calls {
         record: &Arc<Record>,
         then: impl FnOnce(&Calls, Arc<Record>) + Send + 'static,
     ) {
-        let (calls, record) = (self.clone(), Arc::downgrade(record));
-        spawn(async move {
+        let (calls, weak) = (self.clone(), Arc::downgrade(record));
+        let timer = spawn(async move {
             tokio::time::sleep(calls.settings.retention).await;
-            if let Some(record) = record.upgrade() {
+            if let Some(record) = weak.upgrade() {
                 then(&calls, record);
             }
         });
+        let mut timers = record.timers.lock().unwrap();
+        timers.retain(|t| !t.is_finished());
+        timers.extend(timer);
     }
 
     /// Removes a live call, remembering why.
@@ -672,8 +687,7 @@ impl Record {
 }
 
 /// Spawns `task` on the runtime, when there is one (a watch may end as the runtime shuts down).
-fn spawn(task: impl Future<Output = ()> + Send + 'static) {
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(task);
-    }
+fn spawn(task: impl Future<Output = ()> + Send + 'static) -> Option<tokio::task::AbortHandle> {
+    let runtime = tokio::runtime::Handle::try_current().ok()?;
+    Some(runtime.spawn(task).abort_handle())
 }
