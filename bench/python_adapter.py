@@ -25,7 +25,7 @@ from typing import Any
 
 from agentscope.tool._builtin._backend import LocalBackend
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
-from mcpgw.agentscope import GatewayClient
+from mcpgw_client.agentscope import GatewayClient
 
 
 async def per_call_ms(call: Callable[[], Awaitable[Any]], n: int) -> list[float]:

@@ -24,7 +24,7 @@ TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
 os.environ.setdefault("MCPGW_LIB", str(TARGET / "debug" / "libmcpgw.so"))
 sys.path.insert(0, str(REPO / "bindings" / "python" / "src"))
 
-import mcpgw  # noqa: E402
+import mcpgw_client as mcpgw  # noqa: E402
 
 
 def binary(name: str, env: str) -> Path:

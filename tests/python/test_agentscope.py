@@ -25,7 +25,7 @@ from agentscope.workspace import BubblewrapWorkspace, LocalWorkspace
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
 from agentscope.workspace._gateway_client import GatewayMCPTool as StockGatewayMCPTool
 
-from mcpgw.agentscope import GatewayClient, GatewayMCPClient, use_mcpgw
+from mcpgw_client.agentscope import GatewayClient, GatewayMCPClient, use_mcpgw
 
 
 @pytest.fixture

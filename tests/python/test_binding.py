@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import mcpgw
+import mcpgw_client as mcpgw
 from conftest import GATEWAY, REPO, Gateway, RecordingExec, processes_mentioning, ts_spec, wait_file, wait_for
-from mcpgw import errors
+from mcpgw_client import errors
 
 
 def test_library_and_error_classes_come_from_the_library() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import mcpgw
+import mcpgw_client as mcpgw
 from conftest import GATEWAY, REPO, TESTSERVER, docker, namespace_sandbox_reason, skip, ts_spec, wait_for
 
 SANDBOX_SH = REPO / "tests" / "sandbox.sh"

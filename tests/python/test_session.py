@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import mcpgw
+import mcpgw_client as mcpgw
 from conftest import (
     GATEWAY,
     STATIC_GATEWAY,

@@ -17,7 +17,7 @@ from conftest import GATEWAY, REPO, TARGET, TESTSERVER
 SCRIPT = textwrap.dedent(
     """
     import asyncio, json, sys
-    import mcpgw
+    import mcpgw_client as mcpgw
 
     async def main(gateway, testserver, state):
         async with mcpgw.AsyncClient(mcpgw.LocalExec(), gateway_path=gateway, state_dir=state) as client:
@@ -68,7 +68,8 @@ def test_wheel_installs_and_works_outside_the_repository(tmp_path: Path) -> None
     assert re.fullmatch(r"mcpgw-0\.2\.0-py3-none-manylinux_2_\d+_x86_64\.whl", wheel.name), wheel.name
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
-    assert {"mcpgw/__init__.py", "mcpgw/py.typed", "mcpgw/_lib/libmcpgw.so", "mcpgw-0.2.0.dist-info/RECORD"} <= names
+    package = {"mcpgw_client/__init__.py", "mcpgw_client/py.typed", "mcpgw_client/_lib/libmcpgw.so"}
+    assert {*package, "mcpgw-0.2.0.dist-info/RECORD"} <= names
 
     # A fresh virtualenv (made without its own copy of pip, which only costs time: the pip of
     # this one installs into it), then only the wheel file: no index, no build step, no
@@ -84,12 +85,12 @@ def test_wheel_installs_and_works_outside_the_repository(tmp_path: Path) -> None
     result = json.loads(out.strip().splitlines()[-1])
     site = venv / "lib"
     assert Path(result["file"]).is_relative_to(site), result
-    assert Path(result["lib"]).is_relative_to(site) and result["lib"].endswith("mcpgw/_lib/libmcpgw.so"), result
+    assert Path(result["lib"]).is_relative_to(site) and result["lib"].endswith("mcpgw_client/_lib/libmcpgw.so"), result
     assert result == {**result, "version": "0.2.0", "text": "from the wheel", "missing": 404}
 
     # MCPGW_LIB overrides the bundled library; one that is not there is a clear ImportError.
     env["MCPGW_LIB"] = str(tmp_path / "nowhere" / "libmcpgw.so")
     r = subprocess.run(
-        [venv / "bin" / "python", "-c", "import mcpgw"], capture_output=True, text=True, env=env, check=False
+        [venv / "bin" / "python", "-c", "import mcpgw_client"], capture_output=True, text=True, env=env, check=False
     )
     assert r.returncode != 0 and "libmcpgw was not found" in r.stderr and "MCPGW_LIB" in r.stderr

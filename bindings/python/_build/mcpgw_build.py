@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SRC = ROOT / "src" / "mcpgw"
+SRC = ROOT / "src" / "mcpgw_client"
 REPO = ROOT.parent.parent
 LIB_NAME = "libmcpgw.so"
 
@@ -47,7 +47,7 @@ def _package_constants() -> tuple[str, int]:
     text = (SRC / "_native.py").read_text()
     version = re.search(r'^VERSION = "([^"]+)"', text, re.M)
     abi = re.search(r"^ABI_VERSION = (\d+)", text, re.M)
-    assert version and abi, "mcpgw/_native.py defines VERSION and ABI_VERSION"
+    assert version and abi, "mcpgw_client/_native.py defines VERSION and ABI_VERSION"
     return version.group(1), int(abi.group(1))
 
 
@@ -157,12 +157,12 @@ def build_wheel(
 
     files: list[tuple[str, bytes, int]] = []
     for path in _sources():
-        files.append((f"mcpgw/{path.relative_to(SRC).as_posix()}", path.read_bytes(), 0o644))
-    files.append((f"mcpgw/_lib/{LIB_NAME}", lib_bytes, 0o755))
+        files.append((f"mcpgw_client/{path.relative_to(SRC).as_posix()}", path.read_bytes(), 0o644))
+    files.append((f"mcpgw_client/_lib/{LIB_NAME}", lib_bytes, 0o755))
     files.append((f"{dist_info}/METADATA", _metadata(project).encode(), 0o644))
     wheel_meta = f"Wheel-Version: 1.0\nGenerator: mcpgw_build\nRoot-Is-Purelib: false\nTag: {tag}\n"
     files.append((f"{dist_info}/WHEEL", wheel_meta.encode(), 0o644))
-    files.append((f"{dist_info}/top_level.txt", b"mcpgw\n", 0o644))
+    files.append((f"{dist_info}/top_level.txt", b"mcpgw_client\n", 0o644))
     record = "".join(f"{n},{_record_hash(d)},{len(d)}\n" for n, d, _ in files) + f"{dist_info}/RECORD,,\n"
     files.append((f"{dist_info}/RECORD", record.encode(), 0o644))
 

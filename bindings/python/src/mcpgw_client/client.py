@@ -6,7 +6,7 @@ prepares an operation (a short call into the library), then loops: ask the opera
 next command, run it through the exec function, hand the output back. No Python callback crosses
 into C; the library does no I/O. The operation is freed in ``finally`` whatever happens
 (success, failure, cancellation, timeout). Once :meth:`AsyncClient.attach` opened a session
-channel, every REST method goes over it instead (see :mod:`mcpgw.session`).
+channel, every REST method goes over it instead (see :mod:`mcpgw_client.session`).
 """
 
 from __future__ import annotations
@@ -364,9 +364,9 @@ class AsyncClient:
 
     Args:
         exec: how commands reach the sandbox: an async function ``(command, timeout, stdin) ->
-            result`` (see :mod:`mcpgw.exec`), a plain function (run in a worker thread, so the
-            loop never blocks), or a ready-made :class:`~mcpgw.exec.LocalExec`,
-            :class:`~mcpgw.exec.DockerExec`, :class:`~mcpgw.exec.KubectlExec`.
+            result`` (see :mod:`mcpgw_client.exec`), a plain function (run in a worker thread, so the
+            loop never blocks), or a ready-made :class:`~mcpgw_client.exec.LocalExec`,
+            :class:`~mcpgw_client.exec.DockerExec`, :class:`~mcpgw_client.exec.KubectlExec`.
         exec_stdin: whether `exec` passes a command's stdin; by default its ``passes_stdin``
             attribute (True for the ready-made ones), else False. Declared, it lets the gateway
             binary and large bodies travel in one command instead of staged pieces.
@@ -669,7 +669,7 @@ class Client:
     :class:`AsyncClient`, run on the calling thread.
 
     `exec` is a plain function ``(command, timeout, stdin) -> result``, or a ready-made exec
-    (its :meth:`~mcpgw.exec.ArgvExec.run_sync` is used). Safe to share between threads: each
+    (its :meth:`~mcpgw_client.exec.ArgvExec.run_sync` is used). Safe to share between threads: each
     call drives its own operation. Use ``with`` or :meth:`close`. Session channels are
     :class:`AsyncClient`'s (they need an event loop to read the channel).
     """

@@ -7,7 +7,7 @@ The class of a code is its name in CamelCase plus ``Error``: ``NOT_FOUND`` -> ``
 ``SESSION_LOST`` -> ``SessionLostError``. Every one derives from :class:`McpgwError`;
 ``DeadlineError`` is also a :class:`TimeoutError` and ``InvalidArgumentError`` a
 :class:`ValueError`, so generic handlers catch them too. Reach a class as an attribute of this
-module or of the package (``mcpgw.NotFoundError``), or with :func:`error_class`.
+module or of the package (``mcpgw_client.NotFoundError``), or with :func:`error_class`.
 
 ``CancelledError`` here is the library's ``CANCELLED`` (an operation abandoned through a
 session cancel); cancelling an asyncio task that awaits a call raises asyncio's own

@@ -15,7 +15,7 @@ The ready-made ones run the command with an argv built here (never a host shell)
 :class:`LocalExec` (``sh -c`` on this machine), :class:`DockerExec` (``docker exec -i``),
 :class:`KubectlExec` (``kubectl exec -i``), and :class:`ArgvExec` for any other prefix (e.g.
 ``nsenter``). Each passes stdin, has a blocking form (:meth:`ArgvExec.run_sync`) for the
-blocking :class:`mcpgw.Client`, spawns the long-lived channel of a session
+blocking :class:`mcpgw_client.Client`, spawns the long-lived channel of a session
 (:meth:`ArgvExec.spawn`), and kills the command's whole process group when the call is
 cancelled or times out (a curl left behind would keep the gateway's call running).
 """
@@ -57,7 +57,7 @@ ExecFn = Callable[
     [str, float, bytes | None],
     Awaitable[ExecResultLike] | ExecResultLike,
 ]
-#: A blocking exec function, for :class:`mcpgw.Client`.
+#: A blocking exec function, for :class:`mcpgw_client.Client`.
 SyncExecFn = Callable[[str, float, bytes | None], ExecResultLike]
 
 

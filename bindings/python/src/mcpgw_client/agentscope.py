@@ -14,7 +14,7 @@ call costs one ``sh -c`` instead of a Python start-up plus a body file written a
 sandbox), always with a token the gateway mints into its own 0600 token file, also where the
 stock launch uses none (Docker, E2B, Kubernetes)::
 
-    from mcpgw.agentscope import use_mcpgw
+    from mcpgw_client.agentscope import use_mcpgw
     workspace = use_mcpgw(DockerWorkspace(...), gateway_binary="/usr/local/lib/mcpgw-gateway")
 """
 
@@ -43,7 +43,7 @@ from .exec import DockerExec, ExecFailure, ExecTimeout, KubectlExec, LocalExec
 from .session import Spawn
 from .wire import GatewayInfo
 
-log = logging.getLogger("mcpgw.agentscope")
+log = logging.getLogger(__name__)
 
 #: Where request bodies travel through the sandbox when a command needs its stdin.
 SANDBOX_TMP_DIR = "/tmp"

@@ -1,19 +1,20 @@
-"""mcpgw: the Python binding of libmcpgw, the host-side client of mcpgw-gateway.
+"""mcpgw_client: the Python binding of libmcpgw, the host-side client of mcpgw-gateway.
 
 The gateway runs inside a sandbox (Docker container, Kubernetes pod, E2B sandbox, bubblewrap,
 a namespace) and owns the MCP servers there; this package reaches it only by running commands
 in the sandbox through an exec function you give it, so the sandbox publishes no port::
 
-    import mcpgw
+    import mcpgw_client as mcpgw
 
     async with mcpgw.AsyncClient(mcpgw.DockerExec("box1")) as client:
         await client.start_gateway()
         await client.add_mcp({"name": "fs", "mcp_config": {"type": "stdio_mcp", "command": "mcp-fs"}})
         chunk = await client.call_tool("fs", "read_file", {"path": "/etc/hostname"})
 
-Results are the gateway's JSON (see :mod:`mcpgw.wire`); failures raise the typed exceptions of
-:mod:`mcpgw.errors` (``mcpgw.NotFoundError``, ``mcpgw.DeadlineError``, ...), one per result code
-of the library. :mod:`mcpgw.agentscope` makes AgentScope 2.0 workspaces use it.
+Results are the gateway's JSON (see :mod:`mcpgw_client.wire`); failures raise the typed
+exceptions of :mod:`mcpgw_client.errors` (``mcpgw_client.NotFoundError``,
+``mcpgw_client.DeadlineError``, ...), one per result code of the library.
+:mod:`mcpgw_client.agentscope` makes AgentScope 2.0 workspaces use it.
 
 The library (``libmcpgw.so``) is loaded at import: the one bundled in the wheel, or the one
 ``MCPGW_LIB`` names.
@@ -54,7 +55,7 @@ def library_version() -> str:
 
 
 def __getattr__(name: str) -> type[McpgwError]:
-    # The exception classes are built from the library's codes: mcpgw.NotFoundError, ...
+    # The exception classes are built from the library's codes: mcpgw_client.NotFoundError, ...
     return errors.__getattr__(name)
 
 

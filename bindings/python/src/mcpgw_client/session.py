@@ -29,7 +29,7 @@ from .errors import OK, RESULT, McpgwError, error_for, take_error
 from .wire import ToolChunk
 
 lib = _native.lib
-log = logging.getLogger("mcpgw.session")
+log = logging.getLogger(__name__)
 
 #: Starts a command in the sandbox with stdin, stdout and stderr piped, and leaves it running.
 Spawn = Callable[[str], Awaitable[asyncio.subprocess.Process]]
@@ -54,7 +54,7 @@ class _Waiter:
 
 class AsyncSession:
     """A session channel over a process the host spawned (``docker exec -i C sh -c CMD``, ...).
-    Made by :meth:`mcpgw.AsyncClient.attach`."""
+    Made by :meth:`mcpgw_client.AsyncClient.attach`."""
 
     def __init__(self, ptr: int, proc: asyncio.subprocess.Process) -> None:
         self._ptr = ptr
@@ -114,7 +114,7 @@ class AsyncSession:
         on_progress: Callable[[ToolChunk], object] | None = None,
         fallback: Callable[[Any], Awaitable[Any]] | None = None,
     ) -> Any:
-        """Runs the prepared operation `op` (a :class:`mcpgw.client.Op`) over the channel and
+        """Runs the prepared operation `op` (a :class:`mcpgw_client.client.Op`) over the channel and
         returns its result JSON; `on_progress` receives each progress chunk of a tool call. An
         operation the channel lost before writing it runs through `fallback` (one-shot)."""
         waiter = self._waiter(on_progress=on_progress)

@@ -149,7 +149,7 @@ class Library:
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for names that were not declared: a bug in this package.
-        raise AttributeError(f"libmcpgw function {name} is not declared in mcpgw._native")
+        raise AttributeError(f"libmcpgw function {name} is not declared in mcpgw_client._native")
 
 
 def load() -> Library:
