@@ -17,13 +17,14 @@ exceptions of :mod:`mcpgw_client.errors` (``mcpgw_client.NotFoundError``,
 :mod:`mcpgw_client.agentscope` makes AgentScope 2.0 workspaces use it.
 
 The library (``libmcpgw.so``) is loaded at import: the one bundled in the wheel, or the one
-``MCPGW_LIB`` names.
+``MCPGW_LIB`` names. The wheel also carries the static gateway for the sandbox
+(:func:`gateway_binary`), which ``ensure_gateway_binary()`` installs when given no path.
 """
 
 from __future__ import annotations
 
 from . import errors
-from ._native import ABI_VERSION, VERSION, lib
+from ._native import ABI_VERSION, VERSION, gateway_binary, lib
 from .client import AsyncClient, Client, Transport
 from .errors import ERROR_CLASSES, RESULT, McpgwError, error_class
 from .exec import ArgvExec, DockerExec, ExecFailure, ExecResult, ExecTimeout, KubectlExec, LocalExec
@@ -92,6 +93,7 @@ __all__ = [
     "__version__",
     "block_bytes",
     "error_class",
+    "gateway_binary",
     "library_version",
     "progress_of",
     "text_of",

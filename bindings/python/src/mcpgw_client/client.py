@@ -507,10 +507,11 @@ class AsyncClient:
         """Stops the gateway this client launched and removes its state directory."""
         await self._run(_prepare_stop, None, None, timeout)
 
-    async def ensure_gateway_binary(self, host_path: str, *, timeout: float | None = None) -> BinaryInfo:
-        """Installs the gateway binary read from `host_path` at ``gateway_path`` in the sandbox,
-        unless an identical file is there (SHA-256)."""
-        prepare = _Requests.ensure(host_path)
+    async def ensure_gateway_binary(self, host_path: str | None = None, *, timeout: float | None = None) -> BinaryInfo:
+        """Installs the gateway binary read from `host_path` (by default the one this package
+        bundles, :func:`~mcpgw_client.gateway_binary`) at ``gateway_path`` in the sandbox, unless
+        an identical file is there (SHA-256)."""
+        prepare = _Requests.ensure(host_path or _native.gateway_binary())
         core = self._core
         # This prepare reads and hashes the whole binary: a worker thread does it.
         op = await asyncio.to_thread(core.prepare, prepare, agent_id=None, session_id=None, timeout=timeout)
@@ -740,9 +741,9 @@ class Client:
         """See :meth:`AsyncClient.stop_gateway`."""
         self._run(_prepare_stop, None, None, timeout)
 
-    def ensure_gateway_binary(self, host_path: str, *, timeout: float | None = None) -> BinaryInfo:
+    def ensure_gateway_binary(self, host_path: str | None = None, *, timeout: float | None = None) -> BinaryInfo:
         """See :meth:`AsyncClient.ensure_gateway_binary`."""
-        return cast(BinaryInfo, self._run(_Requests.ensure(host_path), None, None, timeout))
+        return cast(BinaryInfo, self._run(_Requests.ensure(host_path or _native.gateway_binary()), None, None, timeout))
 
     def health(self, *, timeout: float | None = None) -> Health:
         """See :meth:`AsyncClient.health`."""
