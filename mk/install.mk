@@ -35,7 +35,7 @@ CARGO ?= cargo
 INSTALL ?= install
 STATIC_TARGET ?= x86_64-unknown-linux-gnu
 MCPGW_TARGET_DIR ?= $(if $(CARGO_TARGET_DIR),$(abspath $(CARGO_TARGET_DIR)),$(MCPGW_ROOT)/target)
-MCPGW_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' $(MCPGW_ROOT)/Cargo.toml | head -n 1)
+MCPGW_VERSION := $(shell sh $(MCPGW_ROOT)/mk/version.sh)
 MCPGW_RELEASE := $(MCPGW_TARGET_DIR)/release
 MCPGW_STATIC_GATEWAY := $(MCPGW_TARGET_DIR)/$(STATIC_TARGET)/release/mcpgw-gateway
 # The helper sources a C user copies into a project: the Docker and kubectl exec callbacks and

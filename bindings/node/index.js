@@ -1,7 +1,13 @@
 // mcpgw for Node: a Promise API over libmcpgw, the host-side client of mcpgw-gateway. The types
 // of every export are generated from the JSDoc of these sources into types/ (`npm run types`).
 
-import { ABI_VERSION, libraryCandidates, native } from './src/native.js';
+import {
+  ABI_VERSION,
+  gatewayBinary,
+  gatewayCandidates,
+  libraryCandidates,
+  native,
+} from './src/native.js';
 
 export { Client } from './src/client.js';
 export { Session } from './src/session.js';
@@ -60,4 +66,4 @@ export function library() {
   return { path: n.path, version: n.mcpgw_version(), abiVersion: n.mcpgw_abi_version() };
 }
 
-export { ABI_VERSION, libraryCandidates };
+export { ABI_VERSION, gatewayBinary, gatewayCandidates, libraryCandidates };

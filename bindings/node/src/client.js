@@ -7,7 +7,7 @@
 // waiting happens in JS promises, so the event loop is never blocked and the exec function may be
 // as asynchronous as it likes. The op is freed in `finally`, whatever happens.
 
-import { TRANSPORT, copyBytes, decodeCString, native } from './native.js';
+import { TRANSPORT, copyBytes, decodeCString, gatewayBinary, native } from './native.js';
 import { aborted, errorFor, errorNamed } from './errors.js';
 import { live, readError, takeError, takeString } from './memory.js';
 import { Session } from './session.js';
@@ -309,17 +309,17 @@ export class Client {
   }
 
   /**
-   * Installs the gateway binary read from `hostPath` (on the host) at `gatewayPath` (absolute)
-   * in the sandbox unless an identical one is there (SHA-256). With an exec that passes stdin the
-   * binary travels in one command; else in staged pieces. The file is read and hashed on a
-   * worker thread.
+   * Installs the gateway binary read from `hostPath` (on the host; by default the one this
+   * package bundles, {@link gatewayBinary}) at `gatewayPath` (absolute) in the sandbox unless an
+   * identical one is there (SHA-256). With an exec that passes stdin the binary travels in one
+   * command; else in staged pieces. The file is read and hashed on a worker thread.
    *
-   * @param {string} hostPath
+   * @param {string} [hostPath]
    * @param {CallOptions} [opts]
    * @returns {Promise<BinaryStatus>}
    */
   async ensureGatewayBinary(hostPath, opts) {
-    const path = cText(hostPath, 'hostPath');
+    const path = cText(hostPath ?? gatewayBinary(), 'hostPath');
     // This prepare reads and hashes the whole binary: a worker thread does it, not the event loop.
     return this.#run(opts, (n, c, o, out) =>
       this.#offThread(n.mcpgw_client_prepare_ensure_gateway_binary, c, o, path, out),

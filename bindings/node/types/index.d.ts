@@ -1,4 +1,4 @@
-import { ABI_VERSION, libraryCandidates } from './src/native.js';
+import { ABI_VERSION, gatewayBinary, gatewayCandidates, libraryCandidates } from './src/native.js';
 export { Client } from './src/client.js';
 export { Session } from './src/session.js';
 export { nativeStats } from './src/memory.js';
@@ -37,4 +37,4 @@ export type LibraryInfo = {
  * @returns {LibraryInfo}
  */
 export declare function library(): LibraryInfo;
-export { ABI_VERSION, libraryCandidates };
+export { ABI_VERSION, gatewayBinary, gatewayCandidates, libraryCandidates };

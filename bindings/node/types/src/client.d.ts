@@ -130,16 +130,16 @@ export declare class Client {
      */
     stopGateway(opts?: CallOptions): Promise<void>;
     /**
-     * Installs the gateway binary read from `hostPath` (on the host) at `gatewayPath` (absolute)
-     * in the sandbox unless an identical one is there (SHA-256). With an exec that passes stdin the
-     * binary travels in one command; else in staged pieces. The file is read and hashed on a
-     * worker thread.
+     * Installs the gateway binary read from `hostPath` (on the host; by default the one this
+     * package bundles, {@link gatewayBinary}) at `gatewayPath` (absolute) in the sandbox unless an
+     * identical one is there (SHA-256). With an exec that passes stdin the binary travels in one
+     * command; else in staged pieces. The file is read and hashed on a worker thread.
      *
-     * @param {string} hostPath
+     * @param {string} [hostPath]
      * @param {CallOptions} [opts]
      * @returns {Promise<BinaryStatus>}
      */
-    ensureGatewayBinary(hostPath: string, opts?: CallOptions): Promise<BinaryStatus>;
+    ensureGatewayBinary(hostPath?: string, opts?: CallOptions): Promise<BinaryStatus>;
     /**
      * Asks whether the gateway is up, checking its instance nonce when known.
      *
