@@ -16,7 +16,7 @@ STATIC_RUSTFLAGS := -C target-feature=+crt-static --cfg getrandom_backend="linux
 STATIC_GATEWAY := target/$(STATIC_TARGET)/release/mcpgw-gateway
 STATIC_TESTSERVER := target/$(STATIC_TARGET)/release/mcpgw-testserver
 
-.PHONY: all build release static docker-image demo test test-rust test-c test-go test-node test-python test-newuser lint deps bench soak fuzz clean
+.PHONY: all build release static docker-image demo test rehearsal test-rust test-c test-go test-node test-python test-newuser lint deps bench soak fuzz clean
 
 all: build
 
@@ -103,3 +103,4 @@ clean:
 	$(MAKE) -C bindings/go clean
 
 -include mk/install.mk
+-include mk/artifacts.mk
