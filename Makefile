@@ -72,7 +72,13 @@ test-python: deps
 test-newuser: build
 	sh tests/newuser/run.sh
 
-test: lint test-rust test-c test-go test-node test-python test-newuser
+# The release rehearsal (tests/rehearsal): `make artifacts` published to registries started for
+# the test, installed from them into empty projects with no Rust toolchain, each followed by the
+# README's example: a first tool call into a Docker container.
+rehearsal: deps artifacts
+	sh tests/rehearsal/run.sh
+
+test: lint test-rust test-c test-go test-node test-python test-newuser rehearsal
 	@echo "make test: every test passed"
 
 bench: deps

@@ -4,9 +4,13 @@
 # enter with `docker exec` / `docker exec -i`. See tests/docker/README.md.
 #
 #   sandbox.sh check                  exit 0 when a docker daemon answers, else print why, exit 1
-#   sandbox.sh image [--gateway PATH] [--testserver PATH]
+#   sandbox.sh image [--gateway PATH | --no-gateway] [--testserver PATH] [--node]
 #                                     build the test image unless one with the same content
-#                                     exists; print its name (mcpgw-test:<content hash>)
+#                                     exists; print its name (mcpgw-test:<content hash>).
+#                                     --no-gateway leaves the gateway out (for installing it);
+#                                     --node adds this machine's node, with the libraries it
+#                                     loads, and @modelcontextprotocol/server-everything from
+#                                     tests/servers (`make deps`) as mcp-server-everything
 #   sandbox.sh start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...]
 #                                     run a container (no network, docker's init as PID 1
 #                                     unless --no-init), print its id
@@ -46,23 +50,35 @@ require_static() {
 }
 
 image() {
-    gateway=$STATIC_DIR/mcpgw-gateway testserver=$STATIC_DIR/mcpgw-testserver
+    gateway=$STATIC_DIR/mcpgw-gateway testserver=$STATIC_DIR/mcpgw-testserver node=
     while [ $# -gt 0 ]; do
         case $1 in
             --gateway) [ $# -ge 2 ] || die "--gateway needs a path"; gateway=$2; shift ;;
             --gateway=*) gateway=${1#*=} ;;
+            --no-gateway) gateway= ;;
+            --node) node=$(command -v node) || die "--node: no node on PATH" ;;
             --testserver) [ $# -ge 2 ] || die "--testserver needs a path"; testserver=$2; shift ;;
             --testserver=*) testserver=${1#*=} ;;
             *) die "unknown option $1" ;;
         esac
         shift
     done
-    require_static "$gateway"
+    [ -z "$gateway" ] || require_static "$gateway"
     require_static "$testserver"
     busybox=$(sh "$REPO/tests/busybox.sh")
+    everything=$REPO/tests/servers/node_modules
+    if [ -n "$node" ]; then
+        node=$(readlink -f "$node")
+        [ -f "$everything/@modelcontextprotocol/server-everything/package.json" ] ||
+            die "--node: $everything has no @modelcontextprotocol/server-everything (make deps installs it)"
+    fi
     # The tag covers every input, this script (the image layout) included.
-    hash=$(for f in "$busybox" "$gateway" "$testserver" "$0"; do sha256sum < "$f"; done |
-        sha256sum | cut -c1-12)
+    hash=$({
+        for f in "$busybox" ${gateway:+"$gateway"} "$testserver" "$0" ${node:+"$node" "$REPO/tests/servers/package-lock.json"}; do
+            sha256sum < "$f"
+        done
+        echo "gateway:${gateway:+yes} node:${node:+yes}"
+    } | sha256sum | cut -c1-12)
     name=$LABEL:$hash
     if "$DOCKER" image inspect "$name" >/dev/null 2>&1; then echo "$name"; return; fi
 
@@ -79,9 +95,13 @@ image() {
         case $applet in */*) ;; *) continue ;; esac # linuxrc
         [ -e "$root/$applet" ] || ln -s /bin/busybox "$root/$applet"
     done
-    cp "$gateway" "$root/usr/local/bin/mcpgw-gateway"
+    if [ -n "$gateway" ]; then
+        cp "$gateway" "$root/usr/local/bin/mcpgw-gateway"
+        chmod 755 "$root/usr/local/bin/mcpgw-gateway"
+    fi
     cp "$testserver" "$root/usr/local/bin/mcpgw-testserver"
-    chmod 755 "$root/usr/local/bin/mcpgw-gateway" "$root/usr/local/bin/mcpgw-testserver"
+    chmod 755 "$root/usr/local/bin/mcpgw-testserver"
+    [ -z "$node" ] || add_node "$root" "$node" "$everything"
     printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
     printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
         > "$root/etc/passwd"
@@ -93,6 +113,22 @@ image() {
         --change 'CMD ["sleep", "infinity"]' \
         "$work/rootfs.tar" "$name" >/dev/null
     echo "$name"
+}
+
+# Node in a busybox root: the binary, every shared library it loads (at the path the loader
+# found it) and the loader; the test servers' node_modules as a global install, with
+# server-everything's command on PATH.
+add_node() {
+    root=$1 node=$2 modules=$3
+    cp "$node" "$root/usr/local/bin/node"
+    ldd "$node" | awk '/=> \// { print $3 } /^\t\/[^ ]+ \(/ { print $1 }' | while IFS= read -r lib; do
+        mkdir -p "$root$(dirname "$lib")"
+        cp -L "$lib" "$root$lib"
+    done
+    mkdir -p "$root/usr/local/lib/node_modules"
+    cp -R "$modules/." "$root/usr/local/lib/node_modules/"
+    ln -s ../lib/node_modules/@modelcontextprotocol/server-everything/dist/index.js \
+        "$root/usr/local/bin/mcp-server-everything"
 }
 
 start() {
@@ -142,5 +178,5 @@ case ${1:-} in
     start) shift; start "$@" ;;
     stop) [ $# -ge 2 ] || die "usage: sandbox.sh stop NAME|ID..."; shift; stop "$@" ;;
     cleanup) [ $# -eq 1 ] || [ "$2" = --images ] || die "usage: sandbox.sh cleanup [--images]"; cleanup "${2:-}" ;;
-    *) die "usage: sandbox.sh check | image [--gateway PATH] [--testserver PATH] | start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...] | stop NAME|ID... | cleanup [--images]" ;;
+    *) die "usage: sandbox.sh check | image [--gateway PATH | --no-gateway] [--testserver PATH] [--node] | start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...] | stop NAME|ID... | cleanup [--images]" ;;
 esac
