@@ -49,8 +49,8 @@ mkdir "$work/c" "$work/npm" "$work/wheel" "$work/sdist" "$work/go"
 tar -C "$work/c" -xzf "$tarball"
 tar -C "$work/npm" -xzf "$npm"
 tar -C "$work/sdist" -xzf "$sdist"
-(cd "$work/wheel" && unzip -q "$wheel")
-(cd "$work/go" && unzip -q "$gozip")
+python3 -m zipfile -e "$wheel" "$work/wheel"
+python3 -m zipfile -e "$gozip" "$work/go"
 c=$work/c/mcpgw-$version-x86_64-linux-gnu
 n=$work/npm/package
 w=$work/wheel
