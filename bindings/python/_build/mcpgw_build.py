@@ -98,46 +98,36 @@ def _missing_native(version: str, what: str) -> FileNotFoundError:
     )
 
 
-def _explicit(config_settings: dict[str, Any] | None, key: str, env: str, version: str) -> Path | None:
+# The native files a wheel bundles: the config setting and environment variable that name one,
+# where a checkout's build puts it (relative to the target directory, best first), and what
+# builds it.
+_NATIVE = {
+    "lib": ("MCPGW_WHEEL_LIB", [f"release/{LIB_NAME}", f"debug/{LIB_NAME}"], "sh mk/build-lib.sh release"),
+    "gateway": ("MCPGW_WHEEL_GATEWAY", [f"{STATIC_TARGET}/release/{GATEWAY_NAME}"], "make static"),
+}
+
+
+def _find_native(config_settings: dict[str, Any] | None, key: str, version: str) -> Path:
+    """The file to bundle as `key` ("lib" or "gateway"): as named, else a checkout's build."""
+    env, built, builder = _NATIVE[key]
     value = (config_settings or {}).get(key) or os.environ.get(env)
-    if not value:
-        return None
-    path = Path(value).resolve()
-    if not path.is_file():
-        raise _missing_native(version, f"{key}={value}, which is not a file")
-    return path
-
-
-def _find_library(config_settings: dict[str, Any] | None, version: str) -> Path:
-    explicit = _explicit(config_settings, "lib", "MCPGW_WHEEL_LIB", version)
-    if explicit:
-        return explicit
-    if _in_checkout():
-        target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
-        for candidate in (target / "release" / LIB_NAME, target / "debug" / LIB_NAME):
-            if candidate.is_file():
-                return candidate
+    if value:
+        path = Path(value).resolve()
+        if not path.is_file():
+            raise _missing_native(version, f"{key}={value}, which is not a file")
+        return path
+    if not _in_checkout():
+        raise _missing_native(version, f"{key}=PATH")
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+    candidates = [target / c for c in built]
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
+        tried = ", ".join(str(c) for c in candidates)
         raise FileNotFoundError(
-            f"no {LIB_NAME} in {target}/release or debug: build it with `sh mk/build-lib.sh release`, "
-            "or name it with --config-settings lib=PATH or MCPGW_WHEEL_LIB"
+            f"no {key} to bundle ({tried}): build it with `{builder}`, or name it with "
+            f"--config-settings {key}=PATH or {env}"
         )
-    raise _missing_native(version, "libmcpgw.so (lib=PATH)")
-
-
-def _find_gateway(config_settings: dict[str, Any] | None, version: str) -> Path:
-    explicit = _explicit(config_settings, "gateway", "MCPGW_WHEEL_GATEWAY", version)
-    if explicit:
-        return explicit
-    if _in_checkout():
-        target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
-        candidate = target / STATIC_TARGET / "release" / GATEWAY_NAME
-        if candidate.is_file():
-            return candidate
-        raise FileNotFoundError(
-            f"no static gateway at {candidate}: build it with `make static`, or name it with "
-            "--config-settings gateway=PATH or MCPGW_WHEEL_GATEWAY"
-        )
-    raise _missing_native(version, "the static mcpgw-gateway (gateway=PATH)")
+    return found
 
 
 def _check_library(path: Path, version: str, abi: int) -> None:
@@ -248,8 +238,8 @@ def build_wheel(
 ) -> str:
     project = _project()
     version, abi = _version(), _abi_version()
-    lib_path = _find_library(config_settings, version)
-    gateway_path = _find_gateway(config_settings, version)
+    lib_path = _find_native(config_settings, "lib", version)
+    gateway_path = _find_native(config_settings, "gateway", version)
     _check_library(lib_path, version, abi)
     gateway_bytes = _check_gateway(gateway_path, version)
     lib_bytes = _stripped(lib_path)
