@@ -10,7 +10,8 @@
 #   rehearsal LANG: installed from REGISTRY in S s, SIZE MiB, first call ok
 #
 # S is the time from the empty project to the first call's answer, SIZE what the install put on
-# disk (for npm, node_modules with koffi).
+# disk (for npm, node_modules with koffi). A last line gives the baseline: what one docker exec
+# costs at that moment, and the load.
 #
 #   tests/rehearsal/run.sh [LANG...]      default: python node go c
 set -eu
@@ -258,6 +259,9 @@ rehearse() {
     fi
     # shellcheck disable=SC2046 # one path a line, no spaces in them
     size=$(du -scb $(cat "$out/installed") | tail -n 1 | cut -f1)
+    # The baseline beside the figures: what one exec into the container costs now.
+    e0=$(date +%s.%N) && docker exec "$container" true && e1=$(date +%s.%N)
+    exec_s=$(echo "$e0 $e1" | awk '{ printf "%.2f", $2 - $1 }')
     sh "$sandbox" stop "$container"
     echo "rehearsal $lang: installed from $registry in $(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }') s, $(echo "$size" | awk '{ printf "%.1f", $1 / 1048576 }') MiB, first call ok"
 }
@@ -273,5 +277,6 @@ for lang in $langs; do
     esac
 done
 
+echo "rehearsal baseline: one docker exec took ${exec_s:-?} s, load average $(cut -d' ' -f1 /proc/loadavg) on $(nproc) cores"
 [ -z "$failed" ] || fail "$failed"
 say "every language installed from its registry and made its first call"
