@@ -28,8 +28,9 @@ cc=${CC:-cc}
 fail() { echo "check-artifacts: $*" >&2; exit 1; }
 one() {
     # The one file matching a pattern, or a failure naming what was found.
+    # shellcheck disable=SC2086 # $1 is a pattern, to expand
     set -- $1
-    [ $# -eq 1 ] && [ -f "$1" ] || fail "expected one file, found: $*"
+    if [ $# -ne 1 ] || [ ! -f "$1" ]; then fail "expected one file, found: $*"; fi
     echo "$1"
 }
 size() { awk -v b="$(wc -c < "$1")" 'BEGIN { if (b < 1048576) printf "%.0f KiB", b / 1024; else printf "%.1f MiB", b / 1048576 }'; }
@@ -62,9 +63,10 @@ for pc in mcpgw mcpgw-static; do
 done
 [ "$(node -p "require(process.argv[1]).version" "$n/package.json")" = "$version" ] ||
     fail "the npm package.json is not of version $version"
-grep -qx "Name: mcpgw-client" "$w/mcpgw_client-$version.dist-info/METADATA" &&
-    grep -qx "Version: $version" "$w/mcpgw_client-$version.dist-info/METADATA" ||
-    fail "the wheel's METADATA is not mcpgw-client $version"
+for field in "Name: mcpgw-client" "Version: $version"; do
+    grep -qx "$field" "$w/mcpgw_client-$version.dist-info/METADATA" ||
+        fail "the wheel's METADATA is not mcpgw-client $version (no '$field')"
+done
 grep -qx "Version: $version" "$work/sdist/mcpgw_client-$version/PKG-INFO" ||
     fail "the sdist's PKG-INFO is not of version $version"
 grep -q "\"Version\":\"v$version\"" "$gov/v$version.info" || fail "v$version.info names another version"

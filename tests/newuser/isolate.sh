@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Running a new user's commands away from the repository: shared by tests/newuser/run.sh and
 # tests/rehearsal/run.sh (sourced; POSIX sh).
 
