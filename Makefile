@@ -7,6 +7,12 @@ PYTHON ?= python3
 VENV := .venv
 VENV_STAMP := $(VENV)/.installed
 NODE_SERVERS := tests/servers/node_modules/.package-lock.json
+# MCP clients nobody here wrote, for the host endpoint's tests: the official TypeScript SDK,
+# inspector-cli and the Vercel AI SDK (npm), and langchain-mcp-adapters in a virtualenv of its
+# own (it needs mcp<2; .venv holds AgentScope's mcp 2.x, the Python SDK client the tests run).
+NODE_CLIENTS := tests/clients/node_modules/.package-lock.json
+LANGCHAIN_VENV := tests/clients/.venv
+LANGCHAIN_STAMP := $(LANGCHAIN_VENV)/.installed
 
 # The release gateway and the test MCP server: static binaries for any image (no loader, no
 # libc, no NSS from them). getrandom(2) is called directly: a static binary cannot probe for the
@@ -15,8 +21,9 @@ STATIC_TARGET := x86_64-unknown-linux-gnu
 STATIC_RUSTFLAGS := -C target-feature=+crt-static --cfg getrandom_backend="linux_getrandom"
 STATIC_GATEWAY := target/$(STATIC_TARGET)/release/mcpgw-gateway
 STATIC_TESTSERVER := target/$(STATIC_TARGET)/release/mcpgw-testserver
+STATIC_HOST := target/$(STATIC_TARGET)/release/mcpgw
 
-.PHONY: all build release static docker-image demo test rehearsal test-rust test-c test-go test-node test-python test-newuser lint deps bench soak fuzz clean
+.PHONY: all build release static static-host docker-image demo test rehearsal test-rust test-c test-go test-node test-python test-newuser lint deps bench soak fuzz clean
 
 all: build
 
@@ -24,13 +31,20 @@ build:
 	$(CARGO) build --workspace --bins
 
 # The release libmcpgw and the static gateway, as `make install` and `make dist` ship them.
-release: lib-release static
+release: lib-release static static-host
 
 # From scratch: about 8 minutes of CPU (29 minutes of wall time measured on 2 cores shared with
 # other builds); cargo reuses it afterwards.
 static:
 	RUSTFLAGS='$(STATIC_RUSTFLAGS)' $(CARGO) build --release -p mcpgw-gateway -p mcpgw-testserver --target $(STATIC_TARGET)
 	@ls -l $(STATIC_GATEWAY) $(STATIC_TESTSERVER) | awk '{printf "static: %s (%.1f MiB)\n", $$NF, $$5/1048576}'
+
+# The host endpoint `mcpgw` (crate host/) built the same way, for the packages: one file that
+# runs on any Linux x86_64 host. A cargo run of its own, so that its dependencies' features do
+# not change the gateway's build.
+static-host:
+	RUSTFLAGS='$(STATIC_RUSTFLAGS)' $(CARGO) build --release -p mcpgw-host --bin mcpgw --target $(STATIC_TARGET)
+	@ls -l $(STATIC_HOST) | awk '{printf "static: %s (%.1f MiB)\n", $$NF, $$5/1048576}'
 
 # The busybox-only Docker image the docker-sandbox tests run in, tagged by content.
 docker-image: static
@@ -39,7 +53,7 @@ docker-image: static
 demo: build
 	$(CARGO) run --quiet --example demo
 
-deps: $(VENV_STAMP) $(NODE_SERVERS)
+deps: $(VENV_STAMP) $(NODE_SERVERS) $(NODE_CLIENTS) $(LANGCHAIN_STAMP)
 
 $(VENV_STAMP): tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +62,14 @@ $(VENV_STAMP): tests/requirements.txt
 
 $(NODE_SERVERS): tests/servers/package-lock.json
 	npm ci --prefix tests/servers --no-audit --no-fund --loglevel=error
+
+$(NODE_CLIENTS): tests/clients/package-lock.json
+	npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
+
+$(LANGCHAIN_STAMP): tests/clients/requirements-langchain.txt
+	$(PYTHON) -m venv $(LANGCHAIN_VENV)
+	$(LANGCHAIN_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/clients/requirements-langchain.txt
+	touch $@
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -93,7 +115,7 @@ soak: static
 # `-s none`), then minimizes its corpus into fuzz/corpus/, which `make test` replays. A crash
 # stops here with its input in fuzz/artifacts/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := response chunk quote frame stream spec request
+FUZZ_TARGETS := response chunk quote frame stream spec request jsonrpc
 fuzz:
 	command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
 	for t in $(FUZZ_TARGETS); do \
@@ -104,7 +126,7 @@ fuzz:
 
 clean:
 	$(CARGO) clean
-	rm -rf $(VENV) dist tests/servers/node_modules bindings/node/node_modules
+	rm -rf $(VENV) $(LANGCHAIN_VENV) dist tests/servers/node_modules tests/clients/node_modules bindings/node/node_modules
 	$(MAKE) -C examples/c clean
 	$(MAKE) -C bindings/go clean
 

@@ -1,7 +1,7 @@
 """make bench, Python side: one tool call through AgentScope 2.0.11's stock host client
 (``GatewayClient`` + ``GatewayMCPTool``: a body file written, a ``python3 -c`` shim run and the
 file deleted, per call) against the same call through mcpgw's AgentScope adapter
-(``mcpgw.agentscope.GatewayClient``: one ``sh -c`` running the gateway's built-in client or curl),
+(``mcpgw_client.agentscope.GatewayClient``: one ``sh -c`` running the gateway's built-in client or curl),
 both through AgentScope's own ``LocalBackend``, against the same ``mcpgw-gateway``, in one run,
 interleaved. When the adapter holds a session channel (``attach``), its calls are measured over
 it too.
@@ -29,13 +29,28 @@ from mcpgw_client.agentscope import GatewayClient
 
 
 async def per_call_ms(call: Callable[[], Awaitable[Any]], n: int) -> list[float]:
+    """The milliseconds of `n` sequential awaits of `call` (which checks its own result)."""
     times = []
     for _ in range(n):
         t = time.perf_counter()
-        chunk = await call()
+        await call()
         times.append((time.perf_counter() - t) * 1000)
-        assert chunk.content[0].text == "hello", chunk
     return times
+
+
+def arguments(doc: str, calls: int) -> argparse.Namespace:
+    """The command line of a Python bench: GATEWAY TESTSERVER [--calls N] [--rounds R]."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("gateway")
+    parser.add_argument("testserver")
+    parser.add_argument("--calls", type=int, default=calls)
+    parser.add_argument("--rounds", type=int, default=3)
+    return parser.parse_args()
+
+
+def checked(chunk: Any) -> Any:
+    assert chunk.content[0].text == "hello", chunk
+    return chunk
 
 
 async def main(gateway: str, testserver: str, calls: int, rounds: int) -> None:
@@ -69,10 +84,10 @@ async def main(gateway: str, testserver: str, calls: int, rounds: int) -> None:
             stock_echo = await theirs.get_tool("echo")
 
             async def adapter_call() -> Any:
-                return await adapter_echo(text="hello")
+                return checked(await adapter_echo(text="hello"))
 
             async def stock_call() -> Any:
-                return await stock_echo(text="hello")
+                return checked(await stock_echo(text="hello"))
 
             # Warm-up: first processes, page cache, the gateway's first connections.
             await per_call_ms(stock_call, 3)
@@ -118,11 +133,6 @@ async def over_session(
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("gateway")
-    parser.add_argument("testserver")
-    parser.add_argument("--calls", type=int, default=60)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = arguments(__doc__, 60)
     asyncio.run(main(args.gateway, args.testserver, args.calls, args.rounds))
     sys.stdout.flush()

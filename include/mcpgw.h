@@ -25,7 +25,7 @@
  The ABI version of this header and library: programs built against one ABI version run with
  any library of the same. For 0.x releases it is the minor version, from 1.0 the major one.
  */
-#define MCPGW_ABI_VERSION 2
+#define MCPGW_ABI_VERSION 3
 
 /*
  The major version of the library this header belongs to.
@@ -35,7 +35,7 @@
 /*
  The minor version of the library this header belongs to.
  */
-#define MCPGW_VERSION_MINOR 2
+#define MCPGW_VERSION_MINOR 3
 
 /*
  The patch version of the library this header belongs to.
@@ -184,6 +184,103 @@ typedef enum {
 } mcpgw_block_type;
 
 /*
+ What an action is.
+ */
+enum mcpgw_action_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /*
+     Run a program to its end (`mcpgw_action_argc`/`_argv`, or `_shell` for the host's own
+     exec function), with `mcpgw_action_stdin_kind`, within `mcpgw_action_timeout_ms`; report
+     its end with `mcpgw_host_on_exit` (or `mcpgw_host_on_exec_failed`).
+     */
+    MCPGW_ACTION_KIND_RUN = 1,
+    /*
+     Start a long-lived program with stdin, stdout and stderr piped (the session channel);
+     feed `mcpgw_host_on_data`, `_on_stderr`, `_on_eof` and `_on_exit`.
+     */
+    MCPGW_ACTION_KIND_OPEN = 2,
+    /*
+     Write `mcpgw_action_bytes` to the process's stdin.
+     */
+    MCPGW_ACTION_KIND_WRITE = 3,
+    /*
+     Close the process's stdin.
+     */
+    MCPGW_ACTION_KIND_CLOSE_INPUT = 4,
+    /*
+     Kill the process with everything it started (its process group), then report its exit.
+     */
+    MCPGW_ACTION_KIND_KILL = 5,
+    /*
+     Progress of operation `mcpgw_action_id`: `mcpgw_action_json` is a ToolChunk.
+     */
+    MCPGW_ACTION_KIND_PROGRESS = 6,
+    /*
+     Operation `mcpgw_action_id` finished: `mcpgw_action_result` says how, and
+     `mcpgw_action_json` is its result (or its error: code, name, message, http_status,
+     detail, backend).
+     */
+    MCPGW_ACTION_KIND_DONE = 7,
+    /*
+     Connection `mcpgw_action_id` is open.
+     */
+    MCPGW_ACTION_KIND_CONNECTION_OPENED = 8,
+    /*
+     A JSON-RPC message (`mcpgw_action_json`) for connection `mcpgw_action_id`.
+     */
+    MCPGW_ACTION_KIND_CONNECTION_MESSAGE = 9,
+    /*
+     Connection `mcpgw_action_id` ended (`mcpgw_action_text` says why, or is NULL when the
+     host closed it; `mcpgw_action_status` is the HTTP status of a refused open).
+     */
+    MCPGW_ACTION_KIND_CONNECTION_CLOSED = 10,
+    /*
+     Something worth a log line: `mcpgw_action_text`.
+     */
+    MCPGW_ACTION_KIND_NOTICE = 11,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum mcpgw_action_kind mcpgw_action_kind;
+#else
+typedef uint32_t mcpgw_action_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
+ What a `RUN` action's standard input is.
+ */
+enum mcpgw_stdin_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /*
+     `/dev/null`.
+     */
+    MCPGW_STDIN_KIND_NULL = 0,
+    /*
+     `mcpgw_action_bytes`, then end of input.
+     */
+    MCPGW_STDIN_KIND_BYTES = 1,
+    /*
+     A pipe the host keeps open, writing nothing, until the process exits (its end tells the
+     sandbox that the host gave up).
+     */
+    MCPGW_STDIN_KIND_HOLD = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum mcpgw_stdin_kind mcpgw_stdin_kind;
+#else
+typedef uint32_t mcpgw_stdin_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
  What a session event is.
  */
 enum mcpgw_session_event_kind
@@ -244,6 +341,14 @@ typedef enum {
      */
     MCPGW_TRANSPORT_BUILTIN = 2,
 } mcpgw_transport;
+
+/*
+ One action of the driver, with C views of what it carries.
+
+ Immutable once made: may be moved between threads and read from several at once. Released
+ with `mcpgw_action_free`; borrowed strings and bytes live as long as the action.
+ */
+typedef struct mcpgw_action mcpgw_action;
 
 /*
  One block of a `mcpgw_tool_chunk`. Borrowed from its chunk: valid until the chunk is
@@ -308,6 +413,16 @@ typedef struct mcpgw_error mcpgw_error;
  callback that received it; used by that callback's thread only.
  */
 typedef struct mcpgw_exec_output mcpgw_exec_output;
+
+/*
+ One sandbox's gateway and its session channel: the host driver. It turns submitted
+ operations and what the host reports (exits, channel bytes, time) into actions.
+
+ May be moved between threads, but used by one thread at a time (a binding guards it with
+ its own lock or owns it in one task). Created with `mcpgw_host_new`, released with
+ `mcpgw_host_free`.
+ */
+typedef struct mcpgw_host mcpgw_host;
 
 /*
  One operation on the gateway in sans-IO form: it says which command to run next
@@ -778,6 +893,201 @@ const char *mcpgw_error_detail(const mcpgw_error *error);
  Frees an error. NULL is ignored. Takes ownership: do not use `error` afterwards.
  */
 void mcpgw_error_free(mcpgw_error *error);
+
+/*
+ Makes a host driver from `config_json` (`{"backend":{"kind":"docker","container":"box"},
+ "gateway_path":"/usr/local/bin/mcpgw-gateway", ...}`; see the README for every key). Writes
+ `*host_out` on success; on failure `*error_out` (when not NULL) names what is wrong.
+ */
+mcpgw_result mcpgw_host_new(const char *config_json,
+                            mcpgw_host **host_out,
+                            mcpgw_error **error_out);
+
+/*
+ Frees a host driver. Processes it asked for are the host's to end (kill them). NULL is
+ ignored. Takes ownership.
+ */
+void mcpgw_host_free(mcpgw_host *host);
+
+/*
+ Submits an operation given as JSON (`{"op":"call_tool","mcp":"fs","tool":"read",
+ "arguments":{...},"agent_id":"","session_id":"","timeout_ms":5000,"stream":true}`; the
+ operations are start_gateway, stop_gateway, ensure_gateway_binary (`binary_path`), health,
+ list_mcps, add_mcp (`spec`), remove_mcp (`name`), list_tools (`mcp`), call_tool,
+ set_runtime_headers (`mcp`, `headers`), open_session and close_session). Writes its id to
+ `*id_out`: it gets exactly one DONE action. Fails only for JSON that is not an operation.
+ */
+mcpgw_result mcpgw_host_submit(mcpgw_host *host,
+                               const char *op_json,
+                               uint64_t *id_out,
+                               mcpgw_error **error_out);
+
+/*
+ Cancels operation `id`: its command is killed, or the gateway cancels it upstream; it ends
+ with a DONE action of result CANCELLED. Returns whether it was under way.
+ */
+bool mcpgw_host_cancel(mcpgw_host *host, uint64_t id);
+
+/*
+ Opens a virtual MCP connection to MCP `mcp` of the scope (`agent_id`, `session_id`; NULL
+ is "") over the session channel; writes its id to `*id_out`. A CONNECTION_OPENED action
+ says it is ready; it ends with one CONNECTION_CLOSED. Fails without an open session.
+ */
+mcpgw_result mcpgw_host_open_connection(mcpgw_host *host,
+                                        const char *mcp,
+                                        const char *agent_id,
+                                        const char *session_id,
+                                        uint64_t *id_out,
+                                        mcpgw_error **error_out);
+
+/*
+ Sends one JSON-RPC message (`len` bytes of UTF-8 JSON, one object) on connection `conn`.
+ The bytes are copied.
+ */
+mcpgw_result mcpgw_host_send(mcpgw_host *host,
+                             uint64_t conn,
+                             const uint8_t *msg,
+                             size_t len,
+                             mcpgw_error **error_out);
+
+/*
+ Closes connection `conn` (its CONNECTION_CLOSED follows); returns whether it was open.
+ */
+bool mcpgw_host_close_connection(mcpgw_host *host, uint64_t conn);
+
+/*
+ Process `proc` exited with `exit_code` (128 + N for signal N) after writing these outputs
+ (a channel's were fed as they came: pass none). The bytes are copied.
+ */
+void mcpgw_host_on_exit(mcpgw_host *host,
+                        uint64_t proc,
+                        int32_t exit_code,
+                        const uint8_t *out,
+                        size_t out_len,
+                        const uint8_t *err,
+                        size_t err_len);
+
+/*
+ Process `proc` could not be run, or the host's exec function failed: `reason` says why
+ (NULL: no reason known).
+ */
+void mcpgw_host_on_exec_failed(mcpgw_host *host, uint64_t proc, const char *reason);
+
+/*
+ Bytes the channel process `proc` wrote to its stdout. Copied.
+ */
+void mcpgw_host_on_data(mcpgw_host *host, uint64_t proc, const uint8_t *data, size_t len);
+
+/*
+ Bytes the channel process `proc` wrote to its stderr. Copied.
+ */
+void mcpgw_host_on_stderr(mcpgw_host *host, uint64_t proc, const uint8_t *data, size_t len);
+
+/*
+ The channel process `proc`'s stdout ended.
+ */
+void mcpgw_host_on_eof(mcpgw_host *host, uint64_t proc);
+
+/*
+ Time passed: call it when `mcpgw_host_timeout_ms` has elapsed (calling it early is harmless).
+ */
+void mcpgw_host_on_timeout(mcpgw_host *host);
+
+/*
+ Milliseconds until the driver wants `mcpgw_host_on_timeout` (rounded up; 0: now), or -1
+ when it waits for nothing but the host's reports.
+ */
+int64_t mcpgw_host_timeout_ms(const mcpgw_host *host);
+
+/*
+ The next action, or NULL when there is none (until the host reports something or time
+ passes). The caller frees it with `mcpgw_action_free`.
+ */
+mcpgw_action *mcpgw_host_next_action(mcpgw_host *host);
+
+/*
+ What the driver knows, as JSON: `{"session":"off"|"opening"|"open","gateway":{port, pid,
+ token_file, instance_nonce, state_dir} or null, "hello":{...} or null}`. Free it with
+ `mcpgw_string_free`; NULL for a NULL host.
+ */
+char *mcpgw_host_state_json(const mcpgw_host *host);
+
+/*
+ Frees an action. NULL is ignored. Takes ownership.
+ */
+void mcpgw_action_free(mcpgw_action *action);
+
+/*
+ The action's kind; NOTICE for NULL.
+ */
+mcpgw_action_kind mcpgw_action_get_kind(const mcpgw_action *action);
+
+/*
+ The process of a RUN, OPEN, WRITE, CLOSE_INPUT or KILL action (0 otherwise).
+ */
+uint64_t mcpgw_action_proc(const mcpgw_action *action);
+
+/*
+ The operation or connection of a PROGRESS, DONE or CONNECTION_* action (0 otherwise).
+ */
+uint64_t mcpgw_action_id(const mcpgw_action *action);
+
+/*
+ How many argv entries a RUN or OPEN action's program has; 0 when it is shell text for the
+ host's exec function (`mcpgw_action_shell`).
+ */
+size_t mcpgw_action_argc(const mcpgw_action *action);
+
+/*
+ Argv entry `i` of a RUN or OPEN action; NULL past the end. Borrowed: lives as long as the
+ action. Run it as is, never through a host shell.
+ */
+const char *mcpgw_action_argv(const mcpgw_action *action, size_t i);
+
+/*
+ The `sh -c` text of a RUN or OPEN action for the host's own exec function (backend
+ `exec`), or NULL when the program is an argv. Borrowed.
+ */
+const char *mcpgw_action_shell(const mcpgw_action *action);
+
+/*
+ The working directory to run a RUN or OPEN action's argv in (the local backend's `cwd`),
+ or NULL for the host process's own. Borrowed.
+ */
+const char *mcpgw_action_cwd(const mcpgw_action *action);
+
+/*
+ What a RUN action's standard input is.
+ */
+mcpgw_stdin_kind mcpgw_action_stdin_kind(const mcpgw_action *action);
+
+/*
+ The bytes an action carries: a RUN's stdin (kind BYTES), a WRITE's bytes, a PROGRESS's
+ chunk, a DONE's result or error, a CONNECTION_MESSAGE's message (the last three JSON text).
+ Writes their length to `*len_out` (when not NULL). Borrowed; NULL when there are none.
+ */
+const uint8_t *mcpgw_action_bytes(const mcpgw_action *action, size_t *len_out);
+
+/*
+ A RUN action's time limit in milliseconds (the driver kills it after that time too).
+ */
+uint32_t mcpgw_action_timeout_ms(const mcpgw_action *action);
+
+/*
+ A DONE action's result code: `MCPGW_RESULT_OK`, or the failure's code.
+ */
+mcpgw_result mcpgw_action_result(const mcpgw_action *action);
+
+/*
+ A NOTICE's text, a CONNECTION_CLOSED's reason, a failed DONE's message; NULL otherwise.
+ Borrowed.
+ */
+const char *mcpgw_action_text(const mcpgw_action *action);
+
+/*
+ A CONNECTION_CLOSED's HTTP status (a refused open: 404 for no such MCP), else 0.
+ */
+uint16_t mcpgw_action_status(const mcpgw_action *action);
 
 /*
  The command to run next: on success `*command_out` receives `sh -c` text (borrowed: valid

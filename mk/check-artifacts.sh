@@ -9,7 +9,8 @@
 #     libraries with dlopen, the Go module's libmcpgw.a linked into a C program);
 #   - the header the Go module carries is the repository's, and its libmcpgw.a is the tarball's;
 #   - every package carries the same static gateway (no program interpreter: it runs in images
-#     without a libc), which says it is of the release's version;
+#     without a libc), which says it is of the release's version; the C tarball, the npm package
+#     (its bin) and the wheel carry the same static host endpoint `mcpgw` beside it;
 #   - the sdist holds no native file.
 #
 #   mk/check-artifacts.sh DIST
@@ -111,16 +112,20 @@ done
 said=$("$work/ask_static")
 [ "$said" = "$version $abi" ] || fail "the Go module's libmcpgw.a says '$said', not '$version $abi'"
 
-# One gateway everywhere.
-gateway=$c/bin/mcpgw-gateway
-if readelf -l "$gateway" | grep -q INTERP; then fail "$gateway has a program interpreter: it is not static"; fi
-[ "$("$gateway" --version)" = "mcpgw-gateway $version" ] || fail "$gateway --version says $("$gateway" --version)"
-same "$gateway" "$n/gateway/linux-x64/mcpgw-gateway"
-same "$gateway" "$w/mcpgw_client/_bin/mcpgw-gateway"
-same "$gateway" "$g/gateway/bin/linux-amd64/mcpgw-gateway"
+# One gateway everywhere, one host endpoint beside it (not in the Go module).
+for name in mcpgw-gateway mcpgw; do
+    bin=$c/bin/$name
+    if readelf -l "$bin" | grep -q INTERP; then fail "$bin has a program interpreter: it is not static"; fi
+    [ "$("$bin" --version)" = "$name $version" ] || fail "$bin --version says $("$bin" --version)"
+    same "$bin" "$n/gateway/linux-x64/$name"
+    same "$bin" "$w/mcpgw_client/_bin/$name"
+done
+same "$c/bin/mcpgw-gateway" "$g/gateway/bin/linux-amd64/mcpgw-gateway"
+[ "$(node -p "require(process.argv[1]).bin.mcpgw" "$n/package.json")" = gateway/linux-x64/mcpgw ] ||
+    fail "the npm package's bin mcpgw is not gateway/linux-x64/mcpgw"
 
 # The sdist is sources only.
-natives=$(find "$work/sdist" -name '*.so*' -o -name '*.a' -o -name mcpgw-gateway)
+natives=$(find "$work/sdist" -name '*.so*' -o -name '*.a' -o -name mcpgw-gateway -o -name mcpgw -type f)
 [ -z "$natives" ] || fail "the sdist holds native files: $natives"
 
 (cd "$dist" && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | sort | xargs sha256sum) > "$dist/SHA256SUMS"

@@ -12,6 +12,7 @@ pub mod client;
 pub mod command;
 pub mod error;
 pub mod exec;
+pub mod host;
 pub mod local;
 pub mod quote;
 pub mod random;

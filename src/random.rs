@@ -33,10 +33,64 @@ pub fn mint_nonce() -> String {
     mint_token()
 }
 
-/// A random UUID version 4 as 32 lowercase hex digits, the form of AgentScope's ids.
+/// Compares two secrets in time that depends only on their lengths, so a caller learns nothing
+/// from timing about how much of a guess was right.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    // black_box keeps the optimiser from turning the fold into an early exit.
+    std::hint::black_box(diff) == 0
+}
+
+/// How many identifiers one refill of a thread's pool serves.
+const POOL_IDS: usize = 32;
+
+/// 16 bytes of the OS CSPRNG's output for an identifier. Each thread keeps a pool refilled by
+/// one `getrandom(2)` per [`POOL_IDS`] identifiers (a system call per id was most of the cost
+/// of a chunk's ids); no byte is handed out twice, and a forked child, which inherits a copy
+/// of the pool, refills it before its first id.
+fn id_bytes() -> [u8; 16] {
+    use std::cell::RefCell;
+    struct Pool {
+        pid: u32,
+        used: usize,
+        bytes: [u8; 16 * POOL_IDS],
+    }
+    thread_local! {
+        static POOL: RefCell<Pool> = const {
+            RefCell::new(Pool { pid: 0, used: POOL_IDS, bytes: [0; 16 * POOL_IDS] })
+        };
+    }
+    POOL.with(|pool| {
+        let mut pool = pool.borrow_mut();
+        let pid = std::process::id();
+        if pool.used == POOL_IDS || pool.pid != pid {
+            fill(&mut pool.bytes);
+            pool.pid = pid;
+            pool.used = 0;
+        }
+        let at = pool.used * 16;
+        pool.used += 1;
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&pool.bytes[at..at + 16]);
+        // What was handed out does not stay behind in the pool.
+        pool.bytes[at..at + 16].fill(0);
+        out
+    })
+}
+
+/// 128 random bits as 32 lowercase hex digits: an identifier nobody else can guess (a resumable
+/// call's id).
+pub fn hex_id() -> String {
+    hex(&id_bytes())
+}
+
+/// A random UUID version 4 as 32 lowercase hex digits, the form of AgentScope's ids (chunk and
+/// block ids too).
 pub fn uuid4_hex() -> String {
-    let mut b = [0u8; 16];
-    fill(&mut b);
+    let mut b = id_bytes();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     hex(&b)
@@ -58,10 +112,20 @@ mod tests {
     }
 
     #[test]
-    fn ids_are_uuid4() {
-        let id = uuid4_hex();
-        assert_eq!(id.len(), 32);
-        assert_eq!(&id[12..13], "4");
-        assert!(matches!(&id[16..17], "8" | "9" | "a" | "b"));
+    fn ids_are_distinct_uuid4s() {
+        let ids: std::collections::HashSet<String> = (0..10_000).map(|_| uuid4_hex()).collect();
+        assert_eq!(ids.len(), 10_000);
+        for id in ids.iter().take(100) {
+            assert_eq!(id.len(), 32);
+            assert_eq!(&id[12..13], "4", "{id}");
+            assert!(matches!(&id[16..17], "8" | "9" | "a" | "b"), "{id}");
+        }
+        let call_ids: std::collections::HashSet<String> = (0..1000).map(|_| hex_id()).collect();
+        assert_eq!(call_ids.len(), 1000);
+        assert!(
+            call_ids
+                .iter()
+                .all(|id| id.len() == 32 && !ids.contains(id))
+        );
     }
 }

@@ -183,11 +183,16 @@ pub fn channel_side(paths: &Paths, secs: u64, wrk_direct: &dyn Fn(u16, &str, usi
     println!(
         "\nexec channel: one-shot `docker exec` per call against one `docker exec -i` session"
     );
+    docker_side(paths, secs);
+    local(paths, secs, wrk_direct);
+}
+
+/// The Docker measurements alone (`mcpgw-bench --docker-only`).
+pub fn docker_side(paths: &Paths, secs: u64) {
     match docker_unavailable(paths) {
         Some(why) => println!("docker: SKIPPED ({why})"),
         None => docker(paths, secs),
     }
-    local(paths, secs, wrk_direct);
 }
 
 fn docker(paths: &Paths, secs: u64) {
@@ -197,6 +202,7 @@ fn docker(paths: &Paths, secs: u64) {
     };
     let client = Client::new(Config {
         gateway_path: "/usr/local/bin/mcpgw-gateway".into(),
+        state_dir: Some(DOCKER_STATE.into()),
         ..Config::default()
     })
     .unwrap();
@@ -236,6 +242,25 @@ fn docker(paths: &Paths, secs: u64) {
     );
     drop(channel);
 
+    // The same call as a virtual MCP connection's tools/call, over its own docker exec -i.
+    let mut mcp = McpConnection::open(&container.0, client.port().unwrap());
+    for _ in 0..50 {
+        mcp.call();
+    }
+    let c = median(sequential(500, || mcp.call()));
+    let r = mcp.rate(16, window);
+    println!(
+        "docker mcp connection call p50 ms: {c:.3} (rest over session: {y:.3}); {:.2}x (target <= 1.1x: {})",
+        c / y,
+        verdict(c <= 1.1 * y)
+    );
+    println!(
+        "docker mcp connection calls/s at 16 in flight: {r:.0} (rest over session: {z:.0}); {:.2}x (target >= 0.9x: {})",
+        r / z,
+        verdict(r >= 0.9 * z)
+    );
+    drop(mcp);
+
     // The 10 MiB static gateway into a fresh path: one exec with stdin, or staged pieces.
     let upload = |stdin: bool, path: &str| {
         let client = Client::new(Config {
@@ -258,6 +283,144 @@ fn docker(paths: &Paths, secs: u64) {
         verdict(s <= 1.0)
     );
     client.stop_gateway(&exec, &opts()).unwrap();
+}
+
+/// Where the gateway of the Docker measurements keeps its token.
+const DOCKER_STATE: &str = "/tmp/mcpgw-bench";
+
+/// A virtual MCP connection to the test server `ts` over `attach` in a container, spoken at
+/// the frame level: one `tools/call` of `echo` at a time, or many in flight.
+struct McpConnection {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Vec<u8>>,
+    next: u64,
+}
+
+impl McpConnection {
+    fn open(container: &str, port: u16) -> McpConnection {
+        let mut child = Command::new("docker")
+            .args([
+                "exec",
+                "-i",
+                container,
+                "/usr/local/bin/mcpgw-gateway",
+                "attach",
+                "--port",
+            ])
+            .arg(port.to_string())
+            .args(["--token-file", &format!("{DOCKER_STATE}/token")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            let mut reader = std::io::BufReader::new(stdout);
+            loop {
+                let mut line = Vec::new();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        if tx.send(line).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        let mut c = McpConnection {
+            child,
+            stdin,
+            lines,
+            next: 0,
+        };
+        c.frame_of("hello");
+        c.send(r#"{"t":"open","id":1,"path":"/mcps/ts/connection?agent_id=&session_id="}"#);
+        c.frame_of("opened");
+        c.request(
+            r#""initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}"#,
+        );
+        c.answer();
+        c.send(
+            r#"{"t":"msg","id":1,"msg":{"jsonrpc":"2.0","method":"notifications/initialized"}}"#,
+        );
+        c
+    }
+
+    fn send(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+    }
+
+    fn frame_of(&mut self, t: &str) -> serde_json::Value {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .expect("a frame");
+            let frame: serde_json::Value = serde_json::from_slice(&line).unwrap();
+            if frame["t"] == t {
+                return frame;
+            }
+        }
+    }
+
+    /// Sends request `method_and_params` (the JSON text after `"method":`).
+    fn request(&mut self, method_and_params: &str) {
+        self.next += 1;
+        let line = format!(
+            r#"{{"t":"msg","id":1,"msg":{{"jsonrpc":"2.0","id":{},"method":{method_and_params}}}}}"#,
+            self.next
+        );
+        self.send(&line);
+    }
+
+    /// Waits for one answer, checking it is one.
+    fn answer(&mut self) {
+        let frame = self.frame_of("msg");
+        assert!(frame["msg"].get("result").is_some(), "{frame}");
+    }
+
+    fn send_call(&mut self) {
+        self.request(r#""tools/call","params":{"name":"echo","arguments":{"text":"hello"}}"#);
+    }
+
+    fn call(&mut self) {
+        self.send_call();
+        self.answer();
+    }
+
+    /// Calls per second with `in_flight` calls outstanding for `secs`.
+    fn rate(&mut self, in_flight: usize, secs: f64) -> f64 {
+        for _ in 0..in_flight {
+            self.send_call();
+        }
+        let t = Instant::now();
+        let mut done = 0u64;
+        while t.elapsed().as_secs_f64() < secs {
+            self.answer();
+            done += 1;
+            self.send_call();
+        }
+        let rate = done as f64 / t.elapsed().as_secs_f64();
+        for _ in 0..in_flight {
+            self.answer();
+        }
+        rate
+    }
+}
+
+impl Drop for McpConnection {
+    fn drop(&mut self) {
+        let _ = self.stdin.write_all(b"{\"t\":\"close\",\"id\":1}\n");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn local(paths: &Paths, secs: u64, wrk_direct: &dyn Fn(u16, &str, usize) -> f64) {

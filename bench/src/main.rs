@@ -305,6 +305,7 @@ fn main() {
     let mut rounds = 3;
     let mut gateway_args = Vec::new();
     let mut gateway_only = false;
+    let mut docker_only = false;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -314,12 +315,17 @@ fn main() {
             "--quick" => (secs, rounds) = (1, 1),
             "--gateway-arg" => gateway_args.push(it.next().expect("--gateway-arg ARG").clone()),
             "--gateway-only" => gateway_only = true,
+            "--docker-only" => docker_only = true,
             other => panic!(
-                "unknown argument {other} (use --seconds N, --rounds N, --quick, --gateway-arg ARG, --gateway-only)"
+                "unknown argument {other} (use --seconds N, --rounds N, --quick, --gateway-arg ARG, --gateway-only, --docker-only)"
             ),
         }
     }
     let paths = Paths::find();
+    if docker_only {
+        channel::docker_side(&paths, secs);
+        return;
+    }
     let script = paths.root.join("bench/call.lua");
     let token = mcpgw::random::mint_token();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());

@@ -1,8 +1,8 @@
 package mcpgw
 
 // #include <mcpgw.h>
-// #if MCPGW_ABI_VERSION != 2
-// #error "this version of the Go binding is written for libmcpgw ABI version 2, but the mcpgw.h found has another: install the matching libmcpgw (pkg-config --modversion mcpgw)"
+// #if MCPGW_ABI_VERSION != 3
+// #error "this version of the Go binding is written for libmcpgw ABI version 3, but the mcpgw.h found has another: install the matching libmcpgw (pkg-config --modversion mcpgw)"
 // #endif
 import "C"
 
@@ -27,5 +27,5 @@ func checkABI() error {
 	return nil
 }
 
-// Version is the version of the linked libmcpgw, e.g. "0.2.0".
+// Version is the version of the linked libmcpgw, e.g. "0.3.0".
 func Version() string { return C.GoString(C.mcpgw_version()) }

@@ -1,669 +1,412 @@
 package mcpgw
 
-// #include <stdlib.h>
-// #include <mcpgw.h>
-import "C"
-
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"math"
+	"errors"
+	"iter"
 	"runtime"
-	"strings"
-	"sync"
-	"time"
-	"unsafe"
 )
 
 // Client is a client of one gateway in one sandbox: it launches and stops the gateway, and
-// registers, lists and calls MCP servers through it, running every request as a command
-// through its Exec function.
+// registers, lists and calls MCP servers through it, one-shot (a command in the sandbox per
+// request) or over a session channel (OpenSession: one long-lived exec for every request).
 //
-// A Client is safe for concurrent use by many goroutines; each call is independent of the
-// others. Its MCP methods act in the client's default scope (see WithScope); Scope gives
-// views on other scopes of the same gateway.
+// libmcpgw's host driver makes every decision (session or one-shot, the fallback of a request
+// the channel refused or never sent, reopening a lost channel, every timer, the backend's
+// failures); the Client runs the processes it asks for, moves their bytes and keeps its timer.
+// It is safe for concurrent use by many goroutines, and holds no thread per session.
 //
-// Close releases it. Close does not stop the gateway, which may outlive the client (another
-// client can attach to it with WithPort and WithTokenFile): call StopGateway first to end it.
+// Close releases it; it does not stop the gateway, which may outlive the client (another client
+// can attach to it with WithPort and WithTokenFile): call StopGateway first to end it.
 type Client struct {
-	exec Exec
-	// The default scope. Not a *Scope: that points back at the client, and a cycle through
-	// an object with a finalizer may never be collected.
-	agentID, sessionID string
-	// timeout is the time limit of calls whose context has no deadline.
-	timeout time.Duration
-
-	// mu keeps Close from freeing the handle while a call is preparing an operation.
-	mu  sync.RWMutex
-	ptr *C.mcpgw_client
-
-	// slotMu guards the session: the opener given to OpenSession (nil: none wanted) and the
-	// session it opened last (which may be lost; the next call then opens a new one).
-	slotMu  sync.Mutex
-	opener  Opener
-	current *session
+	h        *host
+	defaults callConfig
+	port     int // as configured
 }
 
-// defaultTimeout is the time limit of calls whose context has no deadline, unless WithTimeout
-// sets another (libmcpgw's default too).
-const defaultTimeout = 60 * time.Second
-
-// Transport says how requests reach the gateway inside the sandbox.
-type Transport int
-
-// The transports.
-const (
-	// TransportAuto uses curl when the sandbox has it (detected once per client), else the
-	// gateway binary's built-in client.
-	TransportAuto Transport = C.MCPGW_TRANSPORT_AUTO
-	// TransportCurl always uses curl.
-	TransportCurl Transport = C.MCPGW_TRANSPORT_CURL
-	// TransportBuiltin always uses `mcpgw-gateway request`.
-	TransportBuiltin Transport = C.MCPGW_TRANSPORT_BUILTIN
-)
-
-// Option configures a Client in NewClient.
-type Option func(*config)
-
-type config struct {
-	gatewayPath, host, tokenFile, stateDir, instanceNonce, stagingDir *string
-	port                                                              *int
-	transport                                                         *Transport
-	timeout                                                           *time.Duration
-	maxCommandBytes                                                   *int
-	agentID, sessionID                                                string
-}
-
-// WithGatewayPath sets the gateway binary inside the sandbox (default "mcpgw-gateway",
-// looked up on PATH; EnsureGatewayBinary needs an absolute path).
-func WithGatewayPath(path string) Option { return func(c *config) { c.gatewayPath = &path } }
-
-// WithHost sets the loopback address the gateway listens on (default "127.0.0.1").
-func WithHost(host string) Option { return func(c *config) { c.host = &host } }
-
-// WithPort attaches the client to a gateway that already listens on port (give its token
-// file with WithTokenFile). By default StartGateway picks a free port.
-func WithPort(port int) Option { return func(c *config) { c.port = &port } }
-
-// WithTokenFile sets the gateway's token file inside the sandbox (default
-// "<state dir>/token").
-func WithTokenFile(path string) Option { return func(c *config) { c.tokenFile = &path } }
-
-// WithStateDir sets the per-launch directory inside the sandbox that holds the token file and
-// the gateway's log (default /tmp/mcpgw-<16 hex digits of the launch nonce>).
-func WithStateDir(dir string) Option { return func(c *config) { c.stateDir = &dir } }
-
-// WithInstanceNonce sets the launch nonce of an already running gateway, which Health then
-// checks.
-func WithInstanceNonce(nonce string) Option { return func(c *config) { c.instanceNonce = &nonce } }
-
-// WithStagingDir sets where request bodies too large for one command are staged inside the
-// sandbox (default the state directory, else /tmp).
-func WithStagingDir(dir string) Option { return func(c *config) { c.stagingDir = &dir } }
-
-// WithTransport sets how requests reach the gateway (default TransportAuto).
-func WithTransport(t Transport) Option { return func(c *config) { c.transport = &t } }
-
-// WithTimeout sets the time limit of calls whose context has no deadline (default 60 s;
-// at least a millisecond).
-func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = &d } }
-
-// WithMaxCommandBytes sets the longest command text handed to the Exec function (at least
-// 4096; default 120 KiB, under Linux's 128 KiB limit for one argument); larger request bodies
-// are staged in a file over several commands.
-func WithMaxCommandBytes(n int) Option { return func(c *config) { c.maxCommandBytes = &n } }
-
-// WithScope sets the client's default scope: the agent and session the MCPs of the Client's
-// own MCP methods live in (default "" and "").
-func WithScope(agentID, sessionID string) Option {
-	return func(c *config) { c.agentID, c.sessionID = agentID, sessionID }
-}
-
-// NewClient creates a client that runs its commands through exec (and passes them stdin when
-// exec.PassesStdin says so). It runs nothing yet: call StartGateway (or OpenSession) to launch a
-// gateway, or attach to a running one with WithPort and WithTokenFile.
-func NewClient(exec Exec, opts ...Option) (*Client, error) {
-	const op = "new_client"
+// NewClient makes a client that reaches the sandbox through backend. It runs nothing yet: call
+// StartGateway or OpenSession to launch a gateway, or attach to a running one with WithPort and
+// WithTokenFile. A value libmcpgw cannot use (an empty container name, one starting with "-", a
+// pod name with shell metacharacters, an unknown option value) is ErrInvalidArgument, naming it.
+func NewClient(backend Backend, opts ...Option) (*Client, error) {
+	const name = "new_client"
 	if abiError != nil {
 		return nil, abiError
 	}
-	if exec == nil {
-		return nil, invalidArgument(op, "the exec is nil", nil)
+	if backend.spec == nil {
+		return nil, invalidArgument(name, "the backend is empty: make one with Local, Docker, Podman, Kubectl, Argv or Exec", nil)
 	}
-	var cfg config
+	if backend.err != nil {
+		return nil, invalidArgument(name, backend.err.Error(), backend.err)
+	}
+	var cfg clientConfig
 	for _, o := range opts {
-		o(&cfg)
+		if o == nil {
+			return nil, invalidArgument(name, "an option is nil", nil)
+		}
+		o.applyClient(&cfg)
 	}
-	var cc *C.mcpgw_client_config
-	if rc := Code(C.mcpgw_client_config_new(&cc)); rc != CodeOK {
-		return nil, errorFromC(op, rc, nil)
+	if cfg.err != nil {
+		return nil, invalidArgument(name, cfg.err.Error(), cfg.err)
 	}
-	defer C.mcpgw_client_config_free(cc)
-	if err := cfg.apply(op, cc); err != nil {
+	if cfg.defaults.err != nil {
+		return nil, invalidArgument(name, cfg.defaults.err.Error(), cfg.defaults.err)
+	}
+	keys := map[string]any{"backend": backend.spec}
+	for k, v := range cfg.keys {
+		keys[k] = v
+	}
+	text, err := json.Marshal(keys)
+	if err != nil {
+		return nil, invalidArgument(name, "the configuration cannot be encoded as JSON: "+err.Error(), err)
+	}
+	h, err := newHost(text, backend)
+	if err != nil {
 		return nil, err
 	}
-	if err := check(op, C.mcpgw_client_config_set_exec_stdin(cc, C.bool(exec.PassesStdin()))); err != nil {
-		return nil, err
+	c := &Client{h: h, defaults: cfg.defaults}
+	if p, ok := cfg.keys["port"].(int); ok {
+		c.port = p
 	}
-	c := &Client{exec: exec, agentID: cfg.agentID, sessionID: cfg.sessionID, timeout: defaultTimeout}
-	if cfg.timeout != nil {
-		c.timeout = *cfg.timeout
-	}
-	var cerr *C.mcpgw_error
-	// No exec callback crosses into C: every call drives an operation in sans-IO form and
-	// runs its commands here, in Go.
-	if rc := Code(C.mcpgw_client_new(cc, nil, nil, nil, &c.ptr, &cerr)); rc != CodeOK {
-		defer C.mcpgw_error_free(cerr)
-		return nil, errorFromC(op, rc, cerr)
-	}
-	// Only a backstop: a forgotten Close leaks nothing.
-	runtime.SetFinalizer(c, (*Client).Close)
+	// Only a backstop: a forgotten Close leaks nothing. Not waiting in the finalizer goroutine.
+	runtime.SetFinalizer(c, func(c *Client) { go c.h.close() })
 	return c, nil
 }
 
-// apply sets every option given on the C configuration.
-func (cfg *config) apply(op string, cc *C.mcpgw_client_config) error {
-	setString := func(what string, v *string, set func(*C.char) C.mcpgw_result) error {
-		if v == nil {
-			return nil
-		}
-		s, err := cString(op, what, *v)
-		if err != nil {
-			return err
-		}
-		defer C.free(unsafe.Pointer(s))
-		return check(op, set(s))
-	}
-	fields := []struct {
-		what string
-		v    *string
-		set  func(*C.char) C.mcpgw_result
-	}{
-		{"gateway path", cfg.gatewayPath, func(s *C.char) C.mcpgw_result { return C.mcpgw_client_config_set_gateway_path(cc, s) }},
-		{"host", cfg.host, func(s *C.char) C.mcpgw_result { return C.mcpgw_client_config_set_host(cc, s) }},
-		{"token file", cfg.tokenFile, func(s *C.char) C.mcpgw_result { return C.mcpgw_client_config_set_token_file(cc, s) }},
-		{"state directory", cfg.stateDir, func(s *C.char) C.mcpgw_result { return C.mcpgw_client_config_set_state_dir(cc, s) }},
-		{"instance nonce", cfg.instanceNonce, func(s *C.char) C.mcpgw_result { return C.mcpgw_client_config_set_instance_nonce(cc, s) }},
-		{"staging directory", cfg.stagingDir, func(s *C.char) C.mcpgw_result { return C.mcpgw_client_config_set_staging_dir(cc, s) }},
-	}
-	for _, s := range fields {
-		if err := setString(s.what, s.v, s.set); err != nil {
-			return err
-		}
-	}
-	if cfg.port != nil {
-		if *cfg.port < 0 || *cfg.port > math.MaxUint16 {
-			return invalidArgument(op, fmt.Sprintf("port %d is out of range", *cfg.port), nil)
-		}
-		if err := check(op, C.mcpgw_client_config_set_port(cc, C.uint16_t(*cfg.port))); err != nil {
-			return err
-		}
-	}
-	if cfg.transport != nil {
-		if *cfg.transport < 0 {
-			return invalidArgument(op, fmt.Sprintf("unknown transport %d", *cfg.transport), nil)
-		}
-		if err := check(op, C.mcpgw_client_config_set_transport(cc, C.uint32_t(*cfg.transport))); err != nil {
-			return err
-		}
-	}
-	if cfg.timeout != nil {
-		ms := cfg.timeout.Milliseconds()
-		if ms < 1 || ms > math.MaxUint32 {
-			return invalidArgument(op, fmt.Sprintf("timeout %v is out of range", *cfg.timeout), nil)
-		}
-		if err := check(op, C.mcpgw_client_config_set_timeout_ms(cc, C.uint32_t(ms))); err != nil {
-			return err
-		}
-	}
-	if cfg.maxCommandBytes != nil {
-		if *cfg.maxCommandBytes < 0 {
-			return invalidArgument(op, fmt.Sprintf("max command bytes %d is negative", *cfg.maxCommandBytes), nil)
-		}
-		if err := check(op, C.mcpgw_client_config_set_max_command_bytes(cc, C.size_t(*cfg.maxCommandBytes))); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// check turns a failed configuration call into an *Error (the setters have no error object).
-func check(op string, rc C.mcpgw_result) error {
-	if Code(rc) == CodeOK {
-		return nil
-	}
-	return errorFromC(op, Code(rc), nil)
-}
-
-// cString copies s for C; a NUL byte would silently cut it short there, so it is refused.
-// The caller frees the result.
-func cString(op, what, s string) (*C.char, error) {
-	if strings.IndexByte(s, 0) >= 0 {
-		return nil, invalidArgument(op, what+" contains a NUL byte", nil)
-	}
-	return C.CString(s), nil
-}
-
-// Close releases the client and closes its session, if it has one (calls in flight over it fail
-// with ErrSessionLost). It is idempotent, and one-shot calls still running finish normally;
-// later calls fail with ErrClosed. It does not stop the gateway: call StopGateway first for
-// that. It always returns nil.
+// Close closes the client's session, if it has one (operations in flight over it fail with
+// ErrSessionLost), and waits for the channel's process to exit. One-shot operations still
+// running finish normally; later operations fail with ErrClosed. It is idempotent, does not stop
+// the gateway (call StopGateway first for that), and always returns nil.
 func (c *Client) Close() error {
-	c.CloseSession()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ptr != nil {
-		C.mcpgw_client_free(c.ptr)
-		c.ptr = nil
-		runtime.SetFinalizer(c, nil)
-	}
+	runtime.SetFinalizer(c, nil)
+	c.h.close()
+	runtime.KeepAlive(c)
 	return nil
 }
 
-// Port is the gateway's port once it is known (configured, or learned by StartGateway); 0
-// before.
+// close closes the session, waits for the channels' processes, and frees the driver once nothing
+// is under way.
+func (h *host) close() {
+	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		return
+	}
+	h.closing = true
+	h.mu.Unlock()
+	// The driver closes the channel's input, and kills it after its close grace.
+	if _, p, err := h.submit("close_session", []byte(`{"op":"close_session"}`), true); err == nil {
+		<-p.signal
+	}
+	for _, p := range h.runningChannels() {
+		<-p.ended()
+	}
+	h.mu.Lock()
+	h.freeIfIdleLocked()
+	h.mu.Unlock()
+}
+
+// Port is the gateway's port once it is known (configured, launched, or announced by a
+// session); 0 before.
 func (c *Client) Port() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
+	var s struct {
+		Gateway *struct{ Port int } `json:"gateway"`
+		Hello   *struct{ Port int } `json:"hello"`
+	}
+	if st := c.h.state(); st == nil || json.Unmarshal(st, &s) != nil {
 		return 0
 	}
-	port := int(C.mcpgw_client_port(c.ptr))
-	runtime.KeepAlive(c)
-	return port
+	switch {
+	case s.Gateway != nil:
+		return s.Gateway.Port
+	case s.Hello != nil:
+		return s.Hello.Port
+	}
+	return c.port
 }
 
-// Scope is a view of the client's gateway in the scope (agentID, sessionID): the MCPs of each
-// scope are isolated from those of every other. The view shares the client: it needs no Close,
-// and stops working when the client is closed.
-func (c *Client) Scope(agentID, sessionID string) *Scope {
-	return &Scope{c: c, agentID: agentID, sessionID: sessionID}
+// Session is what the client's session channel said when it opened, or nil while the client
+// has no session open (none was opened, it was closed, or it is being opened again).
+func (c *Client) Session() *SessionInfo {
+	var s struct {
+		Session string       `json:"session"`
+		Hello   *SessionInfo `json:"hello"`
+	}
+	if st := c.h.state(); st == nil || json.Unmarshal(st, &s) != nil || s.Session != "open" {
+		return nil
+	}
+	return s.Hello
 }
-
-func (c *Client) defaultScope() *Scope { return c.Scope(c.agentID, c.sessionID) }
 
 // StartGateway launches the gateway inside the sandbox with one command (it mints its token
 // into a 0600 file there, so the token never reaches the host), then confirms with a health
 // check that this very launch answers. On failure the error (ErrStartFailed) carries the
 // gateway's reason and the tail of its log.
-func (c *Client) StartGateway(ctx context.Context) (*GatewayInfo, error) {
-	var info GatewayInfo
-	err := c.run(ctx, "start_gateway", c.defaultScope(), &info, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
-		return C.mcpgw_client_prepare_start_gateway(cl, o, op)
-	})
+func (c *Client) StartGateway(ctx context.Context, opts ...CallOption) (*GatewayInfo, error) {
+	return call[GatewayInfo](ctx, c, "start_gateway", nil, opts)
+}
+
+// StopGateway stops the gateway this client launched: its session, if one is open, is closed
+// first (as CloseSession does), then SIGTERM, a wait for it to close its MCP servers and exit,
+// SIGKILL after the time limit (then it fails with ErrCommandFailed); then its state directory is
+// removed. It succeeds when the gateway had already exited, and fails with ErrGatewayNotRunning
+// when this client has not launched one (or has stopped it already).
+func (c *Client) StopGateway(ctx context.Context, opts ...CallOption) error {
+	_, err := call[json.RawMessage](ctx, c, "stop_gateway", nil, opts)
+	if werr := c.awaitChannels(ctx, "stop_gateway"); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// EnsureGatewayBinary makes sure the sandbox holds the gateway binary read from hostPath on this
+// machine at the client's gateway path (which must be absolute): when it is missing or its
+// SHA-256 differs, it is uploaded, verified and renamed into place, in one command with the
+// binary on stdin when the backend passes stdin, else in pieces of about 90 KiB. The sandbox
+// needs sha256sum (and, without stdin, base64). ErrHostIO when hostPath cannot be read.
+func (c *Client) EnsureGatewayBinary(ctx context.Context, hostPath string, opts ...CallOption) (*BinaryStatus, error) {
+	return call[BinaryStatus](ctx, c, "ensure_gateway_binary", map[string]any{"binary_path": hostPath}, opts)
+}
+
+// Health asks the gateway whether it is up, and checks its instance nonce when the client knows
+// it (ErrGatewayNotRunning when another gateway answers).
+func (c *Client) Health(ctx context.Context, opts ...CallOption) (*Health, error) {
+	return call[Health](ctx, c, "health", nil, opts)
+}
+
+// ListMCPs lists the MCP servers registered in the scope, as registered, each with the gateway's
+// Status (MCPStatus: its MCPState, process id, restarts, last error, calls).
+func (c *Client) ListMCPs(ctx context.Context, opts ...CallOption) ([]MCPSpec, error) {
+	specs, err := call[[]MCPSpec](ctx, c, "list_mcps", nil, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &info, nil
+	return *specs, nil
 }
 
-// StopGateway stops the gateway this client launched: SIGTERM, a wait (up to the call's time
-// limit) for it to close its MCP servers and exit, SIGKILL after that (then it fails with
-// ErrCommandFailed); then its state directory is removed. It succeeds when the gateway had
-// already exited, and fails with ErrGatewayNotRunning when this client has not launched one (or
-// has stopped it already). It closes the client's session first (a session opened later
-// launches a new gateway).
-func (c *Client) StopGateway(ctx context.Context) error {
-	c.CloseSession()
-	return c.run(ctx, "stop_gateway", c.defaultScope(), nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
-		return C.mcpgw_client_prepare_stop_gateway(cl, o, op)
-	})
-}
-
-// Health asks the gateway whether it is up, and checks its instance nonce when the client
-// knows it (ErrGatewayNotRunning when another gateway answers).
-func (c *Client) Health(ctx context.Context) (*Health, error) {
-	var h Health
-	err := c.runREST(ctx, "health", c.defaultScope(), &h, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
-		return C.mcpgw_client_prepare_health(cl, o, op)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &h, nil
-}
-
-// EnsureGatewayBinary makes sure the sandbox holds the gateway binary read from hostPath on
-// this machine at the client's gateway path (which must be absolute): when it is missing or
-// its SHA-256 differs, it is uploaded, verified and renamed into place. With an Exec that passes
-// stdin the upload is one command with the binary on its stdin; otherwise it takes one command
-// per piece of about 90 KiB. The sandbox needs sha256sum (and, without stdin, base64).
-func (c *Client) EnsureGatewayBinary(ctx context.Context, hostPath string) (*BinaryStatus, error) {
-	const name = "ensure_gateway_binary"
-	path, err := cString(name, "host path", hostPath)
-	if err != nil {
-		return nil, err
-	}
-	defer C.free(unsafe.Pointer(path))
-	var st BinaryStatus
-	err = c.run(ctx, name, c.defaultScope(), &st, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
-		return C.mcpgw_client_prepare_ensure_gateway_binary(cl, o, path, op)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &st, nil
-}
-
-// AddMCP registers an MCP server in the client's default scope; see Scope.AddMCP.
-func (c *Client) AddMCP(ctx context.Context, spec MCPSpec) error {
-	return c.defaultScope().AddMCP(ctx, spec)
-}
-
-// RemoveMCP removes an MCP server from the client's default scope; see Scope.RemoveMCP.
-func (c *Client) RemoveMCP(ctx context.Context, name string) error {
-	return c.defaultScope().RemoveMCP(ctx, name)
-}
-
-// ListMCPs lists the MCP servers of the client's default scope; see Scope.ListMCPs.
-func (c *Client) ListMCPs(ctx context.Context) ([]MCPSpec, error) {
-	return c.defaultScope().ListMCPs(ctx)
-}
-
-// ListTools lists the tools of an MCP server in the client's default scope; see
-// Scope.ListTools.
-func (c *Client) ListTools(ctx context.Context, mcp string) ([]Tool, error) {
-	return c.defaultScope().ListTools(ctx, mcp)
-}
-
-// CallTool calls a tool of an MCP server in the client's default scope; see Scope.CallTool.
-func (c *Client) CallTool(ctx context.Context, mcp, tool string, args any, opts ...CallOption) (*ToolChunk, error) {
-	return c.defaultScope().CallTool(ctx, mcp, tool, args, opts...)
-}
-
-// SetRuntimeHeaders replaces the runtime headers of an HTTP MCP server in the client's
-// default scope; see Scope.SetRuntimeHeaders.
-func (c *Client) SetRuntimeHeaders(ctx context.Context, mcp string, headers map[string]string) error {
-	return c.defaultScope().SetRuntimeHeaders(ctx, mcp, headers)
-}
-
-// CallOption configures one CallTool call.
-type CallOption func(*callSettings)
-
-type callSettings struct {
-	progress func(ToolChunk)
-}
-
-// WithProgress makes the call stream: f receives each progress chunk (IsLast false, its
-// Progress in metadata.mcp_progress) in order, as the MCP server reports it, on the calling
-// goroutine, before CallTool returns the last chunk. Streaming needs a session (OpenSession):
-// a call made one-shot still returns its result, but f is not called. A panic in f cancels the
-// call and goes on in the caller.
-func WithProgress(f func(ToolChunk)) CallOption {
-	return func(s *callSettings) { s.progress = f }
-}
-
-// Scope is the client's gateway seen from one scope, an (agent id, session id) pair. Get one
-// from Client.Scope; it is safe for concurrent use like its client.
-type Scope struct {
-	c                  *Client
-	agentID, sessionID string
-}
-
-// AgentID is the agent part of the scope.
-func (s *Scope) AgentID() string { return s.agentID }
-
-// SessionID is the session part of the scope.
-func (s *Scope) SessionID() string { return s.sessionID }
-
-// AddMCP registers an MCP server in the scope. It returns once the gateway has connected to
-// it, initialized it and listed its tools; ErrConflict when the scope has an MCP of that
-// name, ErrUpstreamError when the server cannot be reached.
-func (s *Scope) AddMCP(ctx context.Context, spec MCPSpec) error {
-	const name = "add_mcp"
+// AddMCP registers an MCP server in the scope. It returns once the gateway has connected to it,
+// initialized it and listed its tools; ErrConflict when the scope has an MCP of that name,
+// ErrUpstreamError when the server cannot be reached. Status is not sent.
+func (c *Client) AddMCP(ctx context.Context, spec MCPSpec, opts ...CallOption) error {
 	spec.Status = nil
-	body, err := json.Marshal(spec)
-	if err != nil {
-		return invalidArgument(name, "the spec cannot be encoded as JSON: "+err.Error(), err)
-	}
-	text, err := cString(name, "the spec", string(body))
-	if err != nil {
-		return err
-	}
-	defer C.free(unsafe.Pointer(text))
-	return s.c.runREST(ctx, name, s, nil, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
-		return C.mcpgw_client_prepare_add_mcp(cl, o, text, op)
-	})
+	return done(call[json.RawMessage](ctx, c, "add_mcp", map[string]any{"spec": spec}, opts))
 }
 
 // RemoveMCP removes the MCP server name from the scope; the gateway closes it and ends its
 // processes. ErrNotFound when the scope has no such MCP.
-func (s *Scope) RemoveMCP(ctx context.Context, name string) error {
-	const opName = "remove_mcp"
-	text, err := cString(opName, "the MCP name", name)
-	if err != nil {
-		return err
-	}
-	defer C.free(unsafe.Pointer(text))
-	return s.c.runREST(ctx, opName, s, nil, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
-		return C.mcpgw_client_prepare_remove_mcp(cl, o, text, op)
-	})
+func (c *Client) RemoveMCP(ctx context.Context, name string, opts ...CallOption) error {
+	return done(call[json.RawMessage](ctx, c, "remove_mcp", map[string]any{"name": name}, opts))
 }
 
-// ListMCPs lists the MCP servers registered in the scope, as registered, each with the
-// gateway's Status (MCPStatus: its MCPState, process id, restarts, last error, calls).
-func (s *Scope) ListMCPs(ctx context.Context) ([]MCPSpec, error) {
-	var specs []MCPSpec
-	err := s.c.runREST(ctx, "list_mcps", s, &specs, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
-		return C.mcpgw_client_prepare_list_mcps(cl, o, op)
-	})
-	return specs, err
-}
-
-// ListTools lists the tools of the MCP server mcp, as the server describes them (unfiltered by
-// anything but the spec's EnableTools and DisableTools).
-func (s *Scope) ListTools(ctx context.Context, mcp string) ([]Tool, error) {
-	const name = "list_tools"
-	text, err := cString(name, "the MCP name", mcp)
+// ListTools lists the tools of the MCP server mcp, as the server describes them (filtered only
+// by the spec's EnableTools and DisableTools).
+func (c *Client) ListTools(ctx context.Context, mcp string, opts ...CallOption) ([]Tool, error) {
+	tools, err := call[[]Tool](ctx, c, "list_tools", map[string]any{"mcp": mcp}, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer C.free(unsafe.Pointer(text))
-	var tools []Tool
-	err = s.c.runREST(ctx, name, s, &tools, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
-		return C.mcpgw_client_prepare_list_tools(cl, o, text, op)
-	})
-	return tools, err
+	return *tools, nil
 }
 
 // CallTool calls the tool tool of the MCP server mcp with args, which encoding/json must turn
 // into a JSON object (a struct, a map, a json.RawMessage) or which is nil for none.
 //
-// The context's deadline, shortened by a tenth (at most a second) so that the answer can
-// still travel back, is the call's deadline at the gateway; past it the gateway cancels the
-// call upstream and CallTool fails with ErrDeadline. Without a deadline the client's timeout
-// applies. Cancelling the context abandons the call at once.
+// The context's deadline, shortened by a tenth (at most a second) so that the answer can still
+// travel back, is the call's deadline at the gateway; past it the gateway cancels the call
+// upstream and CallTool fails with ErrDeadline (also context.DeadlineExceeded). Without one,
+// WithTimeout or the client's timeout applies. Cancelling the context abandons the call at once
+// (ErrCancelled, also context.Canceled): over a session the gateway cancels it upstream; one-shot,
+// its command is killed, in the sandbox too. With WithProgress the call streams.
 //
-// Over a session, cancelling the context sends a cancel frame: the gateway cancels the call
-// upstream (notifications/cancelled) at once, and CallTool fails with ErrCancelled. With
-// WithProgress the call streams: the function receives each progress chunk as it happens.
-//
-// A tool that reports an error is not a failed call: the chunk's State is StateError and its
-// text says why. Call failures are *Error values: ErrNotFound for an unknown MCP or tool,
-// ErrUpstreamError when the server fails, ErrDeadline, ErrSessionLost, ...
-func (s *Scope) CallTool(ctx context.Context, mcp, tool string, args any, opts ...CallOption) (*ToolChunk, error) {
-	const name = "call_tool"
-	var settings callSettings
-	for _, o := range opts {
-		o(&settings)
-	}
-	argsJSON, err := json.Marshal(args)
-	if err != nil {
-		return nil, invalidArgument(name, "the arguments cannot be encoded as JSON: "+err.Error(), err)
-	}
-	var texts [3]*C.char
-	for i, v := range [3][2]string{{"the MCP name", mcp}, {"the tool name", tool}, {"the arguments", string(argsJSON)}} {
-		if texts[i], err = cString(name, v[0], v[1]); err != nil {
-			for _, t := range texts[:i] {
-				C.free(unsafe.Pointer(t))
-			}
-			return nil, err
-		}
-	}
-	defer func() {
-		for _, t := range texts {
-			C.free(unsafe.Pointer(t))
-		}
-	}()
-	var chunk ToolChunk
-	err = s.c.runREST(ctx, name, s, &chunk, settings.progress, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
-		return C.mcpgw_client_prepare_call_tool(cl, o, texts[0], texts[1], texts[2], op)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &chunk, nil
+// A tool that reports an error is not a failed call: the chunk's State is StateError and its text
+// says why. Failures are *Error values: ErrNotFound for an unknown MCP or tool, ErrUpstreamError
+// when the server fails, ErrDeadline, ErrSessionLost, ...
+func (c *Client) CallTool(ctx context.Context, mcp, tool string, args any, opts ...CallOption) (*ToolChunk, error) {
+	return call[ToolChunk](ctx, c, "call_tool", toolCall(mcp, tool, args), opts)
 }
 
-// SetRuntimeHeaders replaces the runtime headers of the HTTP MCP server mcp with headers (an
-// empty map clears them), without reconnecting it.
-func (s *Scope) SetRuntimeHeaders(ctx context.Context, mcp string, headers map[string]string) error {
-	const name = "set_runtime_headers"
+// CallToolStream is CallTool as an iterator: it yields each progress chunk of the call as the
+// MCP server reports it (over a session; one-shot there are none), then the result chunk; or,
+// when the call fails, one zero chunk with the error. Stopping the iteration early cancels the
+// call.
+func (c *Client) CallToolStream(ctx context.Context, mcp, tool string, args any, opts ...CallOption) iter.Seq2[ToolChunk, error] {
+	return func(yield func(ToolChunk, error) bool) {
+		stopped := false
+		raw, err := c.run(ctx, "call_tool", toolCall(mcp, tool, args), c.settings(opts), func(b []byte) bool {
+			var chunk ToolChunk
+			if json.Unmarshal(b, &chunk) == nil && !yield(chunk, nil) {
+				stopped = true
+			}
+			return !stopped
+		})
+		if stopped {
+			return
+		}
+		var chunk ToolChunk
+		if err == nil {
+			err = decode("call_tool", raw, &chunk)
+		}
+		yield(chunk, err)
+	}
+}
+
+func toolCall(mcp, tool string, args any) map[string]any {
+	return map[string]any{"mcp": mcp, "tool": tool, "arguments": args}
+}
+
+// SetRuntimeHeaders replaces the runtime headers of the HTTP MCP server mcp with headers (nil or
+// empty clears them), without reconnecting it.
+func (c *Client) SetRuntimeHeaders(ctx context.Context, mcp string, headers map[string]string, opts ...CallOption) error {
 	if headers == nil {
 		headers = map[string]string{}
 	}
-	body, err := json.Marshal(headers)
-	if err != nil {
-		return invalidArgument(name, "the headers cannot be encoded as JSON: "+err.Error(), err)
-	}
-	texts := [2]*C.char{}
-	if texts[0], err = cString(name, "the MCP name", mcp); err != nil {
-		return err
-	}
-	defer C.free(unsafe.Pointer(texts[0]))
-	if texts[1], err = cString(name, "the headers", string(body)); err != nil {
-		return err
-	}
-	defer C.free(unsafe.Pointer(texts[1]))
-	return s.c.runREST(ctx, name, s, nil, nil, func(cl *cClient, o *cOptions, op **cOp) C.mcpgw_result {
-		return C.mcpgw_client_prepare_set_runtime_headers(cl, o, texts[0], texts[1], op)
-	})
+	return done(call[json.RawMessage](ctx, c, "set_runtime_headers", map[string]any{"mcp": mcp, "headers": headers}, opts))
 }
 
-// OpenSession opens a session channel with open (LocalSession, DockerSession, KubectlSession,
-// or an Opener of your own) and waits for it to answer; from then on every REST method of the
-// client and its scopes (Health, AddMCP, RemoveMCP, ListMCPs, ListTools, CallTool,
-// SetRuntimeHeaders) goes over it: one long-lived exec in the sandbox instead of one exec per
-// call, many calls at once, live progress (WithProgress) and real cancellation. StartGateway,
-// StopGateway and EnsureGatewayBinary still run one-shot through the Exec.
+// OpenSession opens the session channel and waits for its hello: one long-lived exec in the
+// sandbox (`docker exec -i ... mcpgw-gateway attach`) that carries every REST operation from
+// then on (Health, AddMCP, RemoveMCP, ListMCPs, ListTools, CallTool, SetRuntimeHeaders), many at
+// once, with live progress and real cancellation. StartGateway, StopGateway and
+// EnsureGatewayBinary stay one-shot, and so does a request the channel refuses (a body over its
+// frame limit) or never sent (it died first).
 //
-// When the client knows no gateway yet (no StartGateway, WithPort), opening the session
-// launches one first, in the same exec (SessionInfo.Launched); StopGateway stops it.
+// When the client knows no gateway yet (no StartGateway, no WithPort), opening the session
+// launches one in the same exec (SessionInfo.Launched); StopGateway stops it.
 //
-// A session that is lost (the channel's process died, the sandbox was killed) fails the calls
-// it carried with ErrSessionLost, within the time it takes the backend to report the end of the
-// channel; they are never replayed, since a tool call may have had effects. Calls it had not
-// sent yet go one-shot. The next call then opens a new session with the same Opener (the
-// client keeps it until CloseSession or StopGateway), and goes one-shot if that fails. Calls
-// made while a session opens wait in it and are sent once it answers.
-//
-// Opening another session replaces the current one (which is closed).
-func (c *Client) OpenSession(ctx context.Context, open Opener) (*SessionInfo, error) {
-	const name = "open_session"
-	if open == nil {
-		return nil, invalidArgument(name, "the opener is nil", nil)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, contextError(name, err)
-	}
-	c.slotMu.Lock()
-	if c.current != nil {
-		c.current.close()
-		c.current = nil
-	}
-	s, err := c.startSession(ctx, name, open)
-	if err != nil {
-		c.opener = nil
-		c.slotMu.Unlock()
-		return nil, err
-	}
-	c.current, c.opener = s, open
-	c.slotMu.Unlock()
+// A channel that is lost (its process died, its heartbeat stopped) is opened again (WithReopen,
+// WithReopenAttempts), unless the backend says the sandbox is gone; tool calls in flight are
+// resumed on the new channel when the gateway keeps them (SessionInfo.RetentionMS), GETs are sent
+// again, and anything else in flight fails with ErrSessionLost, since it may have had effects.
+// Operations made while the channel opens wait for it.
+func (c *Client) OpenSession(ctx context.Context, opts ...CallOption) (*SessionInfo, error) {
+	return call[SessionInfo](ctx, c, "open_session", nil, opts)
+}
 
-	waitCtx, cancel := ctx, context.CancelFunc(func() {})
-	if _, has := ctx.Deadline(); !has {
-		waitCtx, cancel = context.WithTimeout(ctx, c.timeout)
+// CloseSession closes the session channel: what it carries fails with ErrSessionLost, its input
+// is closed (attach cancels what it relayed and exits), and CloseSession waits for its process
+// to exit (it is killed after the close grace). Later operations go one-shot. Closing a client
+// without a session does nothing.
+func (c *Client) CloseSession(ctx context.Context, opts ...CallOption) error {
+	if _, err := call[json.RawMessage](ctx, c, "close_session", nil, opts); err != nil {
+		return err
 	}
-	defer cancel()
-	info, err := s.waitOpened(waitCtx, name)
-	if err != nil {
-		c.slotMu.Lock()
-		if c.current == s {
-			c.current, c.opener = nil, nil
+	return c.awaitChannels(ctx, "close_session")
+}
+
+// awaitChannels waits for the session channels' processes that have not exited yet (a closed
+// channel's is killed after the close grace), or for the end of ctx.
+func (c *Client) awaitChannels(ctx context.Context, name string) error {
+	for _, p := range c.h.runningChannels() {
+		select {
+		case <-p.ended():
+		case <-ctx.Done():
+			return contextError(name, ctx.Err())
 		}
-		c.slotMu.Unlock()
-		s.close()
-		return nil, err
-	}
-	return info, nil
-}
-
-// CloseSession closes the client's session, if it has one: calls in flight over it fail with
-// ErrSessionLost, the channel's stdin is closed (attach cancels what it carried in the gateway
-// and exits), and its process is waited for. Later calls go one-shot until OpenSession. It is
-// idempotent and always returns nil.
-func (c *Client) CloseSession() error {
-	c.slotMu.Lock()
-	s := c.current
-	c.current, c.opener = nil, nil
-	c.slotMu.Unlock()
-	if s != nil {
-		s.close()
 	}
 	return nil
 }
 
-// Session is what the client's session said when it opened, or nil when the client has no
-// session open (none was opened, it was closed, or it is lost and not reopened yet).
-func (c *Client) Session() *SessionInfo {
-	c.slotMu.Lock()
-	s := c.current
-	c.slotMu.Unlock()
-	if s == nil || s.isLost() {
-		return nil
+// settings are the client's defaults with opts applied.
+func (c *Client) settings(opts []CallOption) callConfig {
+	cfg := c.defaults
+	for _, o := range opts {
+		if o == nil {
+			cfg.err = errors.New("an option is nil")
+			continue
+		}
+		o.applyCall(&cfg)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.info == nil {
-		return nil
-	}
-	info := *s.info
-	return &info
+	return cfg
 }
 
-// session is the session calls should go over: the current one, or, when it is lost, a new one
-// opened with the same opener; nil when there is none (or it cannot be opened: the call then
-// goes one-shot, which says what is wrong).
-func (c *Client) session(ctx context.Context) *session {
-	c.slotMu.Lock()
-	defer c.slotMu.Unlock()
-	if c.opener == nil {
-		return nil
+// call performs operation name and decodes its result into a T.
+func call[T any](ctx context.Context, c *Client, name string, fields map[string]any, opts []CallOption) (*T, error) {
+	cfg := c.settings(opts)
+	var onChunk func([]byte) bool
+	if f := cfg.progress; f != nil {
+		onChunk = func(b []byte) bool {
+			var chunk ToolChunk
+			if json.Unmarshal(b, &chunk) == nil {
+				f(chunk)
+			}
+			return true
+		}
 	}
-	if c.current != nil && !c.current.isLost() {
-		return c.current
-	}
-	if c.current != nil {
-		go c.current.close()
-		c.current = nil
-	}
-	s, err := c.startSession(ctx, "open_session", c.opener)
-	if err != nil {
-		return nil
-	}
-	c.current = s
-	return s
-}
-
-// startSession opens a session of the client with open, unless the client is closed.
-func (c *Client) startSession(ctx context.Context, name string, open Opener) (*session, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return nil, closedError(name)
-	}
-	s, err := startSession(ctx, name, c.ptr, open)
+	raw, err := c.run(ctx, name, fields, cfg, onChunk)
 	runtime.KeepAlive(c)
-	return s, err
+	if err != nil {
+		return nil, err
+	}
+	var out T
+	if err := decode(name, raw, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func done[T any](_ *T, err error) error { return err }
+
+func decode(name string, raw []byte, out any) error {
+	if err := json.Unmarshal(raw, out); err != nil {
+		return &Error{Op: name, Code: CodeProtocolError, Message: name + ": cannot decode the result: " + err.Error(), Err: err}
+	}
+	return nil
+}
+
+// run submits operation name (its fields, the scope and time limit of cfg) and waits for its
+// end. onChunk (nil: the operation does not stream) gets each progress chunk on this goroutine;
+// when it returns false, or panics, or ctx ends first, the operation is cancelled.
+func (c *Client) run(ctx context.Context, name string, fields map[string]any, cfg callConfig, onChunk func([]byte) bool) ([]byte, error) {
+	if cfg.err != nil {
+		return nil, invalidArgument(name, cfg.err.Error(), cfg.err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, contextError(name, err)
+	}
+	ms, fromCtx, ok := callTimeout(ctx, cfg.timeout)
+	if !ok {
+		return nil, contextError(name, context.DeadlineExceeded)
+	}
+	op := map[string]any{"op": name, "agent_id": cfg.agentID, "session_id": cfg.sessionID}
+	for k, v := range fields {
+		op[k] = v
+	}
+	if ms > 0 {
+		op["timeout_ms"] = ms
+	}
+	if onChunk != nil {
+		op["stream"] = true
+	}
+	text, err := json.Marshal(op)
+	if err != nil {
+		return nil, invalidArgument(name, "the operation cannot be encoded as JSON: "+err.Error(), err)
+	}
+	id, p, err := c.h.submit(name, text, false)
+	if err != nil {
+		return nil, err
+	}
+	finished := false
+	defer func() {
+		if !finished {
+			c.h.cancel(id)
+		}
+	}()
+	for {
+		select {
+		case <-p.signal:
+		case <-ctx.Done():
+			return nil, contextError(name, ctx.Err())
+		}
+		chunks, end := p.take()
+		for _, b := range chunks {
+			if !onChunk(b) {
+				return nil, contextError(name, context.Canceled)
+			}
+		}
+		if end {
+			finished = true
+			return p.outcome(name, fromCtx)
+		}
+	}
 }

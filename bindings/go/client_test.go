@@ -1,7 +1,6 @@
 package mcpgw_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -10,11 +9,9 @@ import (
 	"fmt"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,156 +270,6 @@ func concurrentCall(ctx context.Context, c *mcpgw.Client, i int) error {
 	return nil
 }
 
-// A context deadline becomes the gateway's deadline: it cancels the call upstream and answers
-// 504, which arrives while the context is still waiting. The deadline is long enough for the
-// margin (a tenth, at most a second) to hold on a loaded machine under the race detector.
-func TestContextDeadline(t *testing.T) {
-	t.Parallel()
-	sb := startSandbox(t)
-	if err := sb.client.AddMCP(context.Background(), testServerSpec("ts")); err != nil {
-		t.Fatalf("AddMCP: %v", err)
-	}
-	marker := filepath.Join(sb.dir, "cancelled")
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
-	began := time.Now()
-	_, err := sb.client.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 30, "cancel_marker": marker})
-	took := time.Since(began)
-	if !errors.Is(err, mcpgw.ErrDeadline) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("slow call with an 8 s deadline: %v", err)
-	}
-	t.Logf("a call with an 8 s deadline returned after %v", took.Round(time.Millisecond))
-	if took < 7*time.Second || took > 9*time.Second {
-		t.Errorf("the call returned after %v", took)
-	}
-	if e := asError(t, err); e.HTTPStatus != 504 || e.Detail == "" || e.Code != mcpgw.CodeDeadline {
-		t.Errorf("want the gateway's 504 with a detail: %+v", e)
-	}
-	waitFile(t, marker, "cancelled")
-}
-
-// Cancelling the context abandons the call at once; the killed request makes the gateway
-// cancel the call upstream; the client stays usable.
-func TestContextCancel(t *testing.T) {
-	t.Parallel()
-	sb := startSandbox(t)
-	if err := sb.client.AddMCP(context.Background(), testServerSpec("ts")); err != nil {
-		t.Fatalf("AddMCP: %v", err)
-	}
-	marker := filepath.Join(sb.dir, "cancelled")
-	ctx, cancel := context.WithCancel(context.Background())
-	// Cancelled once the gateway has counted the call, i.e. it is in flight upstream.
-	go func() {
-		defer cancel()
-		for ctx.Err() == nil {
-			specs, err := sb.client.ListMCPs(context.Background())
-			if err == nil && len(specs) == 1 && specs[0].Status != nil && specs[0].Status.Calls > 0 {
-				return
-			}
-		}
-	}()
-	began := time.Now()
-	_, err := sb.client.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 20, "cancel_marker": marker})
-	if took := time.Since(began); took > 5*time.Second {
-		t.Errorf("the cancelled call returned after %v", took)
-	}
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, mcpgw.ErrCancelled) || errors.Is(err, mcpgw.ErrDeadline) ||
-		errors.Is(err, mcpgw.ErrExecFailed) {
-		t.Fatalf("cancelled call: %v", err)
-	}
-	waitFile(t, marker, "cancelled")
-	if _, err := sb.client.CallTool(context.Background(), "ts", "echo", map[string]string{"text": "still here"}); err != nil {
-		t.Errorf("call after a cancelled one: %v", err)
-	}
-	// An already cancelled context runs nothing.
-	if _, err := sb.client.ListTools(ctx, "ts"); !errors.Is(err, context.Canceled) {
-		t.Errorf("call with a cancelled context: %v", err)
-	}
-}
-
-// An exec function that ignores its context does not hold up a cancelled call.
-func TestCancelWithExecIgnoringContext(t *testing.T) {
-	t.Parallel()
-	sb := startSandbox(t)
-	if err := sb.client.AddMCP(context.Background(), testServerSpec("ts")); err != nil {
-		t.Fatalf("AddMCP: %v", err)
-	}
-	run, inFlight := entered(sb.dir, "/tools/slow")
-	stubborn := mcpgw.StdinExecFunc(func(_ context.Context, command string, stdin []byte) (mcpgw.ExecResult, error) {
-		return run.Exec(context.Background(), command, stdin)
-	})
-	c, err := mcpgw.NewClient(stubborn, mcpgw.WithPort(sb.info.Port), mcpgw.WithTokenFile(sb.info.TokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancelCall := context.WithCancel(context.Background())
-	go func() {
-		<-inFlight
-		cancelCall()
-	}()
-	began := time.Now()
-	_, err = c.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 3})
-	if took := time.Since(began); !errors.Is(err, context.Canceled) || took > 2500*time.Millisecond {
-		t.Fatalf("cancelled call: %v after %v", err, took)
-	}
-}
-
-// The exec function's failures and panics.
-func TestExecFailureAndPanic(t *testing.T) {
-	t.Parallel()
-	gone := errors.New("sandbox deleted")
-	var mode struct {
-		sync.Mutex
-		fail, panic bool
-	}
-	flaky := func(dir string) mcpgw.Exec {
-		run := mcpgw.LocalExec(dir)
-		return mcpgw.ExecFunc(func(ctx context.Context, command string) (mcpgw.ExecResult, error) {
-			mode.Lock()
-			fail, panics := mode.fail, mode.panic
-			mode.Unlock()
-			if panics {
-				panic(gone)
-			}
-			if fail {
-				return mcpgw.ExecResult{}, gone
-			}
-			return run(ctx, command, nil)
-		})
-	}
-	c, _ := newClient(t, flaky)
-	ctx := context.Background()
-
-	mode.fail = true
-	_, err := c.StartGateway(ctx)
-	if !errors.Is(err, mcpgw.ErrExecFailed) || !errors.Is(err, gone) || !strings.Contains(err.Error(), "sandbox deleted") {
-		t.Fatalf("StartGateway with a failing exec: %v", err)
-	}
-
-	mode.fail, mode.panic = false, true
-	func() {
-		defer func() {
-			if v := recover(); v != gone {
-				t.Fatalf("recovered %v, want the exec function's panic value", v)
-			}
-		}()
-		_, _ = c.StartGateway(ctx)
-		t.Fatal("StartGateway returned although the exec function panicked")
-	}()
-
-	// Neither left the client in a bad state.
-	mode.panic = false
-	info, err := c.StartGateway(ctx)
-	if err != nil {
-		t.Fatalf("StartGateway: %v", err)
-	}
-	if err := c.StopGateway(ctx); err != nil {
-		t.Fatalf("StopGateway: %v", err)
-	}
-	waitGone(t, "the gateway", info.PID)
-}
-
 // Failures are typed, carry the gateway's status and detail, and never the token.
 func TestErrors(t *testing.T) {
 	t.Parallel()
@@ -474,7 +321,7 @@ func TestErrors(t *testing.T) {
 	if err := os.WriteFile(wrong, []byte(strings.Repeat("0", 64)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	intruder, err := mcpgw.NewClient(mcpgw.LocalExec(sb.dir), mcpgw.WithPort(sb.info.Port), mcpgw.WithTokenFile(wrong))
+	intruder, err := mcpgw.NewClient(mcpgw.Local(sb.dir), mcpgw.WithPort(sb.info.Port), mcpgw.WithTokenFile(wrong))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,11 +344,41 @@ func TestErrors(t *testing.T) {
 	if _, err := lost.ListMCPs(ctx); !errors.Is(err, mcpgw.ErrGatewayNotRunning) {
 		t.Errorf("no gateway: %v", err)
 	}
-	if _, err := mcpgw.NewClient(nil); !errors.Is(err, mcpgw.ErrInvalidArgument) {
-		t.Errorf("nil exec: %v", err)
-	}
-	if _, err := mcpgw.NewClient(mcpgw.LocalExec(""), mcpgw.WithMaxCommandBytes(10)); !errors.Is(err, mcpgw.ErrInvalidArgument) {
-		t.Errorf("too small a command limit: %v", err)
+}
+
+// A value libmcpgw cannot use is refused when the client is made, with a message naming it;
+// nothing runs.
+func TestBadConfiguration(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []struct {
+		what    string
+		backend mcpgw.Backend
+		opts    []mcpgw.Option
+		says    string
+	}{
+		{"no backend", mcpgw.Backend{}, nil, "backend is empty"},
+		{"an empty container", mcpgw.Docker(""), nil, "must not be empty"},
+		{"a container read as an option", mcpgw.Podman("-rm"), nil, "starts with '-'"},
+		{"a container with shell text", mcpgw.Docker("box;rm -rf /"), nil, "holds ';'"},
+		{"a pod with shell text", mcpgw.Kubectl("pod$(x)"), nil, "holds '$'"},
+		{"a namespace with a space", mcpgw.Kubectl("pod", mcpgw.PodOptions{Namespace: "a b"}), nil, "holds ' '"},
+		{"two option sets", mcpgw.Docker("box", mcpgw.ContainerOptions{}, mcpgw.ContainerOptions{}), nil, "at most one"},
+		{"an empty prefix", mcpgw.Argv(nil, false), nil, "must name a program"},
+		{"a NUL in a prefix", mcpgw.Argv([]string{"ssh", "bo\x00x"}, true), nil, "NUL"},
+		{"no run function", mcpgw.Exec(nil, nil, false), nil, "run function"},
+		{"too small a command limit", mcpgw.Local(""), []mcpgw.Option{mcpgw.WithMaxCommandBytes(10)}, "at least 4096"},
+		{"a negative timeout", mcpgw.Local(""), []mcpgw.Option{mcpgw.WithTimeout(-time.Second)}, "timeout"},
+		{"a zero open timeout", mcpgw.Local(""), []mcpgw.Option{mcpgw.WithOpenTimeout(0)}, "open_timeout_ms"},
+		{"a port out of range", mcpgw.Local(""), []mcpgw.Option{mcpgw.WithPort(70000)}, "port"},
+		{"a nil option", mcpgw.Local(""), []mcpgw.Option{nil}, "nil"},
+	} {
+		c, err := mcpgw.NewClient(bad.backend, bad.opts...)
+		if !errors.Is(err, mcpgw.ErrInvalidArgument) || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("%s: %v, want ErrInvalidArgument saying %q", bad.what, err, bad.says)
+		}
+		if c != nil {
+			t.Errorf("%s: a client was made", bad.what)
+		}
 	}
 }
 
@@ -510,27 +387,28 @@ func TestScopes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	sb := startSandbox(t)
-	alice, bob := sb.client.Scope("agent-a", "session 1"), sb.client.Scope("agent-b", "session&1=2")
-	for _, s := range []*mcpgw.Scope{alice, bob} {
-		if err := s.AddMCP(ctx, testServerSpec("ts")); err != nil {
-			t.Fatalf("AddMCP in %s/%s: %v", s.AgentID(), s.SessionID(), err)
+	c := sb.client
+	alice, bob := mcpgw.WithScope("agent-a", "session 1"), mcpgw.WithScope("agent-b", "session&1=2")
+	for _, s := range []mcpgw.Setting{alice, bob} {
+		if err := c.AddMCP(ctx, testServerSpec("ts"), s); err != nil {
+			t.Fatalf("AddMCP in a scope: %v", err)
 		}
 	}
-	if specs, err := sb.client.ListMCPs(ctx); err != nil || len(specs) != 0 {
+	if specs, err := c.ListMCPs(ctx); err != nil || len(specs) != 0 {
 		t.Errorf("default scope = %v, %v", specs, err)
 	}
-	if err := alice.RemoveMCP(ctx, "ts"); err != nil {
+	if err := c.RemoveMCP(ctx, "ts", alice); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := alice.CallTool(ctx, "ts", "echo", map[string]string{"text": "x"}); !errors.Is(err, mcpgw.ErrNotFound) {
+	if _, err := c.CallTool(ctx, "ts", "echo", map[string]string{"text": "x"}, alice); !errors.Is(err, mcpgw.ErrNotFound) {
 		t.Errorf("alice's removed MCP: %v", err)
 	}
-	if chunk, err := bob.CallTool(ctx, "ts", "echo", map[string]string{"text": "bob"}); err != nil || chunk.Text() != "bob" {
+	if chunk, err := c.CallTool(ctx, "ts", "echo", map[string]string{"text": "bob"}, bob); err != nil || chunk.Text() != "bob" {
 		t.Errorf("bob's MCP: %v, %v", chunk, err)
 	}
 
-	// A client whose default scope is bob's sees bob's MCP.
-	c, err := mcpgw.NewClient(mcpgw.LocalExec(sb.dir), mcpgw.WithPort(sb.info.Port),
+	// A client whose default scope is bob's sees bob's MCP, and alice's when told.
+	c, err := mcpgw.NewClient(mcpgw.Local(sb.dir), mcpgw.WithPort(sb.info.Port),
 		mcpgw.WithTokenFile(sb.info.TokenFile), mcpgw.WithScope("agent-b", "session&1=2"))
 	if err != nil {
 		t.Fatal(err)
@@ -538,6 +416,9 @@ func TestScopes(t *testing.T) {
 	defer c.Close()
 	if specs, err := c.ListMCPs(ctx); err != nil || len(specs) != 1 || specs[0].Name != "ts" {
 		t.Errorf("bob's scope through WithScope = %v, %v", specs, err)
+	}
+	if specs, err := c.ListMCPs(ctx, alice); err != nil || len(specs) != 0 {
+		t.Errorf("alice's scope from bob's client = %v, %v", specs, err)
 	}
 }
 
@@ -550,7 +431,7 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, inFlight := entered(sb.dir, "/tools/slow")
-	c, err := mcpgw.NewClient(run, mcpgw.WithPort(sb.info.Port), mcpgw.WithTokenFile(sb.info.TokenFile))
+	c, err := mcpgw.NewClient(mcpgw.Exec(run, nil, true), mcpgw.WithPort(sb.info.Port), mcpgw.WithTokenFile(sb.info.TokenFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,197 +459,4 @@ func TestClose(t *testing.T) {
 	if c.Port() != 0 {
 		t.Errorf("Port after Close = %d", c.Port())
 	}
-}
-
-// A body over the command limit arrives whole: on stdin in one command when the exec passes
-// stdin, staged in pieces otherwise.
-func TestLargeArguments(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	sb := startSandbox(t, mcpgw.WithMaxCommandBytes(8192))
-	if err := sb.client.AddMCP(ctx, testServerSpec("ts")); err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Repeat("0123456789'\"$`\\ ", 20_000) // 320 KB
-	for _, passesStdin := range []bool{true, false} {
-		t.Run(fmt.Sprintf("stdin=%v", passesStdin), func(t *testing.T) {
-			exec, commands := counting(sb.dir, passesStdin)
-			c, err := mcpgw.NewClient(exec, mcpgw.WithPort(sb.info.Port), mcpgw.WithTokenFile(sb.info.TokenFile),
-				mcpgw.WithMaxCommandBytes(8192), mcpgw.WithTransport(mcpgw.TransportCurl))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			chunk, err := c.CallTool(ctx, "ts", "echo", map[string]string{"text": text})
-			if err != nil {
-				t.Fatalf("CallTool: %v", err)
-			}
-			if chunk.Text() != text {
-				t.Errorf("echo of %d bytes came back as %d bytes", len(text), len(chunk.Text()))
-			}
-			n := commands.Load()
-			t.Logf("a %d KB body took %d commands", len(text)/1000, n)
-			if passesStdin && n != 1 || !passesStdin && n < 10 {
-				t.Errorf("the call took %d commands", n)
-			}
-		})
-	}
-}
-
-// counting is a local Exec that counts its commands and passes stdin or not.
-func counting(dir string, passesStdin bool) (mcpgw.Exec, *atomic.Int32) {
-	run := mcpgw.LocalExec(dir)
-	var n atomic.Int32
-	if passesStdin {
-		return mcpgw.StdinExecFunc(func(ctx context.Context, command string, stdin []byte) (mcpgw.ExecResult, error) {
-			n.Add(1)
-			return run(ctx, command, stdin)
-		}), &n
-	}
-	return mcpgw.ExecFunc(func(ctx context.Context, command string) (mcpgw.ExecResult, error) {
-		n.Add(1)
-		return run(ctx, command, nil)
-	}), &n
-}
-
-// Without curl, requests go through the gateway's built-in client.
-func TestBuiltinTransport(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	sb := startSandbox(t, mcpgw.WithTransport(mcpgw.TransportBuiltin))
-	if err := sb.client.AddMCP(ctx, testServerSpec("ts")); err != nil {
-		t.Fatal(err)
-	}
-	if chunk, err := sb.client.CallTool(ctx, "ts", "echo", map[string]string{"text": "built in"}); err != nil || chunk.Text() != "built in" {
-		t.Fatalf("CallTool: %v, %v", chunk, err)
-	}
-}
-
-// A gateway binary is installed into the sandbox, checked, and launched from there: in one
-// command with the binary on stdin when the exec passes stdin, in pieces otherwise. The binary
-// is a script that starts the real gateway, padded to take several pieces: the real one (120 MB
-// in a debug build) would only make the test slow.
-func TestEnsureGatewayBinary(t *testing.T) {
-	t.Parallel()
-	launcher := filepath.Join(t.TempDir(), "launcher")
-	script := "#!/bin/sh\n# " + strings.Repeat("padding ", 40_000) + "\nexec '" + gatewayBin + "' \"$@\"\n"
-	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, passesStdin := range []bool{true, false} {
-		t.Run(fmt.Sprintf("stdin=%v", passesStdin), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			dir := t.TempDir()
-			installed := filepath.Join(dir, "bin", "mcpgw-gateway")
-			if err := os.Mkdir(filepath.Dir(installed), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			exec, commands := counting(dir, passesStdin)
-			c, err := mcpgw.NewClient(exec, mcpgw.WithGatewayPath(installed), mcpgw.WithStateDir(filepath.Join(dir, "state")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			st, err := c.EnsureGatewayBinary(ctx, launcher)
-			if err != nil || !st.Uploaded || st.Path != installed || len(st.SHA256) != 64 {
-				t.Fatalf("EnsureGatewayBinary = %+v, %v", st, err)
-			}
-			// With stdin: a check and the upload. Without: a check, at least three pieces, the install.
-			n := commands.Load()
-			t.Logf("a %d KB binary took %d commands", len(script)/1000, n)
-			if passesStdin && n > 2 || !passesStdin && n < 5 {
-				t.Errorf("the upload took %d commands", n)
-			}
-			if got, err := os.ReadFile(installed); err != nil || string(got) != script {
-				t.Fatalf("the installed file differs from the original (%v)", err)
-			}
-			if st, err := c.EnsureGatewayBinary(ctx, launcher); err != nil || st.Uploaded {
-				t.Errorf("second EnsureGatewayBinary = %+v, %v", st, err)
-			}
-			info, err := c.StartGateway(ctx)
-			if err != nil {
-				t.Fatalf("StartGateway from the installed binary: %v", err)
-			}
-			if err := c.StopGateway(ctx); err != nil {
-				t.Fatal(err)
-			}
-			waitGone(t, "the gateway", info.PID)
-			if _, err := c.EnsureGatewayBinary(ctx, filepath.Join(dir, "missing")); !errors.Is(err, mcpgw.ErrHostIO) {
-				t.Errorf("missing host file: %v", err)
-			}
-		})
-	}
-}
-
-// An HTTP MCP server gets its configured headers and runtime headers, which
-// SetRuntimeHeaders replaces without reconnecting.
-func TestHTTPMCPAndRuntimeHeaders(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	sb := startSandbox(t)
-
-	url := startHTTPTestServer(t)
-	spec := mcpgw.HTTPSpec("web", url)
-	spec.MCPConfig.Headers = map[string]string{"X-Static": "configured"}
-	spec.RuntimeHeaders = map[string]string{"X-Run": "first"}
-	if err := sb.client.AddMCP(ctx, spec); err != nil {
-		t.Fatalf("AddMCP: %v", err)
-	}
-	headers := func() map[string]string {
-		t.Helper()
-		chunk, err := sb.client.CallTool(ctx, "web", "headers", nil)
-		if err != nil {
-			t.Fatalf("CallTool headers: %v", err)
-		}
-		var h map[string]string
-		if err := json.Unmarshal(chunk.StructuredContent(), &h); err != nil {
-			t.Fatalf("headers: %s: %v", chunk.StructuredContent(), err)
-		}
-		return h
-	}
-	if h := headers(); h["x-static"] != "configured" || h["x-run"] != "first" {
-		t.Errorf("headers at registration: %v", h)
-	}
-	if err := sb.client.SetRuntimeHeaders(ctx, "web", map[string]string{"X-Run": "second"}); err != nil {
-		t.Fatalf("SetRuntimeHeaders: %v", err)
-	}
-	if h := headers(); h["x-static"] != "configured" || h["x-run"] != "second" {
-		t.Errorf("headers after SetRuntimeHeaders: %v", h)
-	}
-	if err := sb.client.SetRuntimeHeaders(ctx, "web", nil); err != nil {
-		t.Fatalf("SetRuntimeHeaders(nil): %v", err)
-	}
-	if h := headers(); h["x-run"] != "" {
-		t.Errorf("runtime headers after clearing them: %v", h)
-	}
-	specs, err := sb.client.ListMCPs(ctx)
-	if err != nil || len(specs) != 1 || specs[0].MCPConfig.Type != mcpgw.ConfigHTTP || specs[0].MCPConfig.URL != url ||
-		specs[0].RuntimeHeaders != nil {
-		t.Errorf("ListMCPs = %+v, %v", specs, err)
-	}
-}
-
-// startHTTPTestServer runs the test server over streamable HTTP on this machine and returns its
-// URL; it is stopped when the test ends.
-func startHTTPTestServer(t *testing.T) string {
-	t.Helper()
-	server := exec.Command(testServerBin, "http", "--port", "0")
-	stdout, err := server.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := server.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = server.Process.Kill()
-		_ = server.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
-	if err != nil || !ok {
-		t.Fatalf("test server: %q, %v", line, err)
-	}
-	return url
 }

@@ -7,136 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
+	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	mcpgw "github.com/mcpgw/mcpgw/bindings/go"
 )
-
-// Tests against real Docker containers made by tests/docker/sandbox.sh: a busybox-only image
-// with the static gateway and test server, no network, entered only with docker exec. They say
-// SKIPPED (and why) when no Docker daemon answers.
-
-const (
-	containerGateway    = "/usr/local/bin/mcpgw-gateway"
-	containerTestServer = "/usr/local/bin/mcpgw-testserver"
-)
-
-var docker struct {
-	once       sync.Once
-	image      string
-	skip       string
-	mu         sync.Mutex
-	containers []string
-}
-
-func sandboxScript() string { return filepath.Join(repoRoot, "tests", "docker", "sandbox.sh") }
-
-// dockerImage is the test image, built unless it exists ($MCPGW_TEST_IMAGE names one built
-// already, as the Makefile does); the test is skipped when there is no daemon.
-func dockerImage(t *testing.T) string {
-	t.Helper()
-	docker.once.Do(func() {
-		if out, err := exec.Command("sh", sandboxScript(), "check").Output(); err != nil {
-			docker.skip = strings.TrimSpace(string(out))
-			if docker.skip == "" {
-				docker.skip = err.Error()
-			}
-			return
-		}
-		if docker.image = os.Getenv("MCPGW_TEST_IMAGE"); docker.image != "" {
-			return
-		}
-		out, err := exec.Command("sh", sandboxScript(), "image").Output()
-		if err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				err = fmt.Errorf("%s", strings.TrimSpace(string(ee.Stderr)))
-			}
-			docker.skip = "the test image cannot be built (run `make docker-image` at the repository root): " + err.Error()
-			return
-		}
-		docker.image = strings.TrimSpace(string(out))
-	})
-	if docker.skip != "" {
-		t.Skip("SKIPPED: " + docker.skip)
-	}
-	return docker.image
-}
-
-var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
-
-// dockerSandbox starts a container for the test, with the host directory it returns mounted at
-// /marks (for the test server's cancel markers), and removes it when the test ends.
-func dockerSandbox(t *testing.T) (container, marks string) {
-	t.Helper()
-	image := dockerImage(t)
-	marks = t.TempDir()
-	name := fmt.Sprintf("mcpgw-go-%d-%s", os.Getpid(), unsafeName.ReplaceAllString(t.Name(), "-"))
-	out, err := exec.Command("sh", sandboxScript(), "start", image, name, "--", "-v", marks+":/marks").CombinedOutput()
-	if err != nil {
-		t.Fatalf("starting a container: %s (%v)", out, err)
-	}
-	docker.mu.Lock()
-	docker.containers = append(docker.containers, name)
-	docker.mu.Unlock()
-	t.Cleanup(func() { _ = exec.Command("sh", sandboxScript(), "stop", name).Run() })
-	return name, marks
-}
-
-// stopDockerSandboxes removes every container this process started (after the tests).
-func stopDockerSandboxes() {
-	docker.mu.Lock()
-	defer docker.mu.Unlock()
-	if len(docker.containers) > 0 {
-		_ = exec.Command("sh", append([]string{sandboxScript(), "stop"}, docker.containers...)...).Run()
-	}
-}
-
-// dockerClient is a client of a gateway it launched in container, with the test server
-// registered as "ts".
-func dockerClient(t *testing.T, container string) (*mcpgw.Client, *mcpgw.GatewayInfo) {
-	t.Helper()
-	ctx := context.Background()
-	c, err := mcpgw.NewClient(mcpgw.DockerExec(container), mcpgw.WithGatewayPath(containerGateway),
-		mcpgw.WithTimeout(60*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	info, err := c.StartGateway(ctx)
-	if err != nil {
-		t.Fatalf("StartGateway in %s: %v", container, err)
-	}
-	if err := c.AddMCP(ctx, mcpgw.StdioSpec("ts", containerTestServer, "stdio")); err != nil {
-		t.Fatalf("AddMCP: %v", err)
-	}
-	return c, info
-}
-
-// requireContainerAttach skips a session test when the container's gateway has no `attach`.
-func requireContainerAttach(t *testing.T, container string) {
-	t.Helper()
-	out, _ := exec.Command("docker", "exec", container, containerGateway, "--help").CombinedOutput()
-	if !strings.Contains(string(out), "mcpgw-gateway attach") {
-		t.Skipf("SKIPPED: the test image's gateway has no attach subcommand (the session channel's gateway side)")
-	}
-}
-
-// containerPS is the process list of the container (busybox ps).
-func containerPS(t *testing.T, container string) string {
-	t.Helper()
-	out, err := exec.Command("docker", "exec", container, "ps", "-o", "pid,args").CombinedOutput()
-	if err != nil {
-		t.Fatalf("docker exec ps: %s (%v)", out, err)
-	}
-	return string(out)
-}
 
 func p50(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
@@ -150,9 +29,8 @@ func p50(ds []time.Duration) time.Duration {
 func TestDockerOneShotAndSession(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	container, marks := dockerSandbox(t)
-	requireContainerAttach(t, container)
-	c, info := dockerClient(t, container)
+	container, marks := dockerEngine.container(t)
+	c, info := dockerEngine.client(t, container)
 
 	echo := func(i int) (time.Duration, error) {
 		want := fmt.Sprintf("call %d", i)
@@ -172,8 +50,7 @@ func TestDockerOneShotAndSession(t *testing.T) {
 		}
 		oneShot = append(oneShot, d)
 	}
-
-	hello, err := c.OpenSession(ctx, mcpgw.DockerSession(container))
+	hello, err := c.OpenSession(ctx)
 	if err != nil {
 		t.Fatalf("OpenSession: %v", err)
 	}
@@ -189,9 +66,6 @@ func TestDockerOneShotAndSession(t *testing.T) {
 	}
 	t.Logf("echo through docker: p50 one-shot %v (%d calls), p50 over a session %v (%d calls)",
 		p50(oneShot).Round(time.Microsecond), len(oneShot), p50(session).Round(time.Microsecond), len(session))
-	if p50(session) >= p50(oneShot) {
-		t.Errorf("a session call (p50 %v) is not faster than a one-shot call (p50 %v)", p50(session), p50(oneShot))
-	}
 
 	t.Run("64 concurrent calls", func(t *testing.T) {
 		took := concurrentCalls(ctx, t, c, 64)
@@ -199,20 +73,20 @@ func TestDockerOneShotAndSession(t *testing.T) {
 	})
 
 	t.Run("progress", func(t *testing.T) {
-		var at []time.Duration
-		began := time.Now()
-		_, err := c.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 1, "steps": 5},
-			mcpgw.WithProgress(func(ch mcpgw.ToolChunk) {
-				if p := ch.Progress(); p == nil || p.Progress != float64(len(at)+1) {
-					t.Errorf("progress %d: %+v", len(at), p)
-				}
-				at = append(at, time.Since(began))
-			}))
-		ended := time.Since(began)
-		if err != nil || len(at) != 5 || ended-at[0] < 600*time.Millisecond {
-			t.Errorf("progress at %v, result at %v, %v", at, ended, err)
+		var got []float64
+		for chunk, err := range c.CallToolStream(ctx, "ts", "slow", map[string]any{"seconds": 1, "steps": 5}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := chunk.Progress(); p != nil {
+				got = append(got, p.Progress)
+			} else if !chunk.IsLast {
+				t.Errorf("a chunk that is neither progress nor the last: %+v", chunk)
+			}
 		}
-		t.Logf("progress through docker arrived at %v; the result at %v", at, ended.Round(time.Millisecond))
+		if fmt.Sprint(got) != "[1 2 3 4 5]" {
+			t.Errorf("progress through docker: %v", got)
+		}
 	})
 
 	t.Run("cancel", func(t *testing.T) {
@@ -230,133 +104,72 @@ func TestDockerOneShotAndSession(t *testing.T) {
 			t.Fatalf("cancelled call: %v", err)
 		}
 		waitFile(t, filepath.Join(marks, "cancelled"), "cancelled")
-		took := time.Since(cancelledAt)
-		t.Logf("through docker, the server wrote its cancel marker %v after the cancel", took.Round(time.Microsecond))
-		if took > 500*time.Millisecond {
-			t.Errorf("the cancel marker came %v after the cancel", took)
-		}
+		t.Logf("through docker, the server wrote its cancel marker %v after the cancel", time.Since(cancelledAt).Round(time.Microsecond))
 	})
 
-	if ps := containerPS(t, container); !strings.Contains(ps, "attach") {
+	if ps := dockerEngine.ps(t, container); !strings.Contains(ps, "attach") {
 		t.Errorf("no attach process in the container while the session is open:\n%s", ps)
 	}
-	if err := c.CloseSession(); err != nil {
+	if err := c.CloseSession(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ps := containerPS(t, container); strings.Contains(ps, "attach") {
+	if ps := dockerEngine.ps(t, container); strings.Contains(ps, "attach") {
 		t.Errorf("an attach process is left in the container:\n%s", ps)
 	}
 	if err := c.StopGateway(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ps := containerPS(t, container); strings.Contains(ps, "mcpgw") {
+	if ps := dockerEngine.ps(t, container); strings.Contains(ps, "mcpgw") {
 		t.Errorf("processes left in the container:\n%s", ps)
 	}
 }
 
-// `docker kill` of the container fails the calls in flight over its session with
-// ErrSessionLost within a second; later calls fail with ErrExecFailed: the sandbox is gone.
-func TestDockerKillDuringSessionCalls(t *testing.T) {
+// A one-shot call cancelled on the host ends in the container too: the cancel wrapper kills
+// the command there, and the gateway cancels the call upstream.
+func TestDockerOneShotCancel(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	container, _ := dockerSandbox(t)
-	requireContainerAttach(t, container)
-	c, _ := dockerClient(t, container)
-	if _, err := c.OpenSession(ctx, mcpgw.DockerSession(container)); err != nil {
-		t.Fatal(err)
-	}
-	const n = 3
-	var running sync.WaitGroup
-	running.Add(n)
-	type outcome struct {
-		err error
-		at  time.Time
-	}
-	results := make(chan outcome, n)
-	for range n {
-		go func() {
-			var once sync.Once
-			_, err := c.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 60, "steps": 600},
-				mcpgw.WithProgress(func(mcpgw.ToolChunk) { once.Do(running.Done) }))
-			results <- outcome{err, time.Now()}
-		}()
-	}
-	running.Wait()
-	kill := time.Now()
-	if out, err := exec.Command("docker", "kill", container).CombinedOutput(); err != nil {
-		t.Fatalf("docker kill: %s (%v)", out, err)
-	}
-	killed := time.Now()
-	t.Logf("docker kill took %v", killed.Sub(kill).Round(time.Microsecond))
-	for range n {
-		select {
-		case o := <-results:
-			if !errors.Is(o.err, mcpgw.ErrSessionLost) {
-				t.Errorf("call in flight: %v", o.err)
+	container, marks := dockerEngine.container(t)
+	c, _ := dockerEngine.client(t, container)
+	ctx, cancel := context.WithCancel(context.Background())
+	// Cancelled once the gateway has counted the call, i.e. it is in flight upstream.
+	go func() {
+		defer cancel()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+			specs, err := c.ListMCPs(context.Background())
+			if err == nil && specs[0].Status != nil && specs[0].Status.Calls > 0 {
+				return
 			}
-			t.Logf("a call in flight failed %v after docker kill began (%v after it returned): %v",
-				o.at.Sub(kill).Round(time.Microsecond), o.at.Sub(killed).Round(time.Microsecond), o.err)
-		case <-time.After(time.Second):
-			t.Fatal("a call in flight did not fail within a second of docker kill")
 		}
+	}()
+	_, err := c.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 30, "cancel_marker": "/marks/cancelled"})
+	if !errors.Is(err, mcpgw.ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled one-shot call: %v", err)
 	}
-	_, err := c.ListMCPs(ctx)
-	var be *mcpgw.BackendError
-	if !errors.Is(err, mcpgw.ErrExecFailed) || !errors.As(err, &be) {
-		t.Errorf("call after the kill: %v", err)
-	}
-	t.Logf("the call after the kill: %v", err)
+	waitFile(t, filepath.Join(marks, "cancelled"), "cancelled")
+	waitFor(t, "the request's command to end in the container", func() bool {
+		return !strings.Contains(dockerEngine.ps(t, container), "/tools/slow")
+	})
 }
 
-// Docker's own failures are ErrExecFailed (the sandbox is gone), not a command that failed.
-func TestDockerExecFailures(t *testing.T) {
+func TestDockerKillDuringSessionCalls(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	dockerImage(t)
+	dockerEngine.killDuringSessionCalls(t)
+}
 
-	t.Run("no such container", func(t *testing.T) {
-		t.Parallel()
-		c, err := mcpgw.NewClient(mcpgw.DockerExec("mcpgw-go-no-such-container"), mcpgw.WithGatewayPath(containerGateway))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_, err = c.StartGateway(ctx)
-		var be *mcpgw.BackendError
-		if !errors.Is(err, mcpgw.ErrExecFailed) || !errors.As(err, &be) || be.ExitCode != 1 ||
-			!strings.Contains(be.Reason, "No such container") {
-			t.Errorf("StartGateway: %v", err)
-		}
-		// Opening a session in it fails the same way, before any attach could answer.
-		if _, err := c.OpenSession(ctx, mcpgw.DockerSession("mcpgw-go-no-such-container")); !errors.Is(err, mcpgw.ErrExecFailed) {
-			t.Errorf("OpenSession: %v", err)
-		}
-	})
-
-	t.Run("stopped container", func(t *testing.T) {
-		t.Parallel()
-		container, _ := dockerSandbox(t)
-		c, _ := dockerClient(t, container)
-		if out, err := exec.Command("docker", "stop", "-t", "1", container).CombinedOutput(); err != nil {
-			t.Fatalf("docker stop: %s (%v)", out, err)
-		}
-		_, err := c.ListMCPs(ctx)
-		var be *mcpgw.BackendError
-		if !errors.Is(err, mcpgw.ErrExecFailed) || !errors.As(err, &be) || !strings.Contains(be.Reason, "is not running") {
-			t.Errorf("ListMCPs in a stopped container: %v", err)
-		}
-	})
-
+// Docker's own failures are ErrExecFailed with a BackendError, not a command that failed.
+func TestDockerBackendFailures(t *testing.T) {
+	t.Parallel()
+	dockerEngine.backendFailures(t)
 	t.Run("killed during a one-shot call", func(t *testing.T) {
 		t.Parallel()
-		container, _ := dockerSandbox(t)
-		c, _ := dockerClient(t, container)
+		ctx := context.Background()
+		container, _ := dockerEngine.container(t)
+		c, _ := dockerEngine.client(t, container)
 		errc := make(chan error, 1)
 		go func() {
 			_, err := c.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 60})
 			errc <- err
 		}()
-		// In flight once the gateway has counted it.
 		waitFor(t, "the call to reach the gateway", func() bool {
 			specs, err := c.ListMCPs(ctx)
 			return err == nil && specs[0].Status != nil && specs[0].Status.Calls > 0
@@ -366,71 +179,71 @@ func TestDockerExecFailures(t *testing.T) {
 		}
 		err := <-errc
 		var be *mcpgw.BackendError
-		if !errors.Is(err, mcpgw.ErrExecFailed) || !errors.As(err, &be) || be.ExitCode != 137 {
+		if !errors.Is(err, mcpgw.ErrExecFailed) || !errors.As(err, &be) || be.ExitCode != 137 || be.State != mcpgw.BackendGone {
 			t.Errorf("one-shot call in a killed container: %v", err)
 		}
 	})
 }
 
-// A Docker CLI without a daemon: ErrExecFailed. Not parallel: it changes DOCKER_HOST.
+// A Docker CLI without a daemon: ErrExecFailed, state unreachable. Not parallel: it changes
+// DOCKER_HOST.
 func TestDockerDaemonUnreachable(t *testing.T) {
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Skip("SKIPPED: needs the docker CLI")
 	}
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
-	c, err := mcpgw.NewClient(mcpgw.DockerExec("any"))
+	c, err := mcpgw.NewClient(mcpgw.Docker("any"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	_, err = c.StartGateway(context.Background())
 	var be *mcpgw.BackendError
-	if !errors.Is(err, mcpgw.ErrExecFailed) || !errors.As(err, &be) || !strings.Contains(be.Reason, "Cannot connect to the Docker daemon") {
+	if !errors.Is(err, mcpgw.ErrExecFailed) || !errors.As(err, &be) || be.State != mcpgw.BackendUnreachable ||
+		!strings.Contains(be.Reason, "Cannot connect to the Docker daemon") {
 		t.Errorf("StartGateway without a daemon: %v", err)
 	}
 }
 
-// EnsureGatewayBinary uploads the static gateway into a container in one docker exec -i, and
-// the gateway then runs from there.
+// EnsureGatewayBinary uploads the static gateway into a container in one docker exec -i (and
+// one to check first), and the gateway then runs from there. The docker CLI is given as a
+// program that counts its runs.
 func TestDockerEnsureGatewayBinary(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	static := envOr("MCPGW_TEST_STATIC_GATEWAY", filepath.Join(repoRoot, "target", "x86_64-unknown-linux-gnu", "release", "mcpgw-gateway"))
-	container, _ := dockerSandbox(t)
-	if _, err := os.Stat(static); err != nil {
+	container, _ := dockerEngine.container(t)
+	st, err := os.Stat(static)
+	if err != nil {
 		t.Skipf("SKIPPED: no static gateway (make static): %v", err)
 	}
-	run := mcpgw.DockerExec(container)
-	var commands atomic.Int32
-	counting := mcpgw.StdinExecFunc(func(ctx context.Context, command string, stdin []byte) (mcpgw.ExecResult, error) {
-		commands.Add(1)
-		return run(ctx, command, stdin)
-	})
-	c, err := mcpgw.NewClient(counting, mcpgw.WithGatewayPath("/opt/mcpgw/mcpgw-gateway"))
+	dir := t.TempDir()
+	counted := filepath.Join(dir, "docker")
+	log := filepath.Join(dir, "runs")
+	if err := os.WriteFile(counted, []byte("#!/bin/sh\necho run >> '"+log+"'\nexec docker \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runs := func() int { text, _ := os.ReadFile(log); return strings.Count(string(text), "run\n") }
+	c, err := mcpgw.NewClient(mcpgw.Docker(container, mcpgw.ContainerOptions{Program: counted}),
+		mcpgw.WithGatewayPath("/opt/mcpgw/mcpgw-gateway"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := exec.Command("docker", "exec", container, "mkdir", "-p", "/opt/mcpgw").CombinedOutput(); err != nil {
-		t.Fatal(err)
-	}
-	size := int64(0)
-	if st, err := os.Stat(static); err == nil {
-		size = st.Size()
+	if out, err := exec.Command("docker", "exec", container, "mkdir", "-p", "/opt/mcpgw").CombinedOutput(); err != nil {
+		t.Fatalf("%s (%v)", out, err)
 	}
 	began := time.Now()
-	st, err := c.EnsureGatewayBinary(ctx, static)
-	took := time.Since(began)
-	if err != nil || !st.Uploaded {
-		t.Fatalf("EnsureGatewayBinary: %+v, %v", st, err)
+	status, err := c.EnsureGatewayBinary(ctx, static)
+	if err != nil || !status.Uploaded {
+		t.Fatalf("EnsureGatewayBinary: %+v, %v", status, err)
 	}
 	t.Logf("EnsureGatewayBinary uploaded %.1f MiB into the container in %v, %d docker execs",
-		float64(size)/(1<<20), took.Round(time.Millisecond), commands.Load())
-	if n := commands.Load(); n > 2 {
+		float64(st.Size())/(1<<20), time.Since(began).Round(time.Millisecond), runs())
+	if n := runs(); n > 2 {
 		t.Errorf("the upload took %d commands", n)
 	}
-	info, err := c.StartGateway(ctx)
-	if err != nil {
+	if _, err := c.StartGateway(ctx); err != nil {
 		t.Fatalf("StartGateway from the uploaded binary: %v", err)
 	}
 	if _, err := c.Health(ctx); err != nil {
@@ -439,5 +252,53 @@ func TestDockerEnsureGatewayBinary(t *testing.T) {
 	if err := c.StopGateway(ctx); err != nil {
 		t.Error(err)
 	}
-	_ = info
+}
+
+// A call over a session whose `docker exec -i` is killed on the host (the container lives on)
+// is resumed on the channel opened again: the caller sees it finish, with each progress chunk
+// once. It needs a gateway that keeps the outcome of calls (the hello's retention_ms).
+func TestDockerCallResumesAfterChannelKilled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	container, _ := dockerEngine.container(t)
+	c, _ := dockerEngine.client(t, container)
+	hello, err := c.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hello.RetentionMS == 0 {
+		t.Skip("SKIPPED: this gateway keeps no call outcomes (retention_ms 0 in its hello): calls end with their channel")
+	}
+	var seen []float64
+	killed := false
+	chunk, err := c.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 2, "steps": 10},
+		mcpgw.WithProgress(func(ch mcpgw.ToolChunk) {
+			seen = append(seen, ch.Progress().Progress)
+			if len(seen) == 2 && !killed {
+				killed = true
+				killDockerClient(t, container)
+			}
+		}))
+	if err != nil || !strings.HasPrefix(chunk.Text(), "done") {
+		t.Fatalf("the resumed call: %v, %v", chunk, err)
+	}
+	if fmt.Sprint(seen) != "[1 2 3 4 5 6 7 8 9 10]" {
+		t.Errorf("progress of the resumed call: %v", seen)
+	}
+}
+
+// killDockerClient kills the host's `docker exec -i` of container's session channel.
+func killDockerClient(t *testing.T, container string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(string(cmdline), "\x00")
+		if err == nil && len(args) > 3 && filepath.Base(args[0]) == "docker" && args[1] == "exec" &&
+			strings.Contains(string(cmdline), container) && strings.Contains(string(cmdline), " attach ") {
+			pid, _ := strconv.Atoi(e.Name())
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return
+		}
+	}
+	t.Errorf("no docker exec of %s's session channel", container)
 }

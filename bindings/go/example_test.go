@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -24,7 +25,7 @@ func Example() {
 	}
 	defer os.RemoveAll(sandbox)
 
-	client, err := mcpgw.NewClient(mcpgw.LocalExec(sandbox),
+	client, err := mcpgw.NewClient(mcpgw.Local(sandbox),
 		mcpgw.WithGatewayPath(gatewayBin),
 		mcpgw.WithStateDir(filepath.Join(sandbox, "state")))
 	if err != nil {
@@ -64,7 +65,7 @@ func launch() (client *mcpgw.Client, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	client, err = mcpgw.NewClient(mcpgw.LocalExec(sandbox), mcpgw.WithGatewayPath(gatewayBin),
+	client, err = mcpgw.NewClient(mcpgw.Local(sandbox), mcpgw.WithGatewayPath(gatewayBin),
 		mcpgw.WithStateDir(filepath.Join(sandbox, "state")))
 	if err != nil {
 		log.Fatal(err)
@@ -140,7 +141,7 @@ func ExampleError() {
 }
 
 // A context's deadline is the call's deadline at the gateway, which cancels the call upstream.
-func ExampleScope_CallTool_deadline() {
+func ExampleClient_CallTool_deadline() {
 	client, stop := launch()
 	defer stop()
 
@@ -151,25 +152,25 @@ func ExampleScope_CallTool_deadline() {
 	// Output: true true
 }
 
-// Each agent session gets its own MCPs.
-func ExampleClient_Scope() {
+// Each agent session gets its own MCPs: the scope of an operation.
+func ExampleWithScope() {
 	client, stop := launch()
 	defer stop()
 	ctx := context.Background()
 
-	session := client.Scope("agent-7", "session-42")
-	if err := session.AddMCP(ctx, mcpgw.StdioSpec("ts", testServerBin, "stdio")); err != nil {
+	session := mcpgw.WithScope("agent-7", "session-42")
+	if err := client.AddMCP(ctx, mcpgw.StdioSpec("ts", testServerBin, "stdio"), session); err != nil {
 		log.Fatal(err)
 	}
-	mine, _ := session.ListMCPs(ctx)
+	mine, _ := client.ListMCPs(ctx, session)
 	fmt.Println(len(mine), mine[0].Status.State)
 	// Output: 1 connected
 }
 
 // A gateway in a Docker container; the binary is installed into it first.
-func ExampleDockerExec() {
+func ExampleDocker() {
 	ctx := context.Background()
-	client, err := mcpgw.NewClient(mcpgw.DockerExec("agent-sandbox"),
+	client, err := mcpgw.NewClient(mcpgw.Docker("agent-sandbox", mcpgw.ContainerOptions{ExecOptions: []string{"--user", "agent"}}),
 		mcpgw.WithGatewayPath("/usr/local/bin/mcpgw-gateway"))
 	if err != nil {
 		log.Fatal(err)
@@ -186,8 +187,28 @@ func ExampleDockerExec() {
 }
 
 // A gateway in a Kubernetes pod.
-func ExampleKubectlExec() {
-	client, err := mcpgw.NewClient(mcpgw.KubectlExec("sandbox-0", "--namespace", "agents", "--container", "workspace"))
+func ExampleKubectl() {
+	client, err := mcpgw.NewClient(mcpgw.Kubectl("sandbox-0", mcpgw.PodOptions{Namespace: "agents", Container: "workspace"}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	// ... StartGateway, AddMCP, CallTool
+}
+
+// Any sandbox SDK: its commands.run as the run function (here a stand-in that runs sh on this
+// machine), its background commands with stdin as the open function (nil: one-shot only).
+func ExampleExec() {
+	run := func(ctx context.Context, command string, stdin []byte) (mcpgw.ExecResult, error) {
+		cmd := exec.CommandContext(ctx, "sh", "-c", command)
+		out, err := cmd.Output()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return mcpgw.ExecResult{ExitCode: exit.ExitCode(), Stdout: out, Stderr: exit.Stderr}, nil
+		}
+		return mcpgw.ExecResult{Stdout: out}, err // err: the sandbox could not run it
+	}
+	client, err := mcpgw.NewClient(mcpgw.Exec(run, nil, false))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -196,7 +217,7 @@ func ExampleKubectlExec() {
 }
 
 // A session: one long-lived exec carries every call, with live progress. Here the channel is a
-// local pipe; DockerSession and KubectlSession open `docker exec -i` and `kubectl exec -i`.
+// local pipe; the Docker and Kubectl backends open `docker exec -i` and `kubectl exec -i`.
 func ExampleClient_OpenSession() {
 	ctx := context.Background()
 	sandbox, err := os.MkdirTemp("", "mcpgw-example-")
@@ -204,7 +225,7 @@ func ExampleClient_OpenSession() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(sandbox)
-	client, err := mcpgw.NewClient(mcpgw.LocalExec(sandbox), mcpgw.WithGatewayPath(gatewayBin),
+	client, err := mcpgw.NewClient(mcpgw.Local(sandbox), mcpgw.WithGatewayPath(gatewayBin),
 		mcpgw.WithStateDir(filepath.Join(sandbox, "state")))
 	if err != nil {
 		log.Fatal(err)
@@ -212,11 +233,12 @@ func ExampleClient_OpenSession() {
 	defer client.Close()
 
 	// The client knows no gateway yet: opening the session launches one, in the same exec.
-	info, err := client.OpenSession(ctx, mcpgw.LocalSession(sandbox))
+	info, err := client.OpenSession(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer client.StopGateway(ctx)
+	defer client.CloseSession(ctx)
 	fmt.Println("launched:", info.Launched)
 
 	if err := client.AddMCP(ctx, mcpgw.StdioSpec("ts", testServerBin, "stdio")); err != nil {
@@ -237,4 +259,28 @@ func ExampleClient_OpenSession() {
 	// progress 2 of 3
 	// progress 3 of 3
 	// done after 3 steps
+}
+
+// Progress as an iterator: the progress chunks, then the result (over a session).
+func ExampleClient_CallToolStream() {
+	client, stop := launch()
+	defer stop()
+	ctx := context.Background()
+	if _, err := client.OpenSession(ctx); err != nil {
+		log.Fatal(err)
+	}
+	for chunk, err := range client.CallToolStream(ctx, "ts", "slow", map[string]any{"seconds": 0.2, "steps": 2}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		if p := chunk.Progress(); p != nil {
+			fmt.Println("progress", p.Progress)
+		} else {
+			fmt.Println(chunk.Text())
+		}
+	}
+	// Output:
+	// progress 1
+	// progress 2
+	// done after 2 steps
 }

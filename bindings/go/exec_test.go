@@ -1,170 +1,160 @@
 package mcpgw_test
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
-	"reflect"
-	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
-	"time"
 
 	mcpgw "github.com/mcpgw/mcpgw/bindings/go"
 )
 
-func TestLocalExec(t *testing.T) {
+// The Exec backend, as an E2B or Daytona SDK would use it: one-shot commands through the run
+// function, the session channel through the open function; a channel that dies is opened again
+// through it.
+func TestExecBackendSession(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	exec := mcpgw.LocalExec(dir)
 	ctx := context.Background()
-
-	res, err := exec(ctx, `pwd; printf 'to stderr' >&2; exit 7`, nil)
-	if err != nil || res.ExitCode != 7 || strings.TrimSpace(string(res.Stdout)) != dir || string(res.Stderr) != "to stderr" {
-		t.Errorf("got %+v, %v", res, err)
+	var mu sync.Mutex
+	var commands []string
+	opener := &shOpener{}
+	c, dir := newClient(t, func(dir string) mcpgw.Backend {
+		opener.dir = dir
+		return mcpgw.Exec(shRun(dir, func(command string) {
+			mu.Lock()
+			commands = append(commands, command)
+			mu.Unlock()
+		}), opener.open, true)
+	})
+	info, err := c.StartGateway(ctx)
+	if err != nil {
+		t.Fatalf("StartGateway: %v", err)
 	}
-	if res, err := exec(ctx, `kill -9 $$`, nil); err != nil || res.ExitCode != 128+9 {
-		t.Errorf("killed by a signal: %+v, %v", res, err)
-	}
-	if res, err := exec(ctx, `wc -c; cat`, nil); err != nil || strings.TrimSpace(string(res.Stdout)) != "0" {
-		t.Errorf("no stdin: %+v, %v", res, err)
-	}
-	in := bytes.Repeat([]byte("0123456789\x00\xff"), 100_000)
-	if res, err := exec(ctx, `cat`, in); err != nil || !bytes.Equal(res.Stdout, in) {
-		t.Errorf("stdin of %d bytes came back as %d bytes (%v)", len(in), len(res.Stdout), err)
-	}
-	if _, err := mcpgw.LocalExec(filepath.Join(dir, "missing"))(ctx, "true", nil); err == nil {
-		t.Error("a missing directory ran")
-	}
-	if !exec.PassesStdin() || (mcpgw.ExecFunc(nil)).PassesStdin() {
-		t.Error("PassesStdin")
-	}
-}
-
-// A cancelled command dies with everything it started, and says so.
-func TestLocalExecCancelKillsTheGroup(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "pid")
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		// Cancelled once the command has started its child.
-		for ctx.Err() == nil {
-			if text, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(text), "\n") {
-				cancel()
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+	defer func() {
+		if err := c.StopGateway(ctx); err != nil {
+			t.Errorf("StopGateway: %v", err)
 		}
+		waitGone(t, "the gateway", info.PID)
 	}()
-	began := time.Now()
-	_, err := mcpgw.LocalExec(dir)(ctx, `sleep 30 & echo $! > pid.tmp; mv pid.tmp pid; wait`, nil)
-	if !errors.Is(err, context.Canceled) || time.Since(began) > 10*time.Second {
-		t.Fatalf("cancelled command: %v after %v", err, time.Since(began))
-	}
-	text, err := os.ReadFile(pidFile)
-	if err != nil {
+	if err := c.AddMCP(ctx, testServerSpec("ts")); err != nil {
 		t.Fatal(err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(text)))
-	if err != nil {
+	if _, err := c.OpenSession(ctx); err != nil {
+		t.Fatalf("OpenSession: %v", err)
+	}
+	mu.Lock()
+	before := len(commands)
+	mu.Unlock()
+	var progress int
+	chunk, err := c.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 0.3, "steps": 3},
+		mcpgw.WithProgress(func(mcpgw.ToolChunk) { progress++ }))
+	if err != nil || progress != 3 || !strings.HasPrefix(chunk.Text(), "done") {
+		t.Fatalf("a call over the exec channel: %v, %d progress chunks, %v", chunk, progress, err)
+	}
+	mu.Lock()
+	if len(commands) != before {
+		t.Errorf("%d commands ran one-shot over the session", len(commands)-before)
+	}
+	mu.Unlock()
+
+	// The channel's process dies: the call in flight is lost, the next call opens a new one.
+	_, err = c.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 30, "steps": 300},
+		mcpgw.WithProgress(func(mcpgw.ToolChunk) {
+			opener.mu.Lock()
+			cmd := opener.cmds[len(opener.cmds)-1]
+			opener.mu.Unlock()
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}))
+	if !errors.Is(err, mcpgw.ErrSessionLost) {
+		t.Fatalf("a call on a killed channel: %v", err)
+	}
+	if chunk, err := c.CallTool(ctx, "ts", "echo", map[string]string{"text": "again"}); err != nil || chunk.Text() != "again" {
+		t.Fatalf("a call after the loss: %v, %v", chunk, err)
+	}
+	if n := opener.count(); n != 2 {
+		t.Errorf("%d channels were opened", n)
+	}
+	if err := c.CloseSession(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, "the command's child", pid)
+	if procs := attachProcesses(dir); len(procs) != 0 {
+		t.Errorf("attach processes left: %v", procs)
+	}
 }
 
-// standIn puts an executable called name first on PATH: it records its argv, one argument a
-// line, and answers for the target named by its argv like the real CLI does (see
-// tests/docker/README.md); for any other target it runs the `sh -c` command that ends its argv.
-func standIn(t *testing.T, name string) (argvFile string) {
-	dir := t.TempDir()
-	argvFile = filepath.Join(dir, "argv")
-	script := `#!/bin/sh
-for a in "$0" "$@"; do printf '%s\n' "$a"; done > '` + argvFile + `'
-for a in "$@"; do
-	case $a in
-	gone) echo "Error response from daemon: No such container: gone" >&2; exit 1 ;;
-	nodaemon) echo "Cannot connect to the Docker daemon at unix:///nonexistent.sock. Is the docker daemon running?" >&2; exit 1 ;;
-	nopod) echo 'Error from server (NotFound): pods "nopod" not found' >&2; exit 1 ;;
-	noupgrade) echo "error: unable to upgrade connection: container not found (\"work\")" >&2; exit 1 ;;
-	nosh) echo 'OCI runtime exec failed: exec failed: unable to start container process: exec: "sh": executable file not found in $PATH: unknown'; exit 126 ;;
-	esac
-done
-while [ "$1" != sh ]; do shift; done
-exec "$@"
-`
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return argvFile
-}
-
-func readArgv(t *testing.T, file string) []string {
-	t.Helper()
-	text, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	argv := strings.Split(strings.TrimSuffix(string(text), "\n"), "\n")
-	argv[0] = filepath.Base(argv[0])
-	return argv
-}
-
-const quotedCommand = `printf '%s' "it's" $HOME; echo failing >&2; exit 1`
-
-// The argv of DockerExec, and how it tells docker's failures from the command's (the real
-// daemon's answers are tested in docker_test.go).
-func TestDockerExecArgv(t *testing.T) {
-	argvFile := standIn(t, "docker")
+// Without an open function there are no sessions; an open function's error is the open's
+// failure.
+func TestExecBackendOpenFailures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	res, err := mcpgw.DockerExec("box", "--user", "agent")(ctx, quotedCommand, nil)
-	if err != nil || res.ExitCode != 1 || !bytes.HasPrefix(res.Stdout, []byte("it's")) {
-		t.Errorf("a command exiting 1: %+v, %v", res, err)
+	c, _ := newClient(t, func(dir string) mcpgw.Backend { return mcpgw.Exec(shRun(dir, nil), nil, false) })
+	if _, err := c.OpenSession(ctx); err == nil || !strings.Contains(err.Error(), "open function") {
+		t.Errorf("OpenSession without an open function: %v", err)
 	}
-	want := []string{"docker", "exec", "--user", "agent", "box", "sh", "-c", quotedCommand}
-	if got := readArgv(t, argvFile); !reflect.DeepEqual(got, want) {
-		t.Errorf("argv %q, want %q", got, want)
+	refused := errors.New("the sandbox refuses background commands")
+	c, _ = newClient(t, func(dir string) mcpgw.Backend {
+		return mcpgw.Exec(shRun(dir, nil), func(context.Context, string) (*mcpgw.Channel, error) { return nil, refused }, false)
+	})
+	_, err := c.OpenSession(ctx)
+	if err == nil || !strings.Contains(err.Error(), refused.Error()) {
+		t.Errorf("OpenSession with a failing open function: %v", err)
 	}
-	if res, err := mcpgw.DockerExec("box")(ctx, "cat", []byte("in")); err != nil || string(res.Stdout) != "in" {
-		t.Errorf("stdin: %+v, %v", res, err)
-	}
-	if got := readArgv(t, argvFile); !reflect.DeepEqual(got, []string{"docker", "exec", "-i", "box", "sh", "-c", "cat"}) {
-		t.Errorf("argv with stdin %q", got)
-	}
-	for _, target := range []string{"gone", "nodaemon", "nosh"} {
-		_, err := mcpgw.DockerExec(target)(ctx, "true", nil)
-		var be *mcpgw.BackendError
-		if !errors.As(err, &be) || be.Backend != "docker" || be.Target != target {
-			t.Errorf("%s: %v", target, err)
-		}
+	t.Logf("OpenSession with a failing open function: %v", err)
+	if c.Session() != nil {
+		t.Error("a session is open")
 	}
 }
 
-func TestKubectlExecArgv(t *testing.T) {
-	argvFile := standIn(t, "kubectl")
+// A virtual MCP connection needs a session; over one, the gateway opens it, or refuses it with a
+// reason (an attach that does not carry connections yet).
+func TestConnect(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	res, err := mcpgw.KubectlExec("sandbox-0", "--namespace", "agents", "--container", "work")(ctx, quotedCommand, nil)
-	if err != nil || res.ExitCode != 1 || !bytes.HasPrefix(res.Stdout, []byte("it's")) {
-		t.Errorf("got %+v, %v", res, err)
+	sb := startSandbox(t)
+	if err := sb.client.AddMCP(ctx, testServerSpec("ts")); err != nil {
+		t.Fatal(err)
 	}
-	want := []string{"kubectl", "exec", "--namespace", "agents", "--container", "work", "sandbox-0", "--", "sh", "-c", quotedCommand}
-	if got := readArgv(t, argvFile); !reflect.DeepEqual(got, want) {
-		t.Errorf("argv %q, want %q", got, want)
+	if _, err := sb.client.Connect(ctx, "ts"); !errors.Is(err, mcpgw.ErrInvalidState) {
+		t.Errorf("Connect without a session: %v", err)
 	}
-	if res, err := mcpgw.KubectlExec("pod")(ctx, "cat", []byte("in")); err != nil || string(res.Stdout) != "in" {
-		t.Errorf("stdin: %+v, %v", res, err)
+	if _, err := sb.client.OpenSession(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if got := readArgv(t, argvFile); !reflect.DeepEqual(got, []string{"kubectl", "exec", "-i", "pod", "--", "sh", "-c", "cat"}) {
-		t.Errorf("argv with stdin %q", got)
+	if _, err := sb.client.Connect(ctx, "a/b"); !errors.Is(err, mcpgw.ErrInvalidArgument) {
+		t.Errorf("Connect to an invalid name: %v", err)
 	}
-	for _, target := range []string{"nopod", "noupgrade"} {
-		_, err := mcpgw.KubectlExec(target)(ctx, "true", nil)
-		var be *mcpgw.BackendError
-		if !errors.As(err, &be) || be.Backend != "kubectl" || be.ExitCode != 1 {
-			t.Errorf("%s: %v", target, err)
+	conn, err := sb.client.Connect(ctx, "ts")
+	if err != nil {
+		if !errors.Is(err, mcpgw.ErrProtocolError) || !strings.Contains(err.Error(), "connections") {
+			t.Fatalf("a refused Connect: %v", err)
 		}
+		t.Logf("this gateway refuses virtual connections: %v", err)
+		// The session goes on.
+		if chunk, err := sb.client.CallTool(ctx, "ts", "echo", map[string]string{"text": "still"}); err != nil || chunk.Text() != "still" {
+			t.Errorf("a call after the refused connection: %v, %v", chunk, err)
+		}
+		return
+	}
+	defer conn.Close()
+	if err := conn.Send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "go", "version": "0"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := conn.Recv(ctx)
+	var answer struct {
+		ID     int `json:"id"`
+		Result struct {
+			ServerInfo struct{ Name string } `json:"serverInfo"`
+		} `json:"result"`
+	}
+	if err != nil || json.Unmarshal(raw, &answer) != nil || answer.ID != 1 || answer.Result.ServerInfo.Name == "" {
+		t.Fatalf("initialize over a virtual connection: %s, %v", raw, err)
+	}
+	if err := conn.Send(func() {}); !errors.Is(err, mcpgw.ErrInvalidArgument) {
+		t.Errorf("a message that is not JSON: %v", err)
 	}
 }

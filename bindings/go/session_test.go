@@ -4,141 +4,38 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	mcpgw "github.com/mcpgw/mcpgw/bindings/go"
 )
 
-// testOpener opens session channels on this machine like LocalSession, but keeps each
-// channel's process so that a test can kill it, and can be switched to channels that die at
-// once.
-type testOpener struct {
-	dir    string
-	broken atomic.Bool
-	mu     sync.Mutex
-	procs  []*exec.Cmd
-	opened atomic.Int32
-}
-
-type testChannel struct {
-	io.Reader
-	stdin io.WriteCloser
-	cmd   *exec.Cmd
-	once  sync.Once
-	err   error
-}
-
-func (c *testChannel) Write(p []byte) (int, error) { return c.stdin.Write(p) }
-
-func (c *testChannel) Close() error {
-	c.once.Do(func() {
-		c.stdin.Close()
-		c.err = c.cmd.Wait()
-	})
-	return c.err
-}
-
-func (o *testOpener) open(_ context.Context, command string) (io.ReadWriteCloser, error) {
-	o.opened.Add(1)
-	if o.broken.Load() {
-		command = "echo 'no gateway here' >&2; exit 3"
-	}
-	cmd := exec.Command("sh", "-c", command)
-	cmd.Dir = o.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	o.mu.Lock()
-	o.procs = append(o.procs, cmd)
-	o.mu.Unlock()
-	return &testChannel{Reader: stdout, stdin: stdin, cmd: cmd}, nil
-}
-
-// kill kills the process group of the last channel opened.
-func (o *testOpener) kill(t *testing.T) {
-	o.mu.Lock()
-	cmd := o.procs[len(o.procs)-1]
-	o.mu.Unlock()
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// attachProcesses lists the live `mcpgw-gateway attach` processes whose command line mentions dir.
-func attachProcesses(dir string) []string {
-	var found []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) > 1 && args[1] == "attach" && strings.Contains(string(cmdline), dir) && alive(atoi(e.Name())) {
-			found = append(found, e.Name())
-		}
-	}
-	return found
-}
-
-func atoi(s string) int {
-	var n int
-	_, _ = fmt.Sscan(s, &n)
-	return n
-}
-
-// sessionSandbox is a sandbox whose client has a session open through a testOpener.
-func sessionSandbox(t *testing.T) (*sandbox, *testOpener) {
+// sessionSandbox is a sandbox whose client has a session open.
+func sessionSandbox(t *testing.T, opts ...mcpgw.Option) *sandbox {
 	t.Helper()
-	requireAttach(t)
-	sb := startSandbox(t)
+	sb := startSandbox(t, opts...)
 	if err := sb.client.AddMCP(context.Background(), testServerSpec("ts")); err != nil {
 		t.Fatal(err)
 	}
-	opener := &testOpener{dir: sb.dir}
-	info, err := sb.client.OpenSession(context.Background(), opener.open)
+	info, err := sb.client.OpenSession(context.Background())
 	if err != nil {
 		t.Fatalf("OpenSession: %v", err)
 	}
-	if info.Launched || info.Port != sb.info.Port || info.PID != sb.info.PID || info.V != 1 {
+	if info.Launched || info.Port != sb.info.Port || info.PID != sb.info.PID || info.V != 2 {
 		t.Fatalf("session info %+v, gateway %+v", info, sb.info)
 	}
-	t.Cleanup(func() { sb.client.CloseSession() })
-	return sb, opener
+	return sb
 }
 
-// oneShotCommands is how many commands the sandbox's client ran one-shot so far.
-func (sb *sandbox) oneShotCommands() int {
-	sb.mu.Lock()
-	defer sb.mu.Unlock()
-	return len(sb.commands)
-}
-
-// Every REST method goes over the session: no command runs one-shot.
+// Every REST operation goes over the session: no command runs one-shot.
 func TestSessionCarriesEveryRESTCall(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	sb, _ := sessionSandbox(t)
+	sb := sessionSandbox(t)
 	c := sb.client
 	before := sb.oneShotCommands()
 
@@ -167,11 +64,11 @@ func TestSessionCarriesEveryRESTCall(t *testing.T) {
 	if err := c.RemoveMCP(ctx, "second"); err != nil {
 		t.Errorf("RemoveMCP: %v", err)
 	}
-	bob := c.Scope("bob", "s1")
-	if err := bob.AddMCP(ctx, testServerSpec("ts")); err != nil {
+	bob := mcpgw.WithScope("bob", "s1")
+	if err := c.AddMCP(ctx, testServerSpec("ts"), bob); err != nil {
 		t.Errorf("AddMCP in a scope: %v", err)
 	}
-	if specs, err := bob.ListMCPs(ctx); err != nil || len(specs) != 1 {
+	if specs, err := c.ListMCPs(ctx, bob); err != nil || len(specs) != 1 {
 		t.Errorf("scope's ListMCPs = %v, %v", specs, err)
 	}
 	if n := sb.oneShotCommands() - before; n != 0 {
@@ -180,15 +77,17 @@ func TestSessionCarriesEveryRESTCall(t *testing.T) {
 	if c.Session() == nil {
 		t.Error("Session() is nil while open")
 	}
+	if n := len(sb.rec.lines(true)); n != 1 {
+		t.Errorf("%d channels were opened", n)
+	}
 }
 
 // A session opened by a client that knows no gateway launches one in the same exec.
 func TestSessionLaunchesTheGateway(t *testing.T) {
 	t.Parallel()
-	requireAttach(t)
 	ctx := context.Background()
 	c, dir := newClient(t, nil)
-	info, err := c.OpenSession(ctx, mcpgw.LocalSession(dir))
+	info, err := c.OpenSession(ctx)
 	if err != nil {
 		t.Fatalf("OpenSession: %v", err)
 	}
@@ -201,6 +100,7 @@ func TestSessionLaunchesTheGateway(t *testing.T) {
 	if chunk, err := c.CallTool(ctx, "ts", "echo", map[string]string{"text": "launched"}); err != nil || chunk.Text() != "launched" {
 		t.Fatalf("CallTool: %v, %v", chunk, err)
 	}
+	// Stopping the gateway closes the session first.
 	if err := c.StopGateway(ctx); err != nil {
 		t.Fatalf("StopGateway: %v", err)
 	}
@@ -217,7 +117,7 @@ func TestSessionLaunchesTheGateway(t *testing.T) {
 func TestSessionConcurrentCalls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	sb, _ := sessionSandbox(t)
+	sb := sessionSandbox(t)
 	before := sb.oneShotCommands()
 	t.Logf("64 concurrent calls over one session took %v", concurrentCalls(ctx, t, sb.client, 64))
 	if k := sb.oneShotCommands() - before; k != 0 {
@@ -225,47 +125,72 @@ func TestSessionConcurrentCalls(t *testing.T) {
 	}
 }
 
-// Progress chunks arrive in order, before the result, as the server sends them.
+// Progress chunks arrive in order, before the result, as the server sends them: through the
+// callback and through the iterator.
 func TestSessionProgress(t *testing.T) {
 	t.Parallel()
-	sb, _ := sessionSandbox(t)
-	type arrival struct {
-		at    time.Time
-		chunk mcpgw.ToolChunk
+	sb := sessionSandbox(t)
+	args := map[string]any{"seconds": 0.5, "steps": 5}
+	checkProgress := func(how string, got []mcpgw.ToolChunk) {
+		if len(got) != 5 {
+			t.Fatalf("%s: %d progress chunks: %+v", how, len(got), got)
+		}
+		for i, chunk := range got {
+			p := chunk.Progress()
+			if p == nil || chunk.IsLast || p.Progress != float64(i+1) || p.Total == nil || *p.Total != 5 {
+				t.Errorf("%s: chunk %d: %+v (%+v)", how, i, chunk, p)
+			}
+		}
 	}
-	var got []arrival
-	began := time.Now()
-	final, err := sb.client.CallTool(context.Background(), "ts", "slow", map[string]any{"seconds": 1, "steps": 5},
-		mcpgw.WithProgress(func(c mcpgw.ToolChunk) { got = append(got, arrival{time.Now(), c}) }))
-	ended := time.Now()
-	if err != nil || !final.IsLast || final.Progress() != nil {
+	var got []mcpgw.ToolChunk
+	final, err := sb.client.CallTool(context.Background(), "ts", "slow", args,
+		mcpgw.WithProgress(func(c mcpgw.ToolChunk) { got = append(got, c) }))
+	if err != nil || !final.IsLast || final.Progress() != nil || !strings.HasPrefix(final.Text(), "done") {
 		t.Fatalf("CallTool = %+v, %v", final, err)
 	}
-	if len(got) != 5 {
-		t.Fatalf("%d progress chunks: %+v", len(got), got)
-	}
-	var offsets []string
-	for i, a := range got {
-		p := a.chunk.Progress()
-		if p == nil || a.chunk.IsLast || p.Progress != float64(i+1) || p.Total == nil || *p.Total != 5 {
-			t.Errorf("chunk %d: %+v (%+v)", i, a.chunk, p)
+	checkProgress("WithProgress", got)
+
+	got = nil
+	var last *mcpgw.ToolChunk
+	for chunk, err := range sb.client.CallToolStream(context.Background(), "ts", "slow", args) {
+		if err != nil {
+			t.Fatalf("CallToolStream: %v", err)
 		}
-		offsets = append(offsets, a.at.Sub(began).Round(time.Millisecond).String())
+		if chunk.IsLast {
+			last = &chunk
+		} else {
+			got = append(got, chunk)
+		}
 	}
-	t.Logf("progress arrived at %s; the result at %v", strings.Join(offsets, ", "), ended.Sub(began).Round(time.Millisecond))
-	// Spread over the call as the server sends them (every 200 ms), not all at its end.
-	if first := ended.Sub(got[0].at); first < 600*time.Millisecond {
-		t.Errorf("the first progress chunk came only %v before the result", first)
+	if last == nil || !strings.HasPrefix(last.Text(), "done") {
+		t.Fatalf("CallToolStream's last chunk: %+v", last)
 	}
-	if last := got[4].at.Sub(got[0].at); last < 500*time.Millisecond {
-		t.Errorf("the progress chunks came within %v of each other", last)
+	checkProgress("CallToolStream", got)
+
+	// Stopping the iteration cancels the call: the server is told.
+	marker := filepath.Join(sb.dir, "stopped")
+	for range sb.client.CallToolStream(context.Background(), "ts", "slow",
+		map[string]any{"seconds": 30, "steps": 300, "cancel_marker": marker}) {
+		break
+	}
+	waitFile(t, marker, "cancelled")
+	// A failed call yields its error once.
+	n := 0
+	for _, err := range sb.client.CallToolStream(context.Background(), "ts", "nope", nil) {
+		n++
+		if !errors.Is(err, mcpgw.ErrNotFound) {
+			t.Errorf("a streamed call of an unknown tool: %v", err)
+		}
+	}
+	if n != 1 {
+		t.Errorf("a failed stream yielded %d times", n)
 	}
 }
 
-// Cancelling a call's context sends a cancel frame: the server is told at once and stops.
+// Cancelling a call's context sends a cancel frame: the server is told and stops.
 func TestSessionCancel(t *testing.T) {
 	t.Parallel()
-	sb, _ := sessionSandbox(t)
+	sb := sessionSandbox(t)
 	marker := filepath.Join(sb.dir, "cancelled")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -282,57 +207,57 @@ func TestSessionCancel(t *testing.T) {
 		t.Fatalf("cancelled call: %v", err)
 	}
 	waitFile(t, marker, "cancelled")
-	took := time.Since(cancelledAt)
-	t.Logf("the call returned %v after the cancel; the server wrote its cancel marker %v after it", returned, took)
-	if took > 500*time.Millisecond {
-		t.Errorf("the cancel marker came %v after the cancel", took)
-	}
+	t.Logf("the call returned %v after the cancel; the server wrote its cancel marker %v after it",
+		returned, time.Since(cancelledAt))
 	if chunk, err := sb.client.CallTool(context.Background(), "ts", "echo", map[string]string{"text": "after"}); err != nil || chunk.Text() != "after" {
 		t.Errorf("call after a cancelled one: %v, %v", chunk, err)
 	}
 }
 
-// A session whose channel dies fails the calls in flight with ErrSessionLost at once; the next
-// call opens a new session; when that cannot open, calls go one-shot.
+// A channel that dies fails the tool calls in flight with ErrSessionLost (this gateway keeps no
+// call outcomes to resume them), and is opened again at once; when it cannot be opened again,
+// operations go one-shot.
 func TestSessionLostAndReopened(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	sb, opener := sessionSandbox(t)
+	sb := sessionSandbox(t, mcpgw.WithReopenAttempts(1))
+	if sb.client.Session().RetentionMS > 0 {
+		t.Skip("SKIPPED: this gateway resumes calls: TestSessionResumesAfterChannelKilled covers it")
+	}
 	var killedAt time.Time
 	_, err := sb.client.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 30, "steps": 300},
 		mcpgw.WithProgress(func(mcpgw.ToolChunk) {
 			if killedAt.IsZero() {
 				killedAt = time.Now()
-				opener.kill(t)
+				killAttach(t, sb.dir)
 			}
 		}))
-	lostAfter := time.Since(killedAt)
 	if !errors.Is(err, mcpgw.ErrSessionLost) {
 		t.Fatalf("call in flight on a killed channel: %v", err)
 	}
-	t.Logf("the call in flight failed %v after the channel was killed: %v", lostAfter, err)
-	if lostAfter > time.Second {
-		t.Errorf("the lost call failed only after %v", lostAfter)
-	}
+	t.Logf("the call in flight failed %v after the channel was killed: %v", time.Since(killedAt), err)
 
 	before := sb.oneShotCommands()
 	if chunk, err := sb.client.CallTool(ctx, "ts", "echo", map[string]string{"text": "reopened"}); err != nil || chunk.Text() != "reopened" {
 		t.Fatalf("call after the loss: %v, %v", chunk, err)
 	}
-	if n := opener.opened.Load(); n != 2 || sb.oneShotCommands() != before {
-		t.Errorf("%d sessions opened, %d one-shot commands", n, sb.oneShotCommands()-before)
+	if n := len(sb.rec.lines(true)); n != 2 || sb.oneShotCommands() != before {
+		t.Errorf("%d channels opened, %d one-shot commands", n, sb.oneShotCommands()-before)
 	}
 
-	// The channel dies again, and cannot be opened any more: the call that was waiting for the
-	// new session was never sent, and goes one-shot.
-	opener.broken.Store(true)
-	opener.kill(t)
-	waitFor(t, "the session to be lost", func() bool { return sb.client.Session() == nil })
+	// The channel dies again, and cannot be opened any more: a call waits for the attempts, then
+	// goes one-shot.
+	sb.rec.breakChannels(t, true)
+	killAttach(t, sb.dir)
+	waitFor(t, "the loss of the channel", func() bool { return sb.client.Session() == nil })
 	if chunk, err := sb.client.CallTool(ctx, "ts", "echo", map[string]string{"text": "one-shot"}); err != nil || chunk.Text() != "one-shot" {
 		t.Fatalf("call without a session: %v, %v", chunk, err)
 	}
 	if sb.oneShotCommands() == before {
 		t.Error("no command ran one-shot")
+	}
+	if sb.client.Session() != nil {
+		t.Error("a session is open although its channel cannot be")
 	}
 }
 
@@ -340,7 +265,7 @@ func TestSessionLostAndReopened(t *testing.T) {
 func TestSessionClose(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	sb, opener := sessionSandbox(t)
+	sb := sessionSandbox(t)
 	if procs := attachProcesses(sb.dir); len(procs) != 1 {
 		t.Fatalf("attach processes while open: %v", procs)
 	}
@@ -354,18 +279,12 @@ func TestSessionClose(t *testing.T) {
 	}()
 	<-inFlight
 	for range 2 {
-		if err := sb.client.CloseSession(); err != nil {
+		if err := sb.client.CloseSession(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := <-errc; !errors.Is(err, mcpgw.ErrSessionLost) {
 		t.Errorf("call in flight during CloseSession: %v", err)
-	}
-	opener.mu.Lock()
-	state := opener.procs[0].ProcessState
-	opener.mu.Unlock()
-	if state == nil {
-		t.Error("the channel's process was not waited for")
 	}
 	if procs := attachProcesses(sb.dir); len(procs) != 0 {
 		t.Errorf("attach processes left: %v", procs)
@@ -374,19 +293,20 @@ func TestSessionClose(t *testing.T) {
 	if _, err := sb.client.ListMCPs(ctx); err != nil || sb.oneShotCommands() == before {
 		t.Errorf("call after CloseSession: %v (one-shot: %d)", err, sb.oneShotCommands()-before)
 	}
-	if opener.opened.Load() != 1 {
-		t.Error("a closed session was reopened")
+	if n := len(sb.rec.lines(true)); n != 1 {
+		t.Errorf("%d channels were opened: a closed session was reopened", n)
 	}
 }
 
-// A session that cannot open says why, and leaves the client one-shot.
+// A session that cannot open says why (here: no gateway binary to launch), and leaves the client
+// one-shot.
 func TestSessionOpenFailure(t *testing.T) {
 	t.Parallel()
-	requireAttach(t)
 	ctx := context.Background()
-	c, dir := newClient(t, nil, mcpgw.WithGatewayPath(filepath.Join(t.TempDir(), "no-such-gateway")))
-	_, err := c.OpenSession(ctx, mcpgw.LocalSession(dir))
-	if !errors.Is(err, mcpgw.ErrSessionLost) || !strings.Contains(err.Error(), "attach") {
+	missing := filepath.Join(t.TempDir(), "no-such-gateway")
+	c, _ := newClient(t, nil, mcpgw.WithGatewayPath(missing))
+	_, err := c.OpenSession(ctx)
+	if !errors.Is(err, mcpgw.ErrStartFailed) || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("OpenSession without a gateway binary: %v", err)
 	}
 	t.Logf("OpenSession without a gateway binary: %v", err)
@@ -396,13 +316,17 @@ func TestSessionOpenFailure(t *testing.T) {
 	if _, err := c.ListMCPs(ctx); !errors.Is(err, mcpgw.ErrGatewayNotRunning) {
 		t.Errorf("call after a failed OpenSession: %v", err)
 	}
+	// One-shot, the same binary is the same kind of failure.
+	if _, err := c.StartGateway(ctx); !errors.Is(err, mcpgw.ErrStartFailed) {
+		t.Errorf("StartGateway without a gateway binary: %v", err)
+	}
 }
 
 // Many progress chunks and results of every size cross the channel intact.
 func TestSessionLargeResults(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	sb, _ := sessionSandbox(t)
+	sb := sessionSandbox(t)
 	sizes := []int{0, 1, 65535, 65536, 200_000, 2 << 20}
 	for _, n := range sizes {
 		chunk, err := sb.client.CallTool(ctx, "ts", "big", map[string]int{"bytes": n})

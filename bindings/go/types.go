@@ -444,4 +444,9 @@ type SessionInfo struct {
 	Launched bool `json:"launched"`
 	// MaxFrameBytes is the longest frame the channel takes; larger requests go one-shot.
 	MaxFrameBytes uint64 `json:"max_frame_bytes"`
+	// HeartbeatMS is how often attach pings when it has nothing else to send; 0: never.
+	HeartbeatMS uint64 `json:"heartbeat_ms"`
+	// RetentionMS is how long the gateway keeps a tool call's outcome once its channel is lost,
+	// for a new channel to resume it; 0: calls end with their channel.
+	RetentionMS uint64 `json:"retention_ms"`
 }

@@ -1,5 +1,6 @@
-// mcpgw for Node: a Promise API over libmcpgw, the host-side client of mcpgw-gateway. The types
-// of every export are generated from the JSDoc of these sources into types/ (`npm run types`).
+// mcpgw for Node: MCP servers inside sandboxes, reached from the host through libmcpgw's host
+// driver. The types of every export are generated from the JSDoc of these sources into types/
+// (`npm run types`).
 
 import {
   ABI_VERSION,
@@ -9,39 +10,13 @@ import {
   native,
 } from './src/native.js';
 
-export { Client } from './src/client.js';
-export { Session } from './src/session.js';
-export { nativeStats } from './src/memory.js';
-export { localSession, dockerSession, kubectlSession } from './src/channels.js';
-export {
-  localExec,
-  dockerExec,
-  dockerArgv,
-  dockerFailure,
-  kubectlExec,
-  kubectlArgv,
-  kubectlFailure,
-} from './src/exec.js';
-export {
-  McpgwError,
-  InvalidArgumentError,
-  InvalidStateError,
-  ExecError,
-  CommandError,
-  GatewayDownError,
-  StartError,
-  UnauthorizedError,
-  NotFoundError,
-  ConflictError,
-  UpstreamError,
-  TimeoutError,
-  ProtocolError,
-  HostIoError,
-  SessionLostError,
-  InternalError,
-  AbortError,
-  resultCodes,
-} from './src/errors.js';
+export { Client, CONFIG_OPTIONS } from './src/client.js';
+export { Connection } from './src/connection.js';
+export { local, docker, podman, kubectl, argv, exec } from './src/backends.js';
+export { McpgwError } from './src/mcpgw-error.js';
+export * from './src/codes.js';
+export { BackendError } from './src/errors.js';
+export { nativeStats, resultCodes } from './src/native.js';
 export * from './src/wire.js';
 export * from './src/types.js';
 
@@ -50,7 +25,7 @@ export * from './src/types.js';
  *
  * @typedef {object} LibraryInfo
  * @property {string} path its path
- * @property {string} version its version, e.g. `0.2.0`
+ * @property {string} version its version, e.g. `0.3.0`
  * @property {number} abiVersion its ABI version; equal to {@link ABI_VERSION}
  */
 

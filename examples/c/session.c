@@ -2,162 +2,113 @@
  *
  *   session GATEWAY_BINARY TESTSERVER_BINARY
  *
- * The "sandbox" is this machine. The channel is `sh -c "$(mcpgw_session_command)"` spawned
- * with its stdin and stdout piped (with Docker it would be `docker exec -i C sh -c ...`); that
- * command runs `mcpgw-gateway attach --launch`, so one spawn launches the gateway and opens the
- * channel. Over it: the test MCP server is registered, 8 threads run 16 tool calls at once,
- * a slow call prints each progress chunk as it arrives. Then the session is freed, which must
- * end the channel's process, and the gateway is stopped with an ordinary one-shot command.
- * Exits non-zero when anything unexpected happens. */
-#define _GNU_SOURCE /* pipe2 */
+ * The "sandbox" is this machine. open_session makes the driver ask for its channel, `sh -c
+ * "mcpgw-gateway attach --launch ..."` with stdin and stdout piped: one spawn launches the
+ * gateway and opens the channel. One thread steps the loop; the others hand it operations
+ * (host_loop_call) and wait for their answers: the test MCP server is registered, 8 threads run
+ * 16 tool calls at once, a slow call streams its progress. A virtual MCP connection is opened
+ * over the channel. Then the session is closed, which must end the channel's process, and the
+ * gateway is stopped with an ordinary one-shot command. Exits non-zero when anything unexpected
+ * happens. */
+#define _POSIX_C_SOURCE 200809L
 
 #include <mcpgw.h>
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "proc.h"
+#include "example.h"
+#include "host_loop.h"
 
 #define THREADS 8
 #define CALLS_PER_THREAD 2
 
-extern char **environ;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Spawns `sh -c command` with its stdin and stdout piped to us; its stderr stays ours (logs). */
-static pid_t spawn_channel(const char *command, int *read_fd, int *write_fd) {
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) != 0) return -1;
-    if (pipe2(out, O_CLOEXEC) != 0) {
-        close(in[0]);
-        close(in[1]);
-        return -1;
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    char *argv[] = {"sh", "-c", (char *)command, NULL};
-    pid_t pid;
-    int e = posix_spawnp(&pid, "sh", &actions, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(in[0]);
-    close(out[1]);
-    if (e != 0) {
-        close(in[1]);
-        close(out[0]);
-        errno = e;
-        return -1;
-    }
-    *read_fd = out[0];
-    *write_fd = in[1];
-    return pid;
-}
+/* ---- calling from other threads: hand the operation to the loop's thread, wait ---- */
 
 typedef struct {
-    pid_t pid;
-    int status, done;
+    const char *op;
+    host_loop_fn progress; /* called on the loop's thread */
+    void *progress_userdata;
+    host_loop_result result;
+    bool done;
     pthread_mutex_t lock;
-    pthread_cond_t exited;
-} reaper;
+    pthread_cond_t finished;
+} remote_call;
 
-static void *reap(void *arg) {
-    reaper *r = arg;
-    int status = 0;
-    while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR) {
+static void remote_finish(remote_call *c) {
+    pthread_mutex_lock(&c->lock);
+    c->done = true;
+    pthread_cond_signal(&c->finished);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void remote_event(void *userdata, const mcpgw_action *a) {
+    remote_call *c = userdata;
+    if (mcpgw_action_get_kind(a) == MCPGW_ACTION_KIND_PROGRESS) {
+        if (c->progress) c->progress(c->progress_userdata, a);
+        return;
     }
-    pthread_mutex_lock(&r->lock);
-    r->status = status;
-    r->done = 1;
-    pthread_cond_signal(&r->exited);
-    pthread_mutex_unlock(&r->lock);
+    host_loop_result_set(&c->result, a);
+    remote_finish(c);
+}
+
+/* Runs on the loop's thread. */
+static void remote_submit(host_loop *loop, void *userdata) {
+    remote_call *c = userdata;
+    mcpgw_error *err = NULL;
+    mcpgw_result rc = host_loop_submit(loop, c->op, remote_event, c, NULL, &err);
+    if (rc == MCPGW_RESULT_OK) return;
+    c->result.code = rc;
+    c->result.message = strdup(err ? mcpgw_error_message(err) : mcpgw_result_message(rc));
+    mcpgw_error_free(err);
+    remote_finish(c);
+}
+
+/* From any thread but the loop's: runs `op` on the loop and waits for its end. */
+static mcpgw_result call(host_loop *loop, const char *op, host_loop_fn progress, void *userdata,
+                         host_loop_result *out) {
+    remote_call c = {op, progress, userdata, {0}, false, PTHREAD_MUTEX_INITIALIZER,
+                     PTHREAD_COND_INITIALIZER};
+    if (host_loop_call(loop, remote_submit, &c) != 0) return MCPGW_RESULT_HOST_IO;
+    pthread_mutex_lock(&c.lock);
+    while (!c.done) pthread_cond_wait(&c.finished, &c.lock);
+    pthread_mutex_unlock(&c.lock);
+    if (c.result.code != MCPGW_RESULT_OK)
+        fprintf(stderr, "%.40s... failed (%s): %s\n", op, mcpgw_result_name(c.result.code),
+                c.result.message);
+    *out = c.result;
+    return c.result.code;
+}
+
+/* ---- the loop's thread ---- */
+
+typedef struct {
+    host_loop *loop;
+    bool stop; /* read and written on the loop's thread only */
+} loop_thread;
+
+static void *step_until_stopped(void *arg) {
+    loop_thread *t = arg;
+    while (!t->stop)
+        if (host_loop_step(t->loop) != 0) {
+            perror("host_loop_step");
+            break;
+        }
     return NULL;
 }
 
-/* Waits up to timeout_ms for child `pid` to exit; returns its wait status, or -1 when it did
- * not exit in time (it is then killed and reaped). A thread blocks in waitpid while this one
- * waits on its signal with a deadline. */
-static int wait_exit(pid_t pid, int timeout_ms) {
-    reaper r = {pid, 0, 0, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&r.exited, &attr);
-    pthread_condattr_destroy(&attr);
-    pthread_t thread;
-    if (pthread_create(&thread, NULL, reap, &r) != 0) return -1;
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&r.lock);
-    while (!r.done && pthread_cond_timedwait(&r.exited, &r.lock, &deadline) == 0) {
-    }
-    int in_time = r.done;
-    pthread_mutex_unlock(&r.lock);
-    if (!in_time) kill(pid, SIGKILL); /* the reaper then returns */
-    pthread_join(thread, NULL);
-    pthread_cond_destroy(&r.exited);
-    return in_time ? r.status : -1;
+static void stop_stepping(host_loop *loop, void *userdata) {
+    (void)loop;
+    ((loop_thread *)userdata)->stop = true;
 }
 
-/* How many processes run `... attach ...` with `marker` among their arguments. */
-static int count_attach_processes(const char *marker) {
-    DIR *proc = opendir("/proc");
-    if (!proc) return -1;
-    int found = 0;
-    struct dirent *d;
-    while ((d = readdir(proc)) != NULL) {
-        if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
-        char path[300], args[8192];
-        snprintf(path, sizeof path, "/proc/%s/cmdline", d->d_name);
-        FILE *f = fopen(path, "rb");
-        if (!f) continue;
-        size_t n = fread(args, 1, sizeof args - 1, f);
-        fclose(f);
-        args[n] = '\0';
-        int is_attach = 0, has_marker = 0;
-        for (size_t i = 0, k = 0; i < n; i += strlen(args + i) + 1, k++) {
-            if (k == 1 && strcmp(args + i, "attach") == 0) is_attach = 1;
-            if (strstr(args + i, marker)) has_marker = 1;
-        }
-        found += is_attach && has_marker;
-    }
-    closedir(proc);
-    return found;
-}
-
-/* Prints an op's failure; frees the op. Returns its result. */
-static mcpgw_result finish(mcpgw_op *op, mcpgw_result rc) {
-    if (rc != MCPGW_RESULT_OK)
-        fprintf(stderr, "%s failed (%s): %s\n", mcpgw_op_name(op), mcpgw_result_name(rc),
-                mcpgw_error_message(mcpgw_op_error(op)));
-    mcpgw_op_free(op);
-    return rc;
-}
+/* ---- what the threads do ---- */
 
 typedef struct {
-    const mcpgw_client *client;
-    const mcpgw_blocking_session *session;
+    host_loop *loop;
     pthread_barrier_t *start;
     int index;
     int ok; /* calls whose answer was their own */
@@ -168,44 +119,107 @@ static void *work(void *arg) {
     worker *w = arg;
     pthread_barrier_wait(w->start);
     for (int c = 0; c < CALLS_PER_THREAD; c++) {
-        char text[64], args[128];
+        char text[64], op[256];
         snprintf(text, sizeof text, "thread %d call %d", w->index, c);
-        snprintf(args, sizeof args, "{\"text\":\"%s\"}", text);
-        mcpgw_op *op = NULL;
-        if (mcpgw_client_prepare_call_tool(w->client, NULL, "test", "echo", args, &op) !=
-            MCPGW_RESULT_OK)
-            continue;
-        mcpgw_result rc = mcpgw_blocking_session_run(w->session, op, NULL, NULL);
-        mcpgw_tool_chunk *chunk = NULL;
-        const mcpgw_block *block = NULL;
-        const char *got = NULL;
-        size_t len = 0;
-        if (rc == MCPGW_RESULT_OK && mcpgw_op_tool_chunk(op, &chunk, NULL) == MCPGW_RESULT_OK &&
-            mcpgw_tool_chunk_block(chunk, 0, &block) == MCPGW_RESULT_OK &&
-            mcpgw_block_text(block, &got, &len) == MCPGW_RESULT_OK && len == strlen(text) &&
-            memcmp(got, text, len) == 0)
-            w->ok++;
-        else if (rc == MCPGW_RESULT_OK)
-            fprintf(stderr, "thread %d: call %d answered something else\n", w->index, c);
-        mcpgw_tool_chunk_free(chunk);
-        finish(op, rc);
+        snprintf(op, sizeof op,
+                 "{\"op\":\"call_tool\",\"mcp\":\"test\",\"tool\":\"echo\","
+                 "\"arguments\":{\"text\":\"%s\"}}",
+                 text);
+        host_loop_result r;
+        if (call(w->loop, op, NULL, NULL, &r) == MCPGW_RESULT_OK) {
+            char want[128];
+            snprintf(want, sizeof want, "\"text\":\"%s\"", text);
+            if (strstr(r.json, want))
+                w->ok++;
+            else
+                fprintf(stderr, "thread %d: call %d answered %s\n", w->index, c, r.json);
+        }
+        host_loop_result_free(&r);
     }
     return NULL;
 }
 
 typedef struct {
     double started;
-    double first_at; /* when the first chunk came, 0 before */
     int chunks;
+    bool in_order; /* each chunk's progress is its number */
 } progress_log;
 
-/* Called on the calling thread for each progress chunk, as the gateway relays it. */
-static void on_progress(void *userdata, const mcpgw_tool_chunk *chunk) {
+/* Called on the loop's thread for each progress chunk, as the gateway relays it. */
+static void on_progress(void *userdata, const mcpgw_action *a) {
     progress_log *log = userdata;
-    double t = now_s() - log->started;
-    if (log->chunks++ == 0) log->first_at = t;
-    printf("  +%.2f s  progress: %s\n", t, mcpgw_tool_chunk_metadata_json(chunk));
+    size_t len = 0;
+    const char *chunk = (const char *)mcpgw_action_bytes(a, &len);
+    char want[32];
+    snprintf(want, sizeof want, "\"progress\":%d", ++log->chunks);
+    if (!chunk || !strstr(chunk, want)) log->in_order = false;
+    const char *progress = chunk ? strstr(chunk, "\"mcp_progress\"") : NULL;
+    printf("  +%.2f s  progress: %.80s\n", example_now() - log->started,
+           progress ? progress : "(none)");
     fflush(stdout);
+}
+
+/* A virtual MCP connection's events, on the thread that steps the loop. */
+typedef struct {
+    bool opened, answered, closed;
+    char reason[512];
+} connection;
+
+static void on_connection(void *userdata, const mcpgw_action *a) {
+    connection *c = userdata;
+    size_t len = 0;
+    const uint8_t *msg;
+    switch (mcpgw_action_get_kind(a)) {
+    case MCPGW_ACTION_KIND_CONNECTION_OPENED:
+        c->opened = true;
+        break;
+    case MCPGW_ACTION_KIND_CONNECTION_MESSAGE:
+        msg = mcpgw_action_bytes(a, &len);
+        printf("  connection message: %.*s\n", (int)(len > 160 ? 160 : len), (const char *)msg);
+        c->answered = true;
+        break;
+    case MCPGW_ACTION_KIND_CONNECTION_CLOSED:
+        c->closed = true;
+        snprintf(c->reason, sizeof c->reason, "%s",
+                 mcpgw_action_text(a) ? mcpgw_action_text(a) : "");
+        break;
+    default:
+        break;
+    }
+}
+
+/* Opens a connection to MCP `test`: either it opens, answers a ping and closes when told, or
+ * the gateway refuses it and it closes at once with the reason. Returns whether either
+ * happened as it should. Steps the loop on this thread. */
+static bool try_connection(host_loop *loop) {
+    connection c = {false, false, false, ""};
+    uint64_t id;
+    mcpgw_error *err = NULL;
+    if (host_loop_connect(loop, "test", NULL, NULL, on_connection, &c, &id, &err) !=
+        MCPGW_RESULT_OK) {
+        fprintf(stderr, "connect: %s\n", mcpgw_error_message(err));
+        mcpgw_error_free(err);
+        return false;
+    }
+    while (!c.opened && !c.closed)
+        if (host_loop_step(loop) != 0) return false;
+    if (c.closed) {
+        printf("  the connection was refused: %s\n", c.reason);
+        return c.reason[0] != '\0';
+    }
+    const char *ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+    if (host_loop_send(loop, id, ping, strlen(ping), &err) != MCPGW_RESULT_OK) {
+        fprintf(stderr, "send: %s\n", mcpgw_error_message(err));
+        mcpgw_error_free(err);
+        return false;
+    }
+    while (!c.answered && !c.closed)
+        if (host_loop_step(loop) != 0) return false;
+    host_loop_close_connection(loop, id);
+    while (!c.closed)
+        if (host_loop_step(loop) != 0) return false;
+    printf("  the connection opened, answered a ping and closed\n");
+    return c.answered && c.reason[0] == '\0';
 }
 
 int main(int argc, char **argv) {
@@ -213,74 +227,31 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s GATEWAY_BINARY TESTSERVER_BINARY\n", argv[0]);
         return 2;
     }
-    /* The library writes requests to the channel's stdin: should the channel die, that write
-     * must fail with EPIPE rather than end this process with SIGPIPE. */
-    signal(SIGPIPE, SIG_IGN);
-
     /* A state directory of our own: its path in `attach`'s arguments finds the process later. */
     char state_dir[64];
     snprintf(state_dir, sizeof state_dir, "/tmp/mcpgw-session-example.%ld", (long)getpid());
-    mcpgw_client_config *cfg = NULL;
-    mcpgw_client *client = NULL;
-    mcpgw_error *err = NULL;
-    if (mcpgw_client_config_new(&cfg) != MCPGW_RESULT_OK ||
-        mcpgw_client_config_set_gateway_path(cfg, argv[1]) != MCPGW_RESULT_OK ||
-        mcpgw_client_config_set_state_dir(cfg, state_dir) != MCPGW_RESULT_OK ||
-        mcpgw_client_config_set_timeout_ms(cfg, 30000) != MCPGW_RESULT_OK ||
-        mcpgw_client_config_set_exec_stdin(cfg, true) != MCPGW_RESULT_OK) {
-        fprintf(stderr, "config failed\n");
-        mcpgw_client_config_free(cfg);
-        return 1;
-    }
-    mcpgw_result rc = mcpgw_client_new(cfg, proc_exec_local, NULL, NULL, &client, &err);
-    mcpgw_client_config_free(cfg);
-    if (rc != MCPGW_RESULT_OK) {
-        fprintf(stderr, "mcpgw_client_new: %s\n", mcpgw_error_message(err));
-        mcpgw_error_free(err);
-        return 1;
-    }
-
+    char *gateway = host_loop_json_string(argv[1]);
+    char *spec = example_testserver_spec("test", argv[2]);
+    host_loop *loop = gateway && spec ? example_loop("{\"backend\":{\"kind\":\"local\"},"
+                                                     "\"gateway_path\":%s,\"state_dir\":\"%s\","
+                                                     "\"timeout_ms\":30000}",
+                                                     gateway, state_dir)
+                                      : NULL;
+    char *add = spec ? example_format("{\"op\":\"add_mcp\",\"spec\":%s}", spec) : NULL;
+    if (!loop || !add) return 1;
     int status = 1;
-    mcpgw_session *s = NULL;
-    mcpgw_blocking_session *bs = NULL;
-    mcpgw_op *op = NULL;
-    pid_t channel = -1;
-    int read_fd = -1, write_fd = -1;
-    if ((rc = mcpgw_session_open(client, &s, &err)) != MCPGW_RESULT_OK) {
-        fprintf(stderr, "session_open: %s\n", mcpgw_error_message(err));
-        mcpgw_error_free(err);
-        goto out;
-    }
-    printf("channel command: %s\n", mcpgw_session_command(s));
-    if ((channel = spawn_channel(mcpgw_session_command(s), &read_fd, &write_fd)) < 0) {
-        perror("spawning the channel");
-        mcpgw_session_free(s);
-        goto out;
-    }
-    /* The session and both descriptors are the library's from here, whatever happens. */
-    double t0 = now_s();
-    rc = mcpgw_blocking_session_start(s, read_fd, write_fd, 30000, &bs, &err);
-    if (rc != MCPGW_RESULT_OK) {
-        fprintf(stderr, "the channel did not open (%s): %s\n", mcpgw_result_name(rc),
-                mcpgw_error_message(err));
-        mcpgw_error_free(err);
-        goto reap;
-    }
-    printf("session open after %.2f s; the gateway it launched listens on port %u\n",
-           now_s() - t0, (unsigned)mcpgw_client_port(client));
+    loop_thread stepper = {loop, false};
+    pthread_t stepping;
+    if (pthread_create(&stepping, NULL, step_until_stopped, &stepper) != 0) return 1;
 
-    size_t spec_len = strlen(argv[2]) + 200;
-    char *spec = malloc(spec_len);
-    if (!spec) goto close;
-    snprintf(spec, spec_len,
-             "{\"name\":\"test\",\"mcp_config\":{\"type\":\"stdio_mcp\",\"command\":\"%s\","
-             "\"args\":[\"stdio\"]}}",
-             argv[2]);
-    rc = mcpgw_client_prepare_add_mcp(client, NULL, spec, &op);
-    free(spec);
-    if (rc != MCPGW_RESULT_OK || finish(op, mcpgw_blocking_session_run(bs, op, NULL, NULL)) !=
-                                     MCPGW_RESULT_OK)
-        goto close;
+    /* From here the loop is the stepping thread's: this one hands it operations. */
+    double t0 = example_now();
+    host_loop_result r = {0};
+    if (call(loop, "{\"op\":\"open_session\"}", NULL, NULL, &r) != MCPGW_RESULT_OK) goto join;
+    printf("session open after %.2f s: %s\n", example_now() - t0, r.json);
+    host_loop_result_free(&r);
+    if (call(loop, add, NULL, NULL, &r) != MCPGW_RESULT_OK) goto close;
+    host_loop_result_free(&r);
     printf("test server registered over the session\n");
 
     /* Many threads, one channel: the calls are multiplexed by id. */
@@ -289,9 +260,9 @@ int main(int argc, char **argv) {
     worker workers[THREADS];
     pthread_t threads[THREADS];
     int started = 0;
-    t0 = now_s();
+    t0 = example_now();
     for (int i = 0; i < THREADS; i++) {
-        workers[i] = (worker){client, bs, &start, i, 0};
+        workers[i] = (worker){loop, &start, i, 0};
         if (pthread_create(&threads[i], NULL, work, &workers[i]) != 0) break;
         started++;
     }
@@ -307,50 +278,47 @@ int main(int argc, char **argv) {
     }
     pthread_barrier_destroy(&start);
     printf("%d of %d calls from %d threads answered correctly in %.2f s over one channel\n",
-           answered, THREADS * CALLS_PER_THREAD, THREADS, now_s() - t0);
+           answered, THREADS * CALLS_PER_THREAD, THREADS, example_now() - t0);
     if (answered != THREADS * CALLS_PER_THREAD) goto close;
 
     /* Progress as it happens: a 2-second call with 4 steps. */
-    progress_log log = {now_s(), 0, 0};
+    progress_log log = {example_now(), 0, true};
     printf("slow call, streaming:\n");
-    rc = mcpgw_client_prepare_call_tool(client, NULL, "test", "slow",
-                                        "{\"seconds\":2,\"steps\":4}", &op);
-    if (rc != MCPGW_RESULT_OK ||
-        finish(op, mcpgw_blocking_session_run(bs, op, on_progress, &log)) != MCPGW_RESULT_OK)
+    if (call(loop,
+             "{\"op\":\"call_tool\",\"mcp\":\"test\",\"tool\":\"slow\","
+             "\"arguments\":{\"seconds\":2,\"steps\":4},\"stream\":true}",
+             on_progress, &log, &r) != MCPGW_RESULT_OK)
         goto close;
-    double took = now_s() - log.started;
-    printf("  +%.2f s  result\n", took);
-    if (log.chunks != 4 || took - log.first_at < 0.5) {
-        fprintf(stderr, "expected 4 progress chunks, the first well before the result\n");
+    host_loop_result_free(&r);
+    printf("  +%.2f s  result\n", example_now() - log.started);
+    if (log.chunks != 4 || !log.in_order) {
+        fprintf(stderr, "expected 4 progress chunks, in order\n");
         goto close;
     }
     status = 0;
 close:
-    mcpgw_blocking_session_free(bs); /* closes the channel's stdin: attach exits */
-reap: {
-    int ws = wait_exit(channel, 10000);
-    if (ws == -1) {
-        fprintf(stderr, "the channel's process did not exit after the session was freed\n");
+    if (call(loop, "{\"op\":\"close_session\"}", NULL, NULL, &r) != MCPGW_RESULT_OK) status = 1;
+    host_loop_result_free(&r);
+join:
+    host_loop_call(loop, stop_stepping, &stepper);
+    pthread_join(stepping, NULL);
+
+    /* The loop is this thread's again. The channel's process ends once its input closed. */
+    if (host_loop_settle(loop) != 0) status = 1;
+    int left = example_processes("attach", state_dir, 0, NULL);
+    printf("channel closed: %d attach process(es) left\n", left);
+    if (left != 0) status = 1;
+
+    /* Over a new session: a virtual MCP connection (raw JSON-RPC to the MCP). */
+    printf("a virtual MCP connection:\n");
+    if (!example_ok(loop, NULL, "{\"op\":\"open_session\"}") || !try_connection(loop) ||
+        !example_ok(loop, NULL, "{\"op\":\"close_session\"}"))
         status = 1;
-    } else {
-        printf("channel process exited (%s %d)\n", WIFEXITED(ws) ? "status" : "signal",
-               WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
-    }
-    int left = count_attach_processes(state_dir);
-    if (left != 0) {
-        fprintf(stderr, "%d attach process(es) left\n", left);
-        status = 1;
-    }
-}
-    /* The session's hello made the client know the gateway it launched: stop it one-shot. */
-    if (mcpgw_client_port(client) != 0) {
-        rc = mcpgw_client_prepare_stop_gateway(client, NULL, &op);
-        if (rc != MCPGW_RESULT_OK || finish(op, mcpgw_client_run(client, op)) != MCPGW_RESULT_OK)
-            status = 1;
-        else
-            printf("gateway stopped\n");
-    }
-out:
-    mcpgw_client_free(client);
+    /* The session's hello made the driver know the gateway it launched: stop it one-shot. */
+    if (!example_ok(loop, NULL, "{\"op\":\"stop_gateway\"}")) status = 1;
+    host_loop_free(loop);
+    free(gateway);
+    free(spec);
+    free(add);
     return status;
 }

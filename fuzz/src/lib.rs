@@ -10,7 +10,10 @@
 //!   session carrying calls;
 //! - `spec`: an MCP spec through the validator the gateway and the library share;
 //! - `request`: the gateway's request decoding: a registration body, a call body, runtime
-//!   headers and a query string.
+//!   headers and a query string;
+//! - `jsonrpc`: a host's JSON-RPC message on a virtual MCP connection, as the gateway reads it
+//!   (alone, and inside a `msg` frame): classified, answered when it is not a message, and
+//!   relayed under another id with its params, result or error byte for byte.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -32,6 +35,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("stream", stream),
     ("spec", spec),
     ("request", request),
+    ("jsonrpc", jsonrpc),
 ];
 
 fn attached() -> &'static Client {
@@ -181,8 +185,10 @@ pub fn stream(data: &[u8]) {
     let mut call = client.prepare_call_tool(&o, "m", "slow", "{}");
     let mut list = client.prepare_list_tools(&o, "m");
     let ids = [
-        session.submit(&mut call, true).expect("submits"),
-        session.submit(&mut list, false).expect("submits"),
+        session
+            .submit(&mut call, true, Some(mcpgw::wire::frame::CallId::random()))
+            .expect("submits"),
+        session.submit(&mut list, false, None).expect("submits"),
     ];
     let cut = data.first().map_or(0, |&b| usize::from(b).min(data.len()));
     session.feed(&data[..cut]);
@@ -193,7 +199,13 @@ pub fn stream(data: &[u8]) {
         match event {
             Event::Progress { id, chunk } => {
                 assert_eq!(id, ids[0]);
+                let chunk: mcpgw::wire::ToolChunk =
+                    serde_json::from_str(chunk.get()).expect("a progress chunk is a ToolChunk");
                 assert!(!chunk.is_last);
+            }
+            Event::Detached { id, .. } => {
+                assert!(id == ids[0] && !finished.contains(&id));
+                finished.push(id);
             }
             Event::Finished { id, answer } => {
                 assert!(ids.contains(&id) && !finished.contains(&id));
@@ -208,7 +220,12 @@ pub fn stream(data: &[u8]) {
                 assert!(ids.contains(&id) && !finished.contains(&id));
                 finished.push(id);
             }
-            Event::Opened(_) | Event::Notice(_) | Event::Lost(_) => {}
+            Event::Opened(_)
+            | Event::Notice(_)
+            | Event::Lost(_)
+            | Event::ConnectionOpened { .. }
+            | Event::ConnectionMessage { .. }
+            | Event::ConnectionClosed { .. } => {}
         }
     }
     assert!(session.is_lost());
@@ -267,6 +284,80 @@ pub fn request(data: &[u8]) {
                 && let Ok(Some(t)) = q.timeout()
             {
                 assert!(t.as_secs_f64() <= mcpgw::wire::spec::MAX_TIMEOUT_SECS);
+            }
+        }
+    }
+}
+
+/// A host's JSON-RPC message (or a `msg` frame carrying it): what the gateway relays keeps its
+/// bytes under the new id; what it refuses gets an error response that reads back with the id
+/// it could read.
+pub fn jsonrpc(data: &[u8]) {
+    use mcpgw::wire::jsonrpc::{self, Message};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let message_of_frame;
+    let text = match HostFrame::parse(text) {
+        Ok(HostFrame::Message { msg, .. }) => {
+            message_of_frame = msg.get().to_string();
+            &message_of_frame
+        }
+        _ => text,
+    };
+    let reread = |bytes: Vec<u8>| String::from_utf8(bytes).expect("JSON text is UTF-8");
+    match jsonrpc::parse(text) {
+        Ok(Message::Request { method, params, .. }) => {
+            let again = reread(jsonrpc::request("\"g-1\"", method, params.map(|p| p.get())));
+            let Ok(Message::Request {
+                id,
+                method: m,
+                params: p,
+            }) = jsonrpc::parse(&again)
+            else {
+                panic!("a relayed request does not read back: {again}")
+            };
+            assert_eq!((id.get(), m), ("\"g-1\"", method));
+            assert_eq!(p.map(|p| p.get()), params.map(|p| p.get()));
+        }
+        Ok(Message::Notification { method, params }) => {
+            let again = reread(jsonrpc::notification(method, params.map(|p| p.get())));
+            let Ok(Message::Notification {
+                method: m,
+                params: p,
+            }) = jsonrpc::parse(&again)
+            else {
+                panic!("a relayed notification does not read back: {again}")
+            };
+            assert_eq!(m, method);
+            assert_eq!(p.map(|p| p.get()), params.map(|p| p.get()));
+        }
+        Ok(Message::Response { outcome, .. }) => {
+            let body = outcome.map(|r| r.get()).map_err(|e| e.get());
+            let again = reread(jsonrpc::response(Some("7"), body));
+            let Ok(Message::Response { id, outcome: o }) = jsonrpc::parse(&again) else {
+                panic!("a relayed response does not read back: {again}")
+            };
+            assert_eq!(id.get(), "7");
+            assert_eq!(o.map(|r| r.get()).map_err(|e| e.get()), body);
+        }
+        Err(invalid) => {
+            let answer = reread(jsonrpc::error_response(
+                invalid.id.map(|i| i.get()),
+                invalid.code,
+                &invalid.message,
+            ));
+            let value: serde_json::Value =
+                serde_json::from_str(&answer).expect("an answer is JSON");
+            assert_eq!(value["error"]["code"], invalid.code);
+            match invalid.id {
+                Some(id) => assert_eq!(
+                    value["id"].to_string(),
+                    serde_json::from_str::<serde_json::Value>(id.get())
+                        .unwrap()
+                        .to_string()
+                ),
+                None => assert!(value["id"].is_null()),
             }
         }
     }

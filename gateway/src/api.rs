@@ -8,14 +8,23 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, Request, State};
+use axum::handler::Handler;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{MethodFilter, MethodRouter, on};
 use futures::StreamExt;
 use mcpgw::wire::request;
 use mcpgw::wire::rest::{NDJSON, route};
 use mcpgw::wire::{CallToolAnswer, Health, Query};
+use utoipa::openapi::path::HttpMethod;
+use utoipa::openapi::schema::ObjectBuilder;
+
+use crate::error::DeadlineSource;
+use crate::openapi::{
+    Endpoint, Params, array_of, lookup_errors, name, registration_body, sample_scope, schema_ref,
+    session_errors, string_schema,
+};
 
 use crate::auth::{Token, constant_time_eq};
 use crate::chunk;
@@ -32,21 +41,47 @@ pub struct AppState {
     pub instance_nonce: Option<String>,
     /// `/openapi.json`, rendered once.
     pub openapi: Bytes,
+    /// The virtual MCP connections open.
+    pub connections: Arc<crate::connection::Registry>,
+    /// Their bounds.
+    pub connection_limits: crate::connection::Limits,
 }
 
 type Shared = State<Arc<AppState>>;
 
+/// One endpoint: what the document says of it, and the handler that serves it.
+pub struct Route {
+    /// Its description.
+    pub doc: Endpoint,
+    handler: MethodRouter<Arc<AppState>>,
+}
+
+/// `handler` serves `doc`'s method on `doc`'s route.
+fn route<H, T>(handler: H, doc: Endpoint) -> Route
+where
+    H: Handler<T, Arc<AppState>>,
+    T: 'static,
+{
+    let filter = match doc.method {
+        HttpMethod::Get => MethodFilter::GET,
+        HttpMethod::Post => MethodFilter::POST,
+        HttpMethod::Put => MethodFilter::PUT,
+        HttpMethod::Delete => MethodFilter::DELETE,
+        _ => unreachable!("every endpoint is GET, POST, PUT or DELETE"),
+    };
+    Route {
+        handler: on(filter, handler),
+        doc,
+    }
+}
+
 /// The router with auth and the body limit applied.
 pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
-    Router::new()
-        .route(route::HEALTH, get(health))
-        .route(route::METRICS, get(metrics))
-        .route(route::OPENAPI, get(openapi))
-        .route(route::MCPS, get(list_mcps).post(add_mcp))
-        .route(route::MCP, axum::routing::delete(remove_mcp))
-        .route(route::RUNTIME_HEADERS, put(set_runtime_headers))
-        .route(route::TOOLS, get(list_tools))
-        .route(route::TOOL, post(call_tool))
+    surface()
+        .into_iter()
+        .fold(Router::new(), |router, r| {
+            router.route(r.doc.route, r.handler)
+        })
         .fallback(|| async { Error::NoRoute })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(max_body_bytes))
@@ -55,6 +90,355 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
         }))
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
         .with_state(state)
+}
+
+/// Every endpoint: the router serves this list and the OpenAPI document describes it.
+pub fn surface() -> Vec<Route> {
+    let invalid = |why| (Error::Invalid("...".into()), why);
+    let json = |schema| vec![("application/json", schema)];
+    let mut endpoints = vec![
+        route(
+            health,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::HEALTH,
+                summary: "Liveness; needs no token. Plain `ok`, or JSON with the instance nonce when the gateway was launched with one.",
+                auth: false,
+                query: Params::None,
+                body: None,
+                success: (
+                    200,
+                    "serving",
+                    vec![
+                        ("text/plain", string_schema()),
+                        ("application/json", schema_ref("Health")),
+                    ],
+                ),
+                errors: vec![],
+            },
+        ),
+        route(
+            metrics,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::METRICS,
+                summary: "Prometheus text: calls, errors, latency, restarts and state per MCP.",
+                auth: true,
+                query: Params::None,
+                body: None,
+                success: (200, "the metrics", vec![("text/plain", string_schema())]),
+                errors: vec![],
+            },
+        ),
+        route(
+            openapi,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::OPENAPI,
+                summary: "This document.",
+                auth: true,
+                query: Params::None,
+                body: None,
+                success: (
+                    200,
+                    "OpenAPI 3.1",
+                    json(ObjectBuilder::new().build().into()),
+                ),
+                errors: vec![],
+            },
+        ),
+        route(
+            list_mcps,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::MCPS,
+                summary: "The scope's MCPs as registered, each with its status.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (200, "the MCPs", json(array_of("McpEntry"))),
+                errors: vec![],
+            },
+        ),
+        route(
+            add_mcp,
+            Endpoint {
+                method: HttpMethod::Post,
+                route: route::MCPS,
+                summary: "Registers an MCP; answers once it is connected, initialized and its tools listed. A registration that does not finish leaves nothing behind.",
+                auth: true,
+                query: Params::Scope,
+                body: Some((registration_body(), true, "an MCP spec")),
+                success: (200, "registered", json(schema_ref("Ok"))),
+                errors: vec![
+                    invalid("the spec is invalid"),
+                    (
+                        Error::Conflict {
+                            name: name(),
+                            scope: sample_scope(),
+                        },
+                        "the name is taken in the scope",
+                    ),
+                    (
+                        Error::RemovedWhileConnecting { name: name() },
+                        "the name was deleted while it connected",
+                    ),
+                    (
+                        Error::ConnectFailed("...".into()),
+                        "the upstream could not be started, reached or initialized",
+                    ),
+                ],
+            },
+        ),
+        route(
+            remove_mcp,
+            Endpoint {
+                method: HttpMethod::Delete,
+                route: route::MCP,
+                summary: "Unregisters an MCP; answers once its session is closed and its processes are gone. Cancels a registration still connecting.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (200, "removed", json(schema_ref("Ok"))),
+                errors: vec![(
+                    Error::NotFound {
+                        name: name(),
+                        scope: sample_scope(),
+                    },
+                    "no MCP of that name in the scope",
+                )],
+            },
+        ),
+        route(
+            set_runtime_headers,
+            Endpoint {
+                method: HttpMethod::Put,
+                route: route::RUNTIME_HEADERS,
+                summary: "Replaces a streamable HTTP MCP's runtime headers; the next request carries them.",
+                auth: true,
+                query: Params::Scope,
+                body: Some((
+                    schema_ref("RuntimeHeaders"),
+                    true,
+                    "the complete header map",
+                )),
+                success: (204, "replaced", vec![]),
+                errors: [invalid("not a streamable HTTP MCP, or an invalid header")]
+                    .into_iter()
+                    .chain(lookup_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            list_tools,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::TOOLS,
+                summary: "The MCP's tools as its server describes them, filtered by enable_tools/disable_tools.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (200, "the tools", json(array_of("Tool"))),
+                errors: lookup_errors()
+                    .into_iter()
+                    .chain(session_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            call_tool,
+            Endpoint {
+                method: HttpMethod::Post,
+                route: route::TOOL,
+                summary: "Calls a tool. With `Accept: application/x-ndjson` the answer is one ToolChunk a line: progress chunks, then the result. With `?format=mcp` it is the upstream's CallToolResult exactly as it sent it (content of every type with annotations and _meta, structuredContent, isError).",
+                auth: true,
+                query: Params::ScopeAndTimeout,
+                body: Some((schema_ref("CallToolBody"), false, "the tool's arguments")),
+                success: (
+                    200,
+                    "the tool's result",
+                    vec![
+                        ("application/json", schema_ref("CallToolAnswer")),
+                        (NDJSON, schema_ref("ToolChunk")),
+                    ],
+                ),
+                errors: [invalid("invalid arguments or timeout")]
+                    .into_iter()
+                    .chain(lookup_errors())
+                    .chain([(
+                        Error::ToolNotFound {
+                            tool: "read".into(),
+                            mcp: name(),
+                        },
+                        "the MCP has no such tool",
+                    )])
+                    .chain(session_errors())
+                    .chain([
+                        (
+                            Error::Died {
+                                mcp: name(),
+                                tool: "read".into(),
+                                report: "exited (exit status 1)".into(),
+                            },
+                            "the upstream died during the call (it is not retried)",
+                        ),
+                        (
+                            Error::ReplyTooLarge {
+                                mcp: name(),
+                                tool: "read".into(),
+                                bytes: 1 << 30,
+                                limit: 64 << 20,
+                            },
+                            "the reply was larger than --max-reply-bytes",
+                        ),
+                        (
+                            Error::Rpc {
+                                mcp: name(),
+                                code: -32602,
+                                message: "...".into(),
+                            },
+                            "the upstream answered with a JSON-RPC error",
+                        ),
+                        (
+                            Error::Deadline {
+                                tool: "read".into(),
+                                mcp: name(),
+                                limit: std::time::Duration::from_secs(30),
+                                source: DeadlineSource::ExecutionTimeout,
+                            },
+                            "the call passed its deadline; the upstream was told to cancel it",
+                        ),
+                        (
+                            Error::Internal("the call ended without an answer".into()),
+                            "the call ended without an answer",
+                        ),
+                    ])
+                    .collect(),
+            },
+        ),
+        route(
+            list_resources,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::RESOURCES,
+                summary: "The MCP's resources (every page), as its server describes them.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (200, "the resources", json(any_array())),
+                errors: lookup_errors()
+                    .into_iter()
+                    .chain(pass_through_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            list_resource_templates,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::RESOURCE_TEMPLATES,
+                summary: "The MCP's resource templates (every page), as its server describes them.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (200, "the resource templates", json(any_array())),
+                errors: lookup_errors()
+                    .into_iter()
+                    .chain(pass_through_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            read_resource,
+            Endpoint {
+                method: HttpMethod::Post,
+                route: route::RESOURCE_READ,
+                summary: "Reads a resource: the upstream's ReadResourceResult exactly as it sent it.",
+                auth: true,
+                query: Params::Scope,
+                body: Some((schema_ref("ReadResourceBody"), true, "the resource's URI")),
+                success: (200, "the upstream's ReadResourceResult", json(any_object())),
+                errors: [invalid("not a read body")]
+                    .into_iter()
+                    .chain(lookup_errors())
+                    .chain(pass_through_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            list_prompts,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::PROMPTS,
+                summary: "The MCP's prompts (every page), as its server describes them.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (200, "the prompts", json(any_array())),
+                errors: lookup_errors()
+                    .into_iter()
+                    .chain(pass_through_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            get_prompt,
+            Endpoint {
+                method: HttpMethod::Post,
+                route: route::PROMPT,
+                summary: "Gets a prompt with its arguments: the upstream's GetPromptResult exactly as it sent it.",
+                auth: true,
+                query: Params::Scope,
+                body: Some((schema_ref("GetPromptBody"), false, "the prompt's arguments")),
+                success: (200, "the upstream's GetPromptResult", json(any_object())),
+                errors: [invalid("not a prompt body")]
+                    .into_iter()
+                    .chain(lookup_errors())
+                    .chain(pass_through_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            open_connection,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::CONNECTION,
+                summary: "Opens a virtual MCP connection: an HTTP/1.1 upgrade (Connection: Upgrade, Upgrade: mcpgw-jsonrpc) after which the stream carries one JSON-RPC message a line both ways, the gateway being the MCP server of the MCP registered under the name. Its last line before it closes is {\"mcpgw\":\"closed\",\"reason\":...}. mcpgw-gateway attach carries it as open, msg and close frames.",
+                auth: true,
+                query: Params::Scope,
+                body: None,
+                success: (101, "switching to the connection's JSON-RPC stream", vec![]),
+                errors: lookup_errors()
+                    .into_iter()
+                    .chain([
+                        (
+                            Error::UpgradeRequired,
+                            "the request is not an upgrade to mcpgw-jsonrpc",
+                        ),
+                        (
+                            Error::TooManyConnections { max: 256 },
+                            "as many MCP connections as allowed are open",
+                        ),
+                    ])
+                    .chain(session_errors())
+                    .collect(),
+            },
+        ),
+    ];
+    // What every endpoint with a query or a body can answer besides.
+    for e in endpoints.iter_mut().map(|r| &mut r.doc) {
+        if e.query != Params::None {
+            e.errors.push(invalid("the query string is invalid"));
+        }
+        if e.body.is_some() {
+            e.errors.push(invalid("the body is not a JSON object"));
+            e.errors.push((
+                Error::PayloadTooLarge,
+                "the body is larger than --max-body-bytes",
+            ));
+        }
+    }
+    endpoints
 }
 
 /// `413` at once for a body whose `Content-Length` is over the limit, without waiting for a
@@ -232,6 +616,20 @@ async fn call_tool(
     let deadline = q.timeout().map_err(Error::Invalid)?;
     let arguments = request::call_body(&body_bytes(body)?).map_err(Error::Invalid)?;
     let upstream = state.registry.get(&scope(&q), &name)?;
+    let raw = match q.format.as_deref() {
+        None => false,
+        Some(mcpgw::wire::rest::FORMAT_MCP) => true,
+        Some(other) => {
+            return Err(Error::Invalid(format!(
+                "format must be {:?} (the upstream's CallToolResult), not {other:?}",
+                mcpgw::wire::rest::FORMAT_MCP
+            )));
+        }
+    };
+    if raw {
+        let result = upstream.call(&tool, arguments, deadline, None).await?;
+        return Ok(raw_json(result.get().as_bytes().to_vec()));
+    }
     let streaming = headers
         .get_all(header::ACCEPT)
         .iter()
@@ -243,9 +641,206 @@ async fn call_tool(
     Ok(json_response(
         StatusCode::OK,
         &CallToolAnswer {
-            chunk: chunk::from_call_result(result),
+            chunk: chunk::from_call_result(result_value(&result)),
         },
     ))
+}
+
+/// A JSON body as the upstream wrote it.
+fn raw_json(body: Vec<u8>) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
+/// A body of type `T`, or why it is not one.
+fn typed_body<T: serde::de::DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+    what: &str,
+) -> Result<T, Error> {
+    let bytes = body_bytes(body)?;
+    let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        &bytes
+    };
+    serde_json::from_slice(bytes).map_err(|e| Error::Invalid(format!("invalid {what}: {e}")))
+}
+
+/// `GET` of a list: every page's items, as the upstream described them.
+async fn list_of(
+    state: &AppState,
+    name: &str,
+    raw: Option<String>,
+    method: &str,
+    key: &str,
+) -> Result<Response, Error> {
+    let q = query(raw)?;
+    let upstream = state.registry.get(&scope(&q), name)?;
+    let items = upstream.list_all(method, key).await?;
+    Ok(json_response(StatusCode::OK, &items))
+}
+
+async fn list_resources(
+    State(state): Shared,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, Error> {
+    list_of(&state, &name, raw, "resources/list", "resources").await
+}
+
+async fn list_resource_templates(
+    State(state): Shared,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, Error> {
+    list_of(
+        &state,
+        &name,
+        raw,
+        "resources/templates/list",
+        "resourceTemplates",
+    )
+    .await
+}
+
+async fn list_prompts(
+    State(state): Shared,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, Error> {
+    list_of(&state, &name, raw, "prompts/list", "prompts").await
+}
+
+async fn read_resource(
+    State(state): Shared,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Error> {
+    let q = query(raw)?;
+    let mcpgw::wire::ReadResourceBody { uri } = typed_body(body, "read body")?;
+    let upstream = state.registry.get(&scope(&q), &name)?;
+    let mut params = serde_json::Map::new();
+    params.insert("uri".into(), serde_json::json!(uri));
+    let result = upstream.ask("resources/read", params).await?;
+    Ok(raw_json(result.get().as_bytes().to_vec()))
+}
+
+async fn get_prompt(
+    State(state): Shared,
+    Path((name, prompt)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Error> {
+    let q = query(raw)?;
+    let mcpgw::wire::GetPromptBody { arguments } = typed_body(body, "prompt body")?;
+    let upstream = state.registry.get(&scope(&q), &name)?;
+    let mut params = serde_json::Map::new();
+    params.insert("name".into(), serde_json::json!(prompt));
+    if let Some(arguments) = arguments {
+        params.insert("arguments".into(), serde_json::json!(arguments));
+    }
+    let result = upstream.ask("prompts/get", params).await?;
+    Ok(raw_json(result.get().as_bytes().to_vec()))
+}
+
+/// A `CallToolResult` as the upstream sent it, as a value to map (it is a JSON object: the
+/// call checked).
+fn result_value(raw: &serde_json::value::RawValue) -> serde_json::Value {
+    serde_json::from_str(raw.get()).unwrap_or_default()
+}
+
+/// Any JSON object.
+fn any_object() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::Object)
+        .build()
+        .into()
+}
+
+/// An array of JSON objects.
+fn any_array() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(any_object())
+        .build()
+        .into()
+}
+
+/// What a request passed through to the upstream can answer besides.
+fn pass_through_errors() -> Vec<(Error, &'static str)> {
+    session_errors()
+        .into_iter()
+        .chain([
+            (
+                Error::Rpc {
+                    mcp: name(),
+                    code: -32602,
+                    message: "...".into(),
+                },
+                "the upstream answered with a JSON-RPC error",
+            ),
+            (
+                Error::SetupTimeout {
+                    what: "resources/read of 'fs'".into(),
+                    limit: Duration::from_secs(600),
+                },
+                "the upstream did not answer within the MCP's deadline",
+            ),
+        ])
+        .collect()
+}
+
+/// Opens a virtual MCP connection (see [`crate::connection`]): refused before the upgrade
+/// when the MCP is not there or too many connections are open; the upstream session is
+/// chosen once the host's first message says what it can do.
+async fn open_connection(
+    State(state): Shared,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+    mut request: Request,
+) -> Result<Response, Error> {
+    let q = query(raw)?;
+    let upstream = state.registry.get(&scope(&q), &name)?;
+    let has = |name: header::HeaderName, token: &str| {
+        request.headers().get_all(name).iter().any(|v| {
+            v.to_str()
+                .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+        })
+    };
+    if !has(header::CONNECTION, "upgrade") || !has(header::UPGRADE, crate::connection::UPGRADE) {
+        return Err(Error::UpgradeRequired);
+    }
+    let limits = state.connection_limits;
+    let slot =
+        state
+            .connections
+            .reserve(limits.max_connections)
+            .ok_or(Error::TooManyConnections {
+                max: limits.max_connections,
+            })?;
+    let upgrade = hyper::upgrade::on(&mut request);
+    let registry = state.connections.clone();
+    tokio::spawn(async move {
+        match upgrade.await {
+            Ok(io) => {
+                let io = hyper_util::rt::TokioIo::new(io);
+                crate::connection::serve(io, upstream, limits, slot, registry).await;
+            }
+            Err(e) => tracing::debug!("an MCP connection's upgrade failed: {e}"),
+        }
+    });
+    Ok((
+        StatusCode::SWITCHING_PROTOCOLS,
+        [
+            (header::CONNECTION, "upgrade"),
+            (header::UPGRADE, crate::connection::UPGRADE),
+        ],
+    )
+        .into_response())
 }
 
 fn ndjson_line(chunk: &mcpgw::wire::ToolChunk) -> Bytes {
@@ -270,7 +865,7 @@ async fn stream_call(
         let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(1024);
         let call = upstream.call(&tool, arguments, deadline, Some(progress_tx));
         tokio::pin!(call);
-        let progress_line = |p: rmcp::model::ProgressNotificationParam| {
+        let progress_line = |p: crate::upstream::hub::Progress| {
             Ok(ndjson_line(&chunk::progress(
                 p.progress,
                 p.total,
@@ -289,7 +884,7 @@ async fn stream_call(
                     while let Ok(p) = progress_rx.try_recv() {
                         let _ = line_tx.send(progress_line(p)).await;
                     }
-                    let _ = line_tx.send(result.map(|r| ndjson_line(&chunk::from_call_result(r)))).await;
+                    let _ = line_tx.send(result.map(|r| ndjson_line(&chunk::from_call_result(result_value(&r))))).await;
                     return;
                 }
                 // The caller went away: dropping `call` cancels it upstream.

@@ -42,16 +42,7 @@ impl Token {
     }
 }
 
-/// Compares in time that depends only on the lengths, so a caller learns nothing from timing
-/// about how much of a guess was right.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    // black_box keeps the optimiser from turning the fold into an early exit.
-    std::hint::black_box(diff) == 0
-}
+pub use mcpgw::random::constant_time_eq;
 
 /// Where the token came from.
 #[derive(Debug)]

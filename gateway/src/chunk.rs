@@ -3,34 +3,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use mcpgw::random::uuid4_hex;
 use mcpgw::wire::chunk::{ERROR_KEY, PROGRESS_KEY, STRUCTURED_CONTENT_KEY};
 use mcpgw::wire::{Block, DataBlock, JsonObject, Source, TextBlock, ToolChunk, ToolState};
 use serde_json::{Value, json};
-
-/// A random UUID version 4 as 32 hex digits, for chunk and block ids. These are identifiers, not
-/// secrets: a per-thread generator seeded once from the OS (wyrand) spares a system call per id.
-pub fn uuid4_hex() -> String {
-    use std::cell::Cell;
-    thread_local! {
-        static STATE: Cell<u64> = Cell::new({
-            let mut seed = [0u8; 8];
-            mcpgw::random::fill(&mut seed);
-            u64::from_le_bytes(seed)
-        });
-    }
-    let next = || {
-        STATE.with(|s| {
-            let x = s.get().wrapping_add(0xa076_1d64_78bd_642f);
-            s.set(x);
-            let t = u128::from(x) * u128::from(x ^ 0xe703_7ed1_a0b4_28db);
-            (t as u64) ^ ((t >> 64) as u64)
-        })
-    };
-    let (hi, lo) = (next(), next());
-    let hi = (hi & !0xf000) | 0x4000;
-    let lo = (lo & !(0xc << 60)) | (0x8 << 60);
-    format!("{hi:016x}{lo:016x}")
-}
 
 /// Maps one `CallToolResult`:
 /// - text -> text block; image and audio -> base64 data block;
@@ -264,17 +240,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ids_are_distinct_uuid4s() {
-        let ids: std::collections::HashSet<String> = (0..10_000).map(|_| uuid4_hex()).collect();
-        assert_eq!(ids.len(), 10_000);
-        for id in ids.iter().take(50) {
-            assert_eq!(id.len(), 32);
-            assert_eq!(&id[12..13], "4", "{id}");
-            assert!(matches!(&id[16..17], "8" | "9" | "a" | "b"), "{id}");
-        }
-    }
 
     #[test]
     fn timestamps_match_python_isoformat() {

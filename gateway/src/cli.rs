@@ -13,9 +13,12 @@ usage:
                 [--max-body-bytes N] [--max-reply-bytes N] [--call-timeout SECONDS]
                 [--connect-timeout SECONDS] [--header-timeout SECONDS] [--idle-timeout SECONDS]
                 [--max-connections N] [--log-rate LINES] [--threads N] [--ready-file PATH]
+                [--max-mcp-connections N] [--max-connection-queue N]
+                [--max-pending-host-requests N]
   mcpgw-gateway attach [--state-dir DIR] [--port P] [--host H] [--token-file PATH]
                 [--instance-nonce N] [--launch] [--gateway-arg ARG]... [--max-frame-bytes N]
-                [--max-in-flight N] [--log-file PATH] [--log-level LEVEL]
+                [--max-in-flight N] [--max-mcp-connections N] [--log-file PATH]
+                [--log-level LEVEL]
   mcpgw-gateway request METHOD PATH [--port P] [--host H] [--token-file PATH]
                 [--body-file FILE|-] [--data BODY] [--header 'Name: value']... [--max-time SECONDS]
   mcpgw-gateway --version
@@ -30,13 +33,17 @@ message from an upstream), --call-timeout 600, --connect-timeout 60, --header-ti
 client's request head, from connecting or from its previous answer), --idle-timeout 60 (a
 keep-alive connection with nothing to do), --max-connections 1024 (at most half the open-file
 limit; past it the longest-idle connection is closed), --log-rate 20 (log lines per second per
-upstream; the excess is counted in one line).
+upstream; the excess is counted in one line). Virtual MCP connections: --max-mcp-connections
+256 (open at once), --max-connection-queue 1024 (messages waiting for a client that does not
+read; past it the connection is cut off), --max-pending-host-requests 64 (the upstream's
+requests waiting for one connection's client; past it they are refused).
 
 attach relays the session channel's frames (one JSON object a line) between its stdin and stdout
 and a running gateway: the one of --port, or the one DIR/gateway.json names (token file
 DIR/token). With --launch it first starts one there when none answers (--gateway-arg passes
 arguments on to it). The first line it writes is its hello frame. Past --max-in-flight requests
-(1024) the next ones wait, then stdin is no longer read. Exit status: 0 at the end of input, 7
+(1024) the next ones wait, then stdin is no longer read. Past --max-mcp-connections (64)
+virtual MCP connections on the channel, an open is refused (closed with status 429). Exit status: 0 at the end of input, 7
 when no gateway (or one of another instance) answers, 1 on other failures.
 
 request sends one HTTP request to a local gateway with the token read from --token-file (or
@@ -114,6 +121,12 @@ pub struct ServeArgs {
     pub threads: usize,
     /// Where to keep the ready line while the gateway runs.
     pub ready_file: Option<PathBuf>,
+    /// Virtual MCP connections open at once.
+    pub max_mcp_connections: usize,
+    /// Messages queued for a connection's client before it is cut off.
+    pub max_connection_queue: usize,
+    /// The upstream's requests waiting for one connection's client.
+    pub max_pending_host_requests: usize,
 }
 
 impl Default for ServeArgs {
@@ -141,6 +154,9 @@ impl Default for ServeArgs {
             connect_timeout: Duration::from_secs(60),
             threads: 0,
             ready_file: None,
+            max_mcp_connections: 256,
+            max_connection_queue: 1024,
+            max_pending_host_requests: 64,
         }
     }
 }
@@ -189,6 +205,8 @@ pub struct AttachArgs {
     pub max_frame_bytes: usize,
     /// Requests relayed at once.
     pub max_in_flight: usize,
+    /// Virtual MCP connections open at once on the channel.
+    pub max_mcp_connections: usize,
     /// Log destination; stderr when absent.
     pub log_file: Option<PathBuf>,
     /// Least severe level logged.
@@ -299,6 +317,9 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
         "connect-timeout",
         "threads",
         "ready-file",
+        "max-mcp-connections",
+        "max-connection-queue",
+        "max-pending-host-requests",
     ];
     let mut out = ServeArgs::default();
     let mut flags = Flags::new(args);
@@ -333,6 +354,11 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
             "connect-timeout" => out.connect_timeout = seconds(name, &value)?,
             "threads" => out.threads = number(name, &value)?,
             "ready-file" => out.ready_file = Some(PathBuf::from(value)),
+            "max-mcp-connections" => out.max_mcp_connections = at_least(name, &value, 1)?,
+            "max-connection-queue" => out.max_connection_queue = at_least(name, &value, 1)?,
+            "max-pending-host-requests" => {
+                out.max_pending_host_requests = at_least(name, &value, 1)?
+            }
             "daemon" => out.daemon = true,
             "no-auth" => out.no_auth = true,
             "allow-remote" => out.allow_remote = true,
@@ -352,6 +378,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         "gateway-arg",
         "max-frame-bytes",
         "max-in-flight",
+        "max-mcp-connections",
         "log-file",
         "log-level",
     ];
@@ -365,6 +392,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         gateway_args: Vec::new(),
         max_frame_bytes: ServeArgs::default().max_body_bytes + mcpgw::wire::frame::ENVELOPE_BYTES,
         max_in_flight: 1024,
+        max_mcp_connections: 64,
         log_file: None,
         log_level: tracing::Level::INFO,
     };
@@ -384,6 +412,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
             "gateway-arg" => out.gateway_args.push(value),
             "max-frame-bytes" => out.max_frame_bytes = at_least(name, &value, 1024)?,
             "max-in-flight" => out.max_in_flight = at_least(name, &value, 1)?,
+            "max-mcp-connections" => out.max_mcp_connections = at_least(name, &value, 1)?,
             "log-file" => out.log_file = Some(PathBuf::from(value)),
             "log-level" => out.log_level = level(name, &value)?,
             other => return Err(format!("unknown option --{other}")),

@@ -279,9 +279,12 @@ async fn connection(
             }))
         }
     });
+    // An upgraded connection (a virtual MCP connection) leaves this loop and its limits: it
+    // is bounded by --max-mcp-connections instead.
     let conn = hyper::server::conn::http1::Builder::new()
         .keep_alive(true)
-        .serve_connection(io, service);
+        .serve_connection(io, service)
+        .with_upgrades();
     tokio::pin!(conn);
     let mut stopping = false;
     loop {

@@ -19,6 +19,13 @@ use crate::registry::Scope;
 pub enum Error {
     /// The request is malformed or names something invalid; the text says what.
     Invalid(String),
+    /// An MCP connection was asked for without the upgrade it needs.
+    UpgradeRequired,
+    /// As many MCP connections as the gateway allows are open.
+    TooManyConnections {
+        /// The bound (`--max-mcp-connections`).
+        max: usize,
+    },
     /// The request body is larger than the gateway accepts.
     PayloadTooLarge,
     /// No route matches the path.
@@ -131,7 +138,7 @@ pub enum Error {
         /// The MCP.
         mcp: String,
         /// The JSON-RPC error code.
-        code: i32,
+        code: i64,
         /// Its message.
         message: String,
     },
@@ -170,6 +177,15 @@ impl fmt::Display for Error {
                 f.write_str(text)
             }
             Error::PayloadTooLarge => f.write_str("request body too large"),
+            Error::UpgradeRequired => write!(
+                f,
+                "an MCP connection is an HTTP/1.1 upgrade: send Connection: Upgrade and Upgrade: {}",
+                crate::connection::UPGRADE
+            ),
+            Error::TooManyConnections { max } => write!(
+                f,
+                "{max} MCP connections are open, as many as the gateway allows (--max-mcp-connections): close one first"
+            ),
             Error::NoRoute => f.write_str("Not Found"),
             Error::MethodNotAllowed => f.write_str("Method Not Allowed"),
             Error::NotFound { name, scope } => {
@@ -258,6 +274,8 @@ impl Error {
         let status = match self {
             Error::Invalid(_) => StatusCode::BAD_REQUEST,
             Error::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::UpgradeRequired => StatusCode::UPGRADE_REQUIRED,
+            Error::TooManyConnections { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::NoRoute
             | Error::NotFound { .. }
             | Error::ToolNotFound { .. }

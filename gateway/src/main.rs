@@ -13,6 +13,7 @@ mod cli;
 mod client;
 mod config;
 mod conn;
+mod connection;
 mod error;
 mod metrics;
 mod openapi;

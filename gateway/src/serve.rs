@@ -186,9 +186,19 @@ async fn serve(
         }),
         token,
         instance_nonce: args.instance_nonce.clone(),
-        openapi: serde_json::to_vec(&crate::openapi::document(args.max_body_bytes))
-            .expect("the document serializes")
-            .into(),
+        openapi: serde_json::to_vec(&crate::openapi::document(
+            api::surface().into_iter().map(|r| r.doc),
+            args.max_body_bytes,
+        ))
+        .expect("the document serializes")
+        .into(),
+        connections: Arc::default(),
+        connection_limits: crate::connection::Limits {
+            max_connections: args.max_mcp_connections,
+            max_queued: args.max_connection_queue,
+            max_pending: args.max_pending_host_requests,
+            max_line_bytes: args.max_body_bytes,
+        },
     });
     if let Some(path) = &args.config {
         let specs = config::load(path)?;
@@ -308,14 +318,7 @@ fn init_logging(args: &ServeArgs) -> Result<(), String> {
     };
     let writer = std::sync::Mutex::new(writer);
     let level = LevelFilter::from_level(args.log_level);
-    // rmcp narrates every session at info; its warnings matter, its chatter does not unless
-    // debugging.
-    let rmcp = if level >= LevelFilter::DEBUG {
-        level
-    } else {
-        level.min(LevelFilter::WARN)
-    };
-    let filter = Targets::new().with_default(level).with_target("rmcp", rmcp);
+    let filter = Targets::new().with_default(level);
     let ansi = args.log_file.is_none() && !args.daemon;
     let registry = tracing_subscriber::registry().with(filter);
     match args.log_format {

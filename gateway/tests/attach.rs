@@ -304,7 +304,7 @@ fn hello_comes_first_and_concurrent_launches_start_one_gateway() {
         "{hellos:?}"
     );
     for h in &hellos {
-        assert_eq!(h["v"], 1);
+        assert_eq!(h["v"], mcpgw::wire::frame::VERSION);
         assert_eq!(h["version"], env!("CARGO_PKG_VERSION"));
         assert_eq!(h["pid"], hellos[0]["pid"], "{hellos:?}");
         assert_eq!(h["port"], hellos[0]["port"]);

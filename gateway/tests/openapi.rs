@@ -170,3 +170,166 @@ async fn requests_at_the_documents_bounds_are_accepted_or_refused_as_documented(
         .await
         .expect(200);
 }
+
+/// The rules the finding named (each was a schema-valid request the gateway refused), as the
+/// document now states them: each request here is one the document refuses too.
+#[tokio::test]
+async fn the_document_refuses_what_the_gateway_refuses() {
+    let gw = start_gateway(&[]);
+    let doc = gw.openapi().await.clone();
+    let schemas = &doc["components"]["schemas"];
+    let headers = &schemas["Headers"];
+    let name_pattern = headers["propertyNames"]["pattern"].as_str().unwrap();
+    assert_eq!(name_pattern, mcpgw::wire::spec::HEADER_NAME_PATTERN);
+    let reserved = headers["propertyNames"]["not"]["pattern"].as_str().unwrap();
+    for name in ["Host", "content-LENGTH", "Mcp-Session-Id", "Accept"] {
+        assert!(
+            reserved.contains(&format!(
+                "[{}{}]",
+                name.chars().next().unwrap().to_ascii_uppercase(),
+                name.chars().next().unwrap().to_ascii_lowercase()
+            )),
+            "{reserved}"
+        );
+    }
+    assert_eq!(
+        schemas["McpSpec"]["then"]["properties"]["is_stateful"]["const"],
+        true
+    );
+    let body =
+        &doc["paths"]["/mcps"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(
+        body["then"]["properties"]["mcp_config"]["properties"]["type"]["const"],
+        "http_mcp"
+    );
+    // And the gateway refuses each with 400, as before.
+    let server = testserver_http();
+    gw.add(http_spec("h", &server.url), "").await.expect(200);
+    for headers in [
+        json!({"": "v"}),
+        json!({"x y": "v"}),
+        json!({"é": "v"}),
+        json!({"X-Ok": "\u{1}"}),
+        json!({"Host": "h"}),
+        json!({"Content-Length": "1"}),
+        json!({"mcp-session-id": "s"}),
+    ] {
+        let r = gw
+            .send(
+                "PUT",
+                "/mcps/h/runtime-headers",
+                Some(serde_json::to_vec(&json!({ "headers": headers })).unwrap()),
+            )
+            .await;
+        assert_eq!(r.status, 400, "{headers}: {}", r.text());
+    }
+    let mut stateless = testserver_stdio("s");
+    stateless["is_stateful"] = json!(false);
+    gw.add(stateless, "").await.expect(400);
+    let mut with_headers = testserver_stdio("s");
+    with_headers["runtime_headers"] = json!({"X-Key": "v"});
+    gw.add(with_headers, "").await.expect(400);
+}
+
+/// Fills a generated request's path parameters: an MCP that exists (`t` over stdio, `h` over
+/// streamable HTTP, both in the default scope) where the route acts on one, else a name that
+/// is registered nowhere; and whether it names an existing MCP.
+fn target(route: &str) -> (String, bool) {
+    if route == "/mcps/{name}" {
+        return ("/mcps/nowhere".into(), false);
+    }
+    let mcp = if route.ends_with("/runtime-headers") {
+        "h"
+    } else {
+        "t"
+    };
+    let path = route
+        .replace("{name}", mcp)
+        .replace("{tool}", "echo")
+        .replace("{prompt}", "p");
+    let existing = path != route;
+    (path, existing)
+}
+
+/// Requests generated from the document (hypothesis-jsonschema, in the virtualenv) are never
+/// refused as invalid: whatever the document allows, the gateway accepts (it may still fail to
+/// reach an upstream the request names, or not find an MCP).
+#[tokio::test]
+async fn requests_generated_from_the_document_are_never_refused_as_invalid() {
+    // Generated stdio specs name random commands: with an empty PATH none of them runs.
+    let empty = TempDir::new("no-path");
+    let gw = start_gateway_with_env(
+        &["--connect-timeout", "3"],
+        &[("PATH", empty.0.as_os_str())],
+    );
+    gw.add(testserver_stdio("t"), "").await.expect(200);
+    let server = testserver_http();
+    gw.add(http_spec("h", &server.url), "").await.expect(200);
+    let doc_file = gw.dir.path("openapi.json");
+    std::fs::write(&doc_file, serde_json::to_vec(gw.openapi().await).unwrap()).unwrap();
+    let out = std::process::Command::new(venv_bin("python"))
+        .arg(repo().join("gateway/tests/schema/examples.py"))
+        .arg(&doc_file)
+        .arg("40")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "generating requests failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let examples: Vec<Value> = out
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert!(examples.len() >= 200, "{} requests", examples.len());
+    let mut ops = std::collections::BTreeMap::<String, usize>::new();
+    let requests = examples.iter().map(|e| {
+        let (path, existing) = target(e["route"].as_str().unwrap());
+        let mut query: Vec<String> = Vec::new();
+        for (k, v) in e["query"].as_object().unwrap() {
+            // An MCP that exists lives in the default scope.
+            if existing && k != "timeout" {
+                continue;
+            }
+            let v = v.as_str().map_or(v.to_string(), str::to_owned);
+            query.push(format!("{k}={}", mcpgw::wire::rest::percent_encode(&v)));
+        }
+        let url = match query.is_empty() {
+            true => path,
+            false => format!("{path}?{}", query.join("&")),
+        };
+        let body = (!e["body"].is_null()).then(|| serde_json::to_vec(&e["body"]).unwrap());
+        *ops.entry(e["op"].as_str().unwrap().to_string())
+            .or_default() += 1;
+        let gw = &gw;
+        async move {
+            let r = gw.send(e["method"].as_str().unwrap(), &url, body).await;
+            (e, url, r)
+        }
+    });
+    use futures::StreamExt;
+    let answered: Vec<_> = futures::stream::iter(requests)
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    let refused: Vec<String> = answered
+        .iter()
+        .filter(|(_, _, r)| r.status == 400)
+        .map(|(e, url, r)| format!("{} {url} {}: {}", e["method"], e["body"], r.text()))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "{} of {} schema-valid requests refused:\n{}",
+        refused.len(),
+        answered.len(),
+        refused.join("\n")
+    );
+    eprintln!("schema-valid requests accepted: {ops:?}");
+    // The gateway is fine after all of it.
+    gw.call("t", "echo", json!({"text": "still"}))
+        .await
+        .expect(200);
+}

@@ -8,24 +8,6 @@ use std::process::Command;
 
 use mcpgw_testkit::*;
 
-/// The statically linked release gateway (`make static` builds it).
-fn static_gateway() -> PathBuf {
-    let path = std::env::var_os("MCPGW_STATIC_GATEWAY")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| repo().join("target"));
-            target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway")
-        });
-    assert!(
-        path.exists(),
-        "{} is missing: build the static gateway with `make static` (make test does)",
-        path.display()
-    );
-    path
-}
-
 /// Whether an ELF file asks for a dynamic loader (has a PT_INTERP program header).
 fn has_interpreter(bytes: &[u8]) -> bool {
     assert_eq!(&bytes[..4], b"\x7fELF");
@@ -59,7 +41,7 @@ fn copy_executable(from: &Path, to: &Path) {
 
 #[test]
 fn the_static_gateway_serves_mcp_from_a_busybox_only_root() {
-    let gateway = static_gateway();
+    let gateway = static_gateway_bin();
     let bytes = std::fs::read(&gateway).unwrap();
     assert!(
         !has_interpreter(&bytes),

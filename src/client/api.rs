@@ -160,6 +160,11 @@ impl Client {
             if tool.is_empty() {
                 return Err(Error::invalid_argument("the tool name must not be empty"));
             }
+            if tool.contains('\0') {
+                return Err(Error::invalid_argument(
+                    "the tool name holds a NUL byte, which no tool name has",
+                ));
+            }
             let args = arguments_json.trim();
             let body = if args.is_empty() || args == "null" {
                 r#"{"arguments":{}}"#.to_owned()

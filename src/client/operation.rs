@@ -250,6 +250,25 @@ impl<T> Operation<T> {
         Some(request)
     }
 
+    /// The request of an operation a session carries, to send again on another channel (only
+    /// ever done for a request that is safe to repeat: see [`Operation::is_idempotent`]).
+    pub fn session_request(&self, stream: bool) -> Option<SessionRequest> {
+        match &self.state {
+            State::Rest(job) if self.is_on_session() => Some(job.session_request(stream)),
+            _ => None,
+        }
+    }
+
+    /// Whether the operation is a REST request.
+    pub fn is_rest(&self) -> bool {
+        matches!(self.state, State::Rest(_))
+    }
+
+    /// Whether the operation is a REST request that is safe to repeat (a `GET`).
+    pub fn is_idempotent(&self) -> bool {
+        matches!(&self.state, State::Rest(job) if job.method() == crate::command::Method::Get)
+    }
+
     /// How long the answer of an operation a session carries may take: its request's limit.
     pub fn session_limit(&self) -> Duration {
         self.session_limit

@@ -46,7 +46,10 @@ pub enum Output {
     Tools(Vec<Tool>),
     /// `call_tool`.
     Chunk(ToolChunk),
-    /// `stop_gateway`, `add_mcp`, `remove_mcp`, `set_runtime_headers`: done, nothing to say.
+    /// `open_session`: the channel's hello.
+    Session(crate::wire::frame::Hello),
+    /// `stop_gateway`, `add_mcp`, `remove_mcp`, `set_runtime_headers`, `close_session`: done,
+    /// nothing to say.
     Done,
 }
 
@@ -61,6 +64,7 @@ impl Output {
             Output::Mcps(m) => serde_json::to_string(m),
             Output::Tools(t) => serde_json::to_string(t),
             Output::Chunk(c) => serde_json::to_string(c),
+            Output::Session(h) => serde_json::to_string(h),
             Output::Done => serde_json::to_string(&wire::Ok::TRUE),
         };
         // These types hold only strings, numbers and JSON values: serializing cannot fail.

@@ -107,6 +107,10 @@ impl<T> RestJob<T> {
         }
     }
 
+    pub(crate) fn method(&self) -> Method {
+        self.method
+    }
+
     fn exec_timeout(&self) -> Duration {
         self.max_time + EXEC_GRACE
     }

@@ -52,6 +52,7 @@ fn invalid_arguments_fail_before_any_command() {
         client.prepare_call_tool(&opts, "m", "t", "[1]").erase(),
         client.prepare_call_tool(&opts, "m", "t", "{").erase(),
         client.prepare_call_tool(&opts, "m", "", "{}").erase(),
+        client.prepare_call_tool(&opts, "m", "a\0b", "{}").erase(),
         client
             .prepare_add_mcp(
                 &opts,

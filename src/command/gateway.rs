@@ -76,6 +76,18 @@ pub fn attach(l: &Launch<'_>, launch: bool) -> Result<String, Error> {
     Ok(text)
 }
 
+/// The options of `attach` beyond the gateway it reaches, as words to append to its command.
+pub fn attach_options(options: &crate::session::AttachOptions) -> String {
+    let mut text = String::new();
+    if let Some(h) = options.heartbeat {
+        let _ = write!(text, " --heartbeat {}", seconds(h));
+    }
+    if let Some(t) = options.heartbeat_timeout {
+        let _ = write!(text, " --heartbeat-timeout {}", seconds(t));
+    }
+    text
+}
+
 /// Attaching to a gateway this client did not launch: by port and token file only.
 pub fn attach_running(
     gateway_path: &str,

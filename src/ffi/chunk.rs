@@ -5,8 +5,8 @@ use std::ptr;
 
 use super::error::{mcpgw_error, report_code, report_error};
 use super::{c_str, cstring_lossy, ffi_boundary, give_string, mcpgw_result, try_ref};
-use core_api::error::Error;
-use core_api::wire::{Block, Source, ToolChunk, ToolState};
+use mcpgw::error::Error;
+use mcpgw::wire::{Block, Source, ToolChunk, ToolState};
 
 /// AgentScope's state of a tool execution.
 #[repr(C)]

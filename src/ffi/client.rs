@@ -9,10 +9,10 @@ use super::error::{mcpgw_error, report_code, report_error};
 use super::op::{bytes, mcpgw_op};
 use super::options::{mcpgw_call_options, options_of};
 use super::{c_str, ffi_boundary, mcpgw_result, try_ref};
-use core_api::client::{CallOptions, Client, Config, ExecOutput, ExecResult, Operation, Output};
-use core_api::command::Command;
-use core_api::error::Error;
-use core_api::exec::{Exec, read_host_file};
+use mcpgw::client::{CallOptions, Client, Config, ExecOutput, ExecResult, Operation, Output};
+use mcpgw::command::Command;
+use mcpgw::error::Error;
+use mcpgw::exec::{Exec, read_host_file};
 
 /// The output a callback reports for one command, filled with `mcpgw_exec_output_set`; it also
 /// holds the command's standard input (`mcpgw_exec_output_stdin`). Valid only during the
@@ -102,6 +102,9 @@ impl Exec for Callback {
 pub struct mcpgw_client {
     pub(crate) client: Client,
     callback: Option<Callback>,
+    /// The userdata of a client without an exec callback: released with the client, as the
+    /// header promises, not before.
+    _userdata: Option<Userdata>,
 }
 
 /// Creates a client. `config` may be NULL for the defaults; it is copied, not kept. `exec` may
@@ -133,15 +136,18 @@ pub unsafe extern "C" fn mcpgw_client_new(
         let config = unsafe { config.as_ref() }.map_or_else(Config::default, |c| c.config.clone());
         match Client::new(config) {
             Ok(client) => {
-                let callback = match exec {
-                    Some(exec) => Some(Callback { exec, userdata }),
-                    None => {
-                        drop(userdata);
-                        None
-                    }
+                let (callback, kept) = match exec {
+                    Some(exec) => (Some(Callback { exec, userdata }), None),
+                    None => (None, Some(userdata)),
                 };
                 // SAFETY: checked non-NULL above.
-                unsafe { *client_out = Box::into_raw(Box::new(mcpgw_client { client, callback })) };
+                unsafe {
+                    *client_out = Box::into_raw(Box::new(mcpgw_client {
+                        client,
+                        callback,
+                        _userdata: kept,
+                    }))
+                };
                 mcpgw_result::Ok
             }
             Err(e) => report_error(error_out, &e),

@@ -4,8 +4,8 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use super::{ffi_boundary, mcpgw_result, optional_text, required_text, try_mut};
-use core_api::client::Config;
-use core_api::command::Transport;
+use mcpgw::client::Config;
+use mcpgw::command::Transport;
 
 /// How requests reach the gateway inside the sandbox.
 #[repr(C)]
@@ -212,7 +212,7 @@ pub unsafe extern "C" fn mcpgw_client_config_set_max_command_bytes(
     max_bytes: usize,
 ) -> mcpgw_result {
     set(config, |c| {
-        if max_bytes < core_api::client::MIN_MAX_COMMAND_BYTES {
+        if max_bytes < mcpgw::client::MIN_MAX_COMMAND_BYTES {
             return Err(mcpgw_result::InvalidArgument);
         }
         c.max_command_bytes = max_bytes;

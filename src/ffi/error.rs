@@ -4,7 +4,7 @@ use std::ffi::{CString, c_char};
 use std::ptr;
 
 use super::{cstring_lossy, ffi_boundary, mcpgw_result};
-use core_api::error::Error;
+use mcpgw::error::Error;
 
 /// A failure: result code, a message a person can act on, and the gateway's HTTP status and
 /// `detail` when it answered.
@@ -58,7 +58,7 @@ pub(crate) fn report_code(error_out: *mut *mut mcpgw_error, code: mcpgw_result) 
     if code == mcpgw_result::Ok {
         return code;
     }
-    let msg = code.message().trim_end_matches('\0');
+    let msg = code.message();
     report(error_out, mcpgw_error::from_code(code, msg))
 }
 

@@ -23,21 +23,22 @@ pub mod chunk;
 pub mod client;
 pub mod config;
 pub mod error;
+pub mod host;
 pub mod op;
 pub mod options;
 pub mod session;
 
 use std::ffi::{CStr, CString, c_char};
 
-use core_api::error::ErrorKind;
+use mcpgw::error::{CODES, Code, ErrorKind};
 
 /// The ABI version of this header and library: programs built against one ABI version run with
 /// any library of the same. For 0.x releases it is the minor version, from 1.0 the major one.
-pub const MCPGW_ABI_VERSION: u32 = 2;
+pub const MCPGW_ABI_VERSION: u32 = 3;
 /// The major version of the library this header belongs to.
 pub const MCPGW_VERSION_MAJOR: u32 = 0;
 /// The minor version of the library this header belongs to.
-pub const MCPGW_VERSION_MINOR: u32 = 2;
+pub const MCPGW_VERSION_MINOR: u32 = 3;
 /// The patch version of the library this header belongs to.
 pub const MCPGW_VERSION_PATCH: u32 = 0;
 
@@ -137,53 +138,34 @@ impl mcpgw_result {
         mcpgw_result::Cancelled,
     ];
 
-    /// The name of a code after `MCPGW_RESULT_` (NUL-terminated), for bindings that name their
-    /// errors after it.
-    fn name(self) -> &'static str {
-        match self {
-            mcpgw_result::Ok => "OK\0",
-            mcpgw_result::NullParameter => "NULL_PARAMETER\0",
-            mcpgw_result::Panic => "PANIC\0",
-            mcpgw_result::InvalidArgument => "INVALID_ARGUMENT\0",
-            mcpgw_result::InvalidState => "INVALID_STATE\0",
-            mcpgw_result::HostIo => "HOST_IO\0",
-            mcpgw_result::ExecFailed => "EXEC_FAILED\0",
-            mcpgw_result::CommandFailed => "COMMAND_FAILED\0",
-            mcpgw_result::GatewayNotRunning => "GATEWAY_NOT_RUNNING\0",
-            mcpgw_result::StartFailed => "START_FAILED\0",
-            mcpgw_result::Unauthorized => "UNAUTHORIZED\0",
-            mcpgw_result::NotFound => "NOT_FOUND\0",
-            mcpgw_result::Conflict => "CONFLICT\0",
-            mcpgw_result::UpstreamError => "UPSTREAM_ERROR\0",
-            mcpgw_result::Deadline => "DEADLINE\0",
-            mcpgw_result::ProtocolError => "PROTOCOL_ERROR\0",
-            mcpgw_result::SessionLost => "SESSION_LOST\0",
-            mcpgw_result::Cancelled => "CANCELLED\0",
-        }
+    /// The code's entry in the core's one table of codes.
+    fn code(self) -> &'static Code {
+        CODES
+            .iter()
+            .find(|c| c.value == self as u32)
+            .expect("every code of the enum is in the table (checked by a test)")
     }
 
-    /// The static message of a code (NUL-terminated).
-    fn message(self) -> &'static str {
-        match self {
-            mcpgw_result::Ok => "ok\0",
-            mcpgw_result::NullParameter => "a required pointer argument was NULL\0",
-            mcpgw_result::Panic => "the library panicked (a bug: please report it)\0",
-            mcpgw_result::InvalidArgument => "invalid argument\0",
-            mcpgw_result::InvalidState => "the operation was driven out of order\0",
-            mcpgw_result::HostIo => "a file on the host could not be read\0",
-            mcpgw_result::ExecFailed => "the exec callback could not run the command\0",
-            mcpgw_result::CommandFailed => "a command failed in the sandbox\0",
-            mcpgw_result::GatewayNotRunning => "the gateway is not running\0",
-            mcpgw_result::StartFailed => "the gateway could not be started\0",
-            mcpgw_result::Unauthorized => "the gateway refused the token\0",
-            mcpgw_result::NotFound => "no such MCP or tool\0",
-            mcpgw_result::Conflict => "an MCP of that name already exists\0",
-            mcpgw_result::UpstreamError => "the upstream MCP server failed\0",
-            mcpgw_result::Deadline => "a deadline passed\0",
-            mcpgw_result::ProtocolError => "unexpected answer from the gateway\0",
-            mcpgw_result::SessionLost => "the session channel was lost\0",
-            mcpgw_result::Cancelled => "the operation was cancelled\0",
-        }
+    /// The code's name and message as C strings, made once.
+    fn texts(self) -> &'static (CString, CString) {
+        static TEXTS: std::sync::LazyLock<Vec<(u32, (CString, CString))>> =
+            std::sync::LazyLock::new(|| {
+                CODES
+                    .iter()
+                    .map(|c| (c.value, (cstring_lossy(c.name), cstring_lossy(c.message))))
+                    .collect()
+            });
+        let value = self as u32;
+        &TEXTS
+            .iter()
+            .find(|(v, _)| *v == value)
+            .expect("every code of the enum is in the table (checked by a test)")
+            .1
+    }
+
+    /// The static message of a code.
+    pub(crate) fn message(self) -> &'static str {
+        self.code().message
     }
 
     fn from_u32(code: u32) -> Option<mcpgw_result> {
@@ -283,15 +265,17 @@ pub(crate) fn give_string(s: &str) -> *mut c_char {
 /// for a value that is not one. Never NULL; valid for the life of the program.
 #[unsafe(no_mangle)]
 pub extern "C" fn mcpgw_result_message(result: u32) -> *const c_char {
-    let msg = mcpgw_result::from_u32(result).map_or("unknown result code\0", |r| r.message());
-    msg.as_ptr().cast()
+    match mcpgw_result::from_u32(result) {
+        Some(r) => r.texts().1.as_ptr(),
+        None => c"unknown result code".as_ptr(),
+    }
 }
 
 /// The name of a result code after `MCPGW_RESULT_`, e.g. "NOT_FOUND"; NULL for a value that is
 /// not a code. Valid for the life of the program.
 #[unsafe(no_mangle)]
 pub extern "C" fn mcpgw_result_name(result: u32) -> *const c_char {
-    mcpgw_result::from_u32(result).map_or(std::ptr::null(), |r| r.name().as_ptr().cast())
+    mcpgw_result::from_u32(result).map_or(std::ptr::null(), |r| r.texts().0.as_ptr())
 }
 
 /// Every result code this library has: on return `*codes_out` points to `*len_out` values in
@@ -478,6 +462,23 @@ mod tests {
             .collect();
         assert_eq!(listed, in_header);
         assert_eq!(std::mem::size_of::<mcpgw_result>(), 4);
+    }
+
+    /// The C enum (which cbindgen needs spelled out) is the core's table, code by code.
+    #[test]
+    fn the_enum_is_the_cores_table_of_codes() {
+        let enum_codes: Vec<u32> = mcpgw_result::ALL.iter().map(|r| *r as u32).collect();
+        let table: Vec<u32> = CODES.iter().map(|c| c.value).collect();
+        assert_eq!(enum_codes, table);
+        for code in CODES {
+            if let Some(kind) = code.kind {
+                assert_eq!(mcpgw_result::from(kind) as u32, code.value, "{kind:?}");
+            }
+            let name = unsafe { CStr::from_ptr(mcpgw_result_name(code.value)) };
+            assert_eq!(name.to_str().unwrap(), code.name);
+            let msg = unsafe { CStr::from_ptr(mcpgw_result_message(code.value)) };
+            assert_eq!(msg.to_str().unwrap(), code.message);
+        }
     }
 
     #[test]

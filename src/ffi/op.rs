@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use super::chunk::mcpgw_tool_chunk;
 use super::error::{mcpgw_error, report_code, report_error};
 use super::{c_str, cstring_lossy, ffi_boundary, give_string, mcpgw_result, try_ref};
-use core_api::client::{ExecOutput, Operation, Output};
-use core_api::error::{Error, ErrorKind};
+use mcpgw::client::{ExecOutput, Operation, Output};
+use mcpgw::error::{Error, ErrorKind};
 
 /// One operation on the gateway in sans-IO form: it says which command to run next
 /// (`mcpgw_op_command`), takes what the command did (`mcpgw_op_complete`), and repeats until
@@ -185,7 +185,7 @@ pub unsafe extern "C" fn mcpgw_op_complete(
     })
 }
 
-fn complete(op: &mcpgw_op, result: core_api::ExecResult) -> mcpgw_result {
+fn complete(op: &mcpgw_op, result: mcpgw::ExecResult) -> mcpgw_result {
     let mut cell = op.lock();
     match cell.op.complete(result) {
         Ok(()) => {

@@ -4,7 +4,7 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use super::{ffi_boundary, mcpgw_result, required_text, try_mut};
-use core_api::client::CallOptions;
+use mcpgw::client::CallOptions;
 
 /// Per-call options: the scope the MCPs live in (`agent_id`, `session_id`, both "" by default)
 /// and a time limit (the client's timeout by default). Opaque: built with

@@ -24,9 +24,9 @@ use super::client::mcpgw_client;
 use super::error::{mcpgw_error, report_code, report_error};
 use super::op::{OpCell, bytes, mcpgw_op};
 use super::{c_str, cstring_lossy, ffi_boundary, mcpgw_result, try_ref};
-use core_api::error::{Error, ErrorKind};
-use core_api::session::blocking::BlockingSession;
-use core_api::session::{Event, Session};
+use mcpgw::error::{Error, ErrorKind};
+use mcpgw::session::blocking::BlockingSession;
+use mcpgw::session::{Event, Session};
 
 /// What a session event is.
 #[repr(u32)]
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn mcpgw_session_submit(
         }
         let mut state = lock(&session.state);
         let mut cell = op.lock();
-        let submitted = state.session.submit(&mut cell.op, stream);
+        let submitted = state.session.submit(&mut cell.op, stream, None);
         cell.sync();
         drop(cell);
         match submitted {
@@ -330,7 +330,9 @@ fn to_c(state: &mut State, event: Event) -> mcpgw_session_event {
             kind: mcpgw_session_event_kind::Progress,
             id,
             // A progress chunk holds no data blocks, so it cannot fail to decode.
-            chunk: mcpgw_tool_chunk::new(chunk).ok(),
+            chunk: serde_json::from_str(chunk.get())
+                .ok()
+                .and_then(|c| mcpgw_tool_chunk::new(c).ok()),
             text: None,
         },
         Event::Finished { id, answer } => {
@@ -349,6 +351,20 @@ fn to_c(state: &mut State, event: Event) -> mcpgw_session_event {
             }
             plain(mcpgw_session_event_kind::Unsent, id, None)
         }
+        Event::Detached { id, .. } => {
+            if let Some(cell) = state.ops.remove(&id) {
+                let mut cell = lock(&cell);
+                cell.op.deliver(Err(mcpgw::Error::new(
+                    mcpgw::ErrorKind::SessionLost,
+                    "the session channel was lost",
+                )));
+                cell.sync();
+            }
+            plain(mcpgw_session_event_kind::Finished, id, None)
+        }
+        Event::ConnectionOpened { .. }
+        | Event::ConnectionMessage { .. }
+        | Event::ConnectionClosed { .. } => plain(mcpgw_session_event_kind::Notice, 0, None),
         Event::Notice(text) => plain(mcpgw_session_event_kind::Notice, 0, Some(&text)),
         Event::Lost(e) => plain(mcpgw_session_event_kind::Lost, 0, Some(e.message())),
     }

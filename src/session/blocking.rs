@@ -163,7 +163,7 @@ impl BlockingSession {
         let (tx, rx) = mpsc::channel();
         let id = {
             let mut session = lock(&self.shared.session);
-            let id = session.submit(op, stream)?;
+            let id = session.submit(op, stream, None)?;
             lock(&self.shared.waiters).insert(id, tx);
             id
         };
@@ -322,7 +322,9 @@ fn route_events(shared: &Shared) -> bool {
                 shared.opened_cv.notify_all();
             }
             Event::Progress { id, chunk } => {
-                if let Some(tx) = lock(&shared.waiters).get(&id) {
+                if let Some(tx) = lock(&shared.waiters).get(&id)
+                    && let Ok(chunk) = serde_json::from_str::<ToolChunk>(chunk.get())
+                {
                     let _ = tx.send(Routed::Progress(chunk));
                 }
             }
@@ -336,6 +338,17 @@ fn route_events(shared: &Shared) -> bool {
                     let _ = tx.send(Routed::Unsent);
                 }
             }
+            Event::Detached { id, .. } => {
+                if let Some(tx) = lock(&shared.waiters).remove(&id) {
+                    let _ = tx.send(Routed::Finished(Err(Error::new(
+                        ErrorKind::SessionLost,
+                        "the session channel was lost",
+                    ))));
+                }
+            }
+            Event::ConnectionOpened { .. }
+            | Event::ConnectionMessage { .. }
+            | Event::ConnectionClosed { .. } => {}
             Event::Notice(n) => {
                 let mut notices = lock(&shared.notices);
                 if notices.len() < 100 {

@@ -1,31 +1,33 @@
 //! The session channel, sans-IO: one long-lived exec (`docker exec -i`, `kubectl exec -i`, an
 //! E2B background command with stdin, a local pipe) runs `mcpgw-gateway attach` in the sandbox,
 //! and every REST operation of a client travels over its stdin and stdout as frames
-//! ([`crate::wire::frame`]), many at once, with live progress and real cancellation.
+//! ([`crate::wire::frame`]), many at once, with live progress and real cancellation; virtual MCP
+//! connections carry raw JSON-RPC over the same channel.
 //!
-//! A [`Session`] does no I/O. The host runs [`Session::open`]'s command with its stdin and stdout
-//! piped, writes [`Session::take_output`] to the channel's stdin, feeds what it reads from the
-//! channel's stdout to [`Session::feed`] (and [`Session::feed_eof`] at its end), and handles
-//! [`Session::poll_event`]'s events: a progress chunk for an operation, an operation's answer
-//! (which it hands to [`Operation::deliver`]), an operation the session never wrote (which may go
-//! over one-shot commands: [`Operation::resume`]), the channel lost. [`blocking`] drives a session
-//! over a pair of pipes for hosts with threads.
+//! A [`Session`] does no I/O and keeps no policy: the host driver ([`crate::host`]) decides what
+//! goes over it, when to ping, when to give up and what to resume. The host runs
+//! [`Session::open`]'s command with its stdin and stdout piped, writes [`Session::take_output`]
+//! to the channel's stdin, feeds what it reads from the channel's stdout to [`Session::feed`]
+//! (and [`Session::feed_eof`] at its end), and handles [`Session::poll_event`]'s events.
 //!
-//! Operations in flight on a channel that dies fail with [`ErrorKind::SessionLost`]; they are
-//! never replayed, since a tool call may have had effects.
+//! Operations in flight on a channel that dies fail with [`ErrorKind::SessionLost`], except
+//! resumable calls (submitted with a [`CallId`]), which the gateway keeps running: they come
+//! back as [`Event::Detached`], to be resumed on a new channel with [`Session::resume`]. Nothing
+//! is ever replayed by the session itself.
 
 pub mod blocking;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::value::RawValue;
 
 use crate::client::response::HttpResponse;
-use crate::client::{Client, GatewayInfo, Operation, Shared};
+use crate::client::{Client, GatewayInfo, Operation, SessionRequest, Shared};
 use crate::command::{Command, gateway as text};
 use crate::error::{Error, ErrorKind, tail};
-use crate::wire::frame::{self, Body, GatewayFrame, Hello, HostFrame};
+use crate::wire::frame::{self, Body, CallId, GatewayFrame, Hello, HostFrame};
 use crate::wire::{ErrorBody, ToolChunk};
 
 /// The longest line a session accepts from the channel: a tool result as large as the gateway
@@ -41,12 +43,13 @@ const PREAMBLE_KEEP: usize = 2048;
 pub enum Event {
     /// The channel answered: `attach` runs and relays to this gateway.
     Opened(Hello),
-    /// A progress chunk of streamed operation `id`, as it happened.
+    /// A progress chunk of streamed operation `id`, as it happened (a ToolChunk's JSON, as the
+    /// gateway sent it, with `is_last: false`).
     Progress {
-        /// The operation's id, from [`Session::submit`].
+        /// The operation's id, from [`Session::submit`] or [`Session::resume`].
         id: u64,
-        /// The chunk (`is_last: false`; the progress under `metadata.mcp_progress`).
-        chunk: ToolChunk,
+        /// The chunk.
+        chunk: Box<RawValue>,
     },
     /// Operation `id` has its answer (or failed): hand it to the operation's
     /// [`Operation::deliver`].
@@ -62,10 +65,42 @@ pub enum Event {
         /// The operation's id.
         id: u64,
     },
+    /// Resumable call `id` was in flight when the channel was lost: the gateway keeps running
+    /// it, and a new channel can [`Session::resume`] it.
+    Detached {
+        /// The operation's id on this session.
+        id: u64,
+        /// The call.
+        call: CallId,
+        /// How many progress chunks of it the host has.
+        chunks: u64,
+    },
+    /// Virtual connection `id` is open.
+    ConnectionOpened {
+        /// The connection's id.
+        id: u64,
+    },
+    /// A JSON-RPC message from the gateway on connection `id`.
+    ConnectionMessage {
+        /// The connection's id.
+        id: u64,
+        /// The message, as the gateway sent it.
+        msg: Box<RawValue>,
+    },
+    /// Connection `id` ended.
+    ConnectionClosed {
+        /// The connection's id.
+        id: u64,
+        /// Why, unless the host closed it.
+        reason: Option<String>,
+        /// The HTTP status of a refused open.
+        status: Option<u16>,
+    },
     /// Something the channel said that concerns no operation (a frame `attach` refused, a
     /// frame for an unknown id): worth a log line.
     Notice(String),
-    /// The channel is gone; every operation it carried got its `Finished` or `Unsent` first.
+    /// The channel is gone; every operation and connection it carried got its `Finished`,
+    /// `Unsent`, `Detached` or `ConnectionClosed` first.
     Lost(Error),
 }
 
@@ -73,8 +108,27 @@ pub enum Event {
 struct InFlight {
     what: String,
     stream: bool,
+    /// The resumable call this request carries.
+    call: Option<CallId>,
+    /// Progress chunks of it seen so far (on this channel and before).
+    chunks: u64,
+    /// A resume of a call an earlier channel carried: the gateway keeps it, whatever this
+    /// channel's hello says.
+    resumed: bool,
     /// The last chunk of a streamed call, the result once its `res` arrives.
     last_chunk: Option<Box<RawValue>>,
+}
+
+/// A frame waiting for the hello.
+#[derive(Debug)]
+enum Queued {
+    Request(SessionRequest, Option<CallId>),
+    Resume {
+        call: CallId,
+        after: u64,
+        stream: bool,
+    },
+    Open(String),
 }
 
 #[derive(Debug)]
@@ -94,8 +148,7 @@ struct Expect {
     state_dir: Option<String>,
 }
 
-/// One session channel, sans-IO. `Send`; not for concurrent use (wrap it in a mutex, as
-/// [`blocking::BlockingSession`] does).
+/// One session channel, sans-IO. `Send`; not for concurrent use.
 #[derive(Debug)]
 pub struct Session {
     shared: Arc<Shared>,
@@ -103,13 +156,24 @@ pub struct Session {
     phase: Phase,
     next_id: u64,
     in_flight: HashMap<u64, InFlight>,
-    /// Requests submitted before the hello, in order: written once it comes.
-    queued: Vec<(u64, crate::client::SessionRequest)>,
+    /// Open (or opening) virtual connections.
+    connections: HashMap<u64, bool>,
+    /// Frames submitted before the hello, in order: written once it comes.
+    queued: Vec<(u64, Queued)>,
     output: Vec<u8>,
     line: Vec<u8>,
     /// Skipping the rest of a line longer than [`MAX_ANSWER_LINE_BYTES`].
     discarding: bool,
     events: VecDeque<Event>,
+}
+
+/// How `attach` is asked to behave, beyond which gateway it reaches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttachOptions {
+    /// `--heartbeat`: how often attach pings when idle (`None`: its default).
+    pub heartbeat: Option<Duration>,
+    /// `--heartbeat-timeout`: how long attach waits for the host before it ends the session.
+    pub heartbeat_timeout: Option<Duration>,
 }
 
 impl Session {
@@ -119,9 +183,17 @@ impl Session {
     /// a client that knows none, `attach --launch` starts one first (the hello says so), so one
     /// exec gives a ready session.
     pub fn open(client: &Client) -> Result<(Session, Command), Error> {
+        Session::open_with(client, &AttachOptions::default())
+    }
+
+    /// [`Session::open`] with `attach`'s options.
+    pub fn open_with(
+        client: &Client,
+        options: &AttachOptions,
+    ) -> Result<(Session, Command), Error> {
         let shared = client.shared().clone();
         let c = &shared.config;
-        let (text, expect) = match client.gateway() {
+        let (mut text, expect) = match client.gateway() {
             Some(info) => {
                 let launch = text::Launch {
                     gateway_path: &c.gateway_path,
@@ -168,8 +240,9 @@ impl Session {
                 }
             },
         };
+        text.push_str(&text::attach_options(options));
         // The channel lives as long as the host keeps it: no time limit of its own.
-        let command = Command::new(text, std::time::Duration::MAX);
+        let command = Command::new(text, Duration::MAX);
         Ok((
             Session {
                 shared,
@@ -179,6 +252,7 @@ impl Session {
                 },
                 next_id: 1,
                 in_flight: HashMap::new(),
+                connections: HashMap::new(),
                 queued: Vec::new(),
                 output: Vec::new(),
                 line: Vec::new(),
@@ -202,18 +276,31 @@ impl Session {
         matches!(self.phase, Phase::Lost)
     }
 
-    /// How many operations the session carries (queued or in flight).
+    /// How many operations and connections the session carries (queued or in flight).
     pub fn in_flight(&self) -> usize {
-        self.in_flight.len()
+        self.in_flight.len() + self.connections.len()
+    }
+
+    fn take_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
     }
 
     /// Takes `op`'s request (a REST operation that has run no command yet) and returns the id
     /// its events will carry; `op` then wants no command until the session delivers its answer.
-    /// With `stream`, a tool call reports each progress chunk as it happens.
+    /// With `stream`, a tool call reports each progress chunk as it happens; with `call`, the
+    /// request is resumable (it outlives the channel; see [`Event::Detached`]).
     ///
-    /// Fails, leaving `op` as it was, for an operation a session cannot carry (the launch, the
-    /// stop, the install, or one already under way), and on a lost session.
-    pub fn submit<T>(&mut self, op: &mut Operation<T>, stream: bool) -> Result<u64, Error> {
+    /// Fails, leaving `op` exactly as it was (so it can go over one-shot commands), for an
+    /// operation a session cannot carry (the launch, the stop, the install, one already under
+    /// way), for a body larger than the session's frames, and on a lost session.
+    pub fn submit<T>(
+        &mut self,
+        op: &mut Operation<T>,
+        stream: bool,
+        call: Option<CallId>,
+    ) -> Result<u64, Error> {
         if self.is_lost() {
             return Err(Error::new(
                 ErrorKind::SessionLost,
@@ -232,33 +319,75 @@ impl Session {
         if let (Phase::Open(hello), Some(body)) = (&self.phase, &request.body)
             && body.len() + frame::ENVELOPE_BYTES > hello.max_frame_bytes as usize
         {
-            let e = Error::invalid_argument(format!(
+            op.resume();
+            return Err(Error::invalid_argument(format!(
                 "{}: the request body ({} bytes) exceeds the session's frame limit of {} bytes",
                 request.what,
                 body.len(),
                 hello.max_frame_bytes
-            ));
-            op.deliver(Err(e.clone()));
-            return Err(e);
+            )));
         }
-        let id = self.next_id;
-        self.next_id += 1;
+        Ok(self.submit_request(request, call))
+    }
+
+    /// Sends `request` (from [`Operation::session_request`]), e.g. an idempotent request again on
+    /// a new channel; see [`Session::submit`].
+    pub fn submit_request(&mut self, request: SessionRequest, call: Option<CallId>) -> u64 {
+        let id = self.take_id();
         self.in_flight.insert(
             id,
             InFlight {
                 what: request.what.clone(),
                 stream: request.stream,
+                call: call.clone(),
+                chunks: 0,
+                resumed: false,
                 last_chunk: None,
             },
         );
         match self.phase {
-            Phase::Open(_) => self.write_request(id, &request),
-            _ => self.queued.push((id, request)),
+            Phase::Open(_) => self.write_request(id, &request, call),
+            _ => self.queued.push((id, Queued::Request(request, call))),
         }
-        Ok(id)
+        id
     }
 
-    fn write_request(&mut self, id: u64, request: &crate::client::SessionRequest) {
+    /// Continues resumable call `call` (of the operation `what`) on this channel: the chunks
+    /// after the first `after`, then its answer, under the returned id.
+    pub fn resume(&mut self, what: &str, call: CallId, after: u64, stream: bool) -> u64 {
+        let id = self.take_id();
+        self.in_flight.insert(
+            id,
+            InFlight {
+                what: what.to_owned(),
+                stream,
+                call: Some(call.clone()),
+                chunks: after,
+                resumed: true,
+                last_chunk: None,
+            },
+        );
+        match self.phase {
+            Phase::Open(_) => HostFrame::Resume {
+                id,
+                call,
+                after,
+                stream,
+            }
+            .encode(&mut self.output),
+            _ => self.queued.push((
+                id,
+                Queued::Resume {
+                    call,
+                    after,
+                    stream,
+                },
+            )),
+        }
+        id
+    }
+
+    fn write_request(&mut self, id: u64, request: &SessionRequest, call: Option<CallId>) {
         let body = request
             .body
             .as_deref()
@@ -269,13 +398,15 @@ impl Session {
             path: request.path.as_str().into(),
             body,
             stream: request.stream,
+            call,
         })
         .encode(&mut self.output);
     }
 
-    /// Abandons operation `id`: the gateway cancels it upstream (`notifications/cancelled`), and
-    /// the session forgets it (its answer, if one crosses the cancel, is dropped). The caller
-    /// ends the operation itself ([`Operation::abandon`]). Returns whether `id` was in flight.
+    /// Abandons operation `id`: the gateway cancels it upstream (`notifications/cancelled`, and
+    /// for a resumable call the call itself), and the session forgets it (its answer, if one
+    /// crosses the cancel, is dropped). The caller ends the operation itself
+    /// ([`Operation::abandon`]). Returns whether `id` was in flight.
     pub fn cancel(&mut self, id: u64) -> bool {
         if self.in_flight.remove(&id).is_none() {
             return false;
@@ -286,6 +417,88 @@ impl Session {
             HostFrame::Cancel { id }.encode(&mut self.output);
         }
         true
+    }
+
+    /// Opens a virtual MCP connection to `path` (`/mcps/{name}/connection?agent_id=&session_id=`);
+    /// its events carry the returned id.
+    pub fn open_connection(&mut self, path: &str) -> Result<u64, Error> {
+        if self.is_lost() {
+            return Err(Error::new(
+                ErrorKind::SessionLost,
+                "the session channel is lost",
+            ));
+        }
+        let id = self.take_id();
+        self.connections.insert(id, false);
+        match self.phase {
+            Phase::Open(_) => HostFrame::Open {
+                id,
+                path: path.into(),
+            }
+            .encode(&mut self.output),
+            _ => self.queued.push((id, Queued::Open(path.to_owned()))),
+        }
+        Ok(id)
+    }
+
+    /// Sends one JSON-RPC message (a JSON object) on connection `id`. Fails for a connection
+    /// that is not open (yet or any more) and for a message that is not one JSON object.
+    pub fn send_message(&mut self, id: u64, msg: &str) -> Result<(), Error> {
+        match self.connections.get(&id) {
+            Some(true) => {}
+            Some(false) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidState,
+                    format!("connection {id} is not open yet"),
+                ));
+            }
+            None => {
+                return Err(Error::new(
+                    ErrorKind::InvalidState,
+                    format!("connection {id} is not open"),
+                ));
+            }
+        }
+        let raw: &RawValue = serde_json::from_str(msg.trim())
+            .map_err(|e| Error::invalid_argument(format!("the message is not valid JSON: {e}")))?;
+        if !raw.get().starts_with('{') {
+            return Err(Error::invalid_argument(
+                "the message must be one JSON-RPC message (a JSON object)",
+            ));
+        }
+        HostFrame::Message { id, msg: raw }.encode(&mut self.output);
+        Ok(())
+    }
+
+    /// Closes connection `id`; its [`Event::ConnectionClosed`] follows. Returns whether it was
+    /// open.
+    pub fn close_connection(&mut self, id: u64) -> bool {
+        if self.connections.remove(&id).is_none() {
+            return false;
+        }
+        if let Some(at) = self.queued.iter().position(|(q, _)| *q == id) {
+            self.queued.remove(at);
+            self.events.push_back(Event::ConnectionClosed {
+                id,
+                reason: None,
+                status: None,
+            });
+        } else if !self.is_lost() {
+            HostFrame::Close { id }.encode(&mut self.output);
+            self.events.push_back(Event::ConnectionClosed {
+                id,
+                reason: None,
+                status: None,
+            });
+        }
+        true
+    }
+
+    /// Writes a heartbeat.
+    pub fn ping(&mut self) {
+        if let Phase::Open(_) = self.phase {
+            HostFrame::Ping.encode(&mut self.output);
+        }
     }
 
     /// The bytes to write to the channel's stdin, in order.
@@ -311,7 +524,7 @@ impl Session {
     /// Takes bytes read from the channel's stdout.
     pub fn feed(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() && !self.is_lost() {
-            let newline = bytes.iter().position(|&b| b == b'\n');
+            let newline = memchr(bytes);
             let (part, rest, complete) = match newline {
                 Some(i) => (&bytes[..i], &bytes[i + 1..], true),
                 None => (bytes, &[][..], false),
@@ -349,46 +562,60 @@ impl Session {
     }
 
     /// The channel's stdout ended (its process exited, the exec backend dropped it, the host
-    /// closed it): every operation it carried fails, and the session is lost. `reason` (e.g. the
-    /// exec's exit status and stderr) goes into the message.
+    /// closed it): every operation it carried fails (resumable calls are detached), and the
+    /// session is lost. `reason` (e.g. the exec's exit status and stderr) goes into the message.
     pub fn feed_eof(&mut self, reason: &str) {
         if self.is_lost() {
             return;
         }
+        let error = self.eof_error(reason);
+        self.lose(error);
+    }
+
+    /// The error an end of the channel now means (see [`Session::feed_eof`]).
+    pub fn eof_error(&self, reason: &str) -> Error {
         let reason = reason.trim();
-        let message = match &self.phase {
+        let because = if reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({reason})")
+        };
+        match &self.phase {
             Phase::Opening { preamble } => {
                 let said = tail(preamble, PREAMBLE_KEEP);
-                format!(
-                    "the session channel ended before `mcpgw-gateway attach` answered{}{}; is \
-                     the gateway binary at the configured path in the sandbox?",
-                    if reason.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({reason})")
-                    },
-                    if said.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; it printed: {said}")
-                    },
+                Error::new(
+                    ErrorKind::SessionLost,
+                    format!(
+                        "the session channel ended before `mcpgw-gateway attach` answered{because}{}",
+                        if said.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; it printed: {said}")
+                        },
+                    ),
                 )
             }
-            _ => format!(
-                "the session channel ended{}",
-                if reason.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({reason})")
-                }
+            _ => Error::new(
+                ErrorKind::SessionLost,
+                format!("the session channel ended{because}"),
             ),
-        };
-        self.lose(Error::new(ErrorKind::SessionLost, message));
+        }
+    }
+
+    /// Whether the hello has come.
+    pub fn is_open(&self) -> bool {
+        matches!(self.phase, Phase::Open(_))
+    }
+
+    /// Ends the session with `error` (the host closed it, or gave up on it): operations in
+    /// flight fail with it, resumable calls are detached, connections close. Close the
+    /// channel's stdin then: `attach` ends what it carried in the gateway too.
+    pub fn lose_with(&mut self, error: Error) {
+        self.lose(error);
     }
 
     /// Ends the session from the host's side: operations in flight fail with
-    /// [`ErrorKind::SessionLost`] (close the channel's stdin then: `attach` cancels them in the
-    /// gateway too).
+    /// [`ErrorKind::SessionLost`].
     pub fn close(&mut self) {
         self.lose(Error::new(
             ErrorKind::SessionLost,
@@ -400,19 +627,44 @@ impl Session {
         if self.is_lost() {
             return;
         }
+        // Calls outlive the channel only when the gateway keeps them.
+        let keeps = self.hello().is_some_and(|h| h.retention_ms > 0);
         self.phase = Phase::Lost;
         self.output.clear();
-        let queued: Vec<u64> = self.queued.drain(..).map(|(id, _)| id).collect();
-        for id in &queued {
-            self.in_flight.remove(id);
-            self.events.push_back(Event::Unsent { id: *id });
+        for (id, queued) in std::mem::take(&mut self.queued) {
+            match queued {
+                Queued::Request(..) => {
+                    self.in_flight.remove(&id);
+                    self.events.push_back(Event::Unsent { id });
+                }
+                // A resume not yet written: still the gateway's call, still resumable.
+                Queued::Resume { .. } => {}
+                Queued::Open(_) => {}
+            }
         }
-        let mut ids: Vec<u64> = self.in_flight.drain().map(|(id, _)| id).collect();
+        let mut ids: Vec<u64> = self.in_flight.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {
-            self.events.push_back(Event::Finished {
+            let flight = self.in_flight.remove(&id).expect("listed");
+            match flight.call.filter(|_| keeps || flight.resumed) {
+                Some(call) => self.events.push_back(Event::Detached {
+                    id,
+                    call,
+                    chunks: flight.chunks,
+                }),
+                None => self.events.push_back(Event::Finished {
+                    id,
+                    answer: Err(error.clone()),
+                }),
+            }
+        }
+        let mut conns: Vec<u64> = self.connections.drain().map(|(id, _)| id).collect();
+        conns.sort_unstable();
+        for id in conns {
+            self.events.push_back(Event::ConnectionClosed {
                 id,
-                answer: Err(error.clone()),
+                reason: Some(error.message().to_owned()),
+                status: None,
             });
         }
         self.events.push_back(Event::Lost(error));
@@ -483,8 +735,26 @@ impl Session {
             });
         }
         self.phase = Phase::Open(hello.clone());
-        for (id, request) in std::mem::take(&mut self.queued) {
-            self.write_request(id, &request);
+        for (id, queued) in std::mem::take(&mut self.queued) {
+            match queued {
+                Queued::Request(request, call) => self.write_request(id, &request, call),
+                Queued::Resume {
+                    call,
+                    after,
+                    stream,
+                } => HostFrame::Resume {
+                    id,
+                    call,
+                    after,
+                    stream,
+                }
+                .encode(&mut self.output),
+                Queued::Open(path) => HostFrame::Open {
+                    id,
+                    path: path.into(),
+                }
+                .encode(&mut self.output),
+            }
         }
         self.events.push_back(Event::Opened(hello));
     }
@@ -494,7 +764,7 @@ impl Session {
             GatewayFrame::Hello(_) => self
                 .events
                 .push_back(Event::Notice("a second hello frame was ignored".into())),
-            GatewayFrame::Chunk { id, chunk } => {
+            GatewayFrame::Chunk { id, chunk, seq } => {
                 let Some(flight) = self.in_flight.get_mut(&id) else {
                     return self.unknown(id);
                 };
@@ -506,15 +776,26 @@ impl Session {
                 }
                 match serde_json::from_str::<ToolChunk>(chunk.get()) {
                     Ok(parsed) if parsed.is_last => flight.last_chunk = Some(chunk.to_owned()),
-                    Ok(parsed) => self.events.push_back(Event::Progress { id, chunk: parsed }),
+                    Ok(_) => {
+                        // A resumed call's chunk the host already has comes again: skipped.
+                        let seq = seq.unwrap_or(flight.chunks + 1);
+                        if seq > flight.chunks {
+                            flight.chunks = seq;
+                            self.events.push_back(Event::Progress {
+                                id,
+                                chunk: chunk.to_owned(),
+                            });
+                        }
+                    }
                     Err(e) => {
                         let what = flight.what.clone();
-                        self.finish(
+                        self.cancel(id);
+                        self.events.push_back(Event::Finished {
                             id,
-                            Err(Error::protocol(format!(
+                            answer: Err(Error::protocol(format!(
                                 "{what}: the session brought a chunk that is not a ToolChunk: {e}"
                             ))),
-                        );
+                        });
                     }
                 }
             }
@@ -522,6 +803,10 @@ impl Session {
                 let Some(flight) = self.in_flight.remove(&id) else {
                     return self.unknown(id);
                 };
+                if let Some(call) = &flight.call {
+                    // The host has the answer: the gateway need not keep it.
+                    HostFrame::Ack { call: call.clone() }.encode(&mut self.output);
+                }
                 let answer = match (flight.stream, body, flight.last_chunk) {
                     (true, Body::Empty, Some(last)) => Ok(streamed_answer(&last)),
                     (true, Body::Empty, None) if (200..300).contains(&status) => {
@@ -537,12 +822,19 @@ impl Session {
                 };
                 self.events.push_back(Event::Finished { id, answer });
             }
-            GatewayFrame::Cancelled { .. } => {}
+            GatewayFrame::Cancelled { .. } | GatewayFrame::Ping => {}
             GatewayFrame::Error {
                 id: Some(id),
                 message,
             } => {
-                let Some(flight) = self.in_flight.get(&id) else {
+                if self.connections.remove(&id).is_some() {
+                    return self.events.push_back(Event::ConnectionClosed {
+                        id,
+                        reason: Some(message.into_owned()),
+                        status: None,
+                    });
+                }
+                let Some(flight) = self.in_flight.remove(&id) else {
                     return self.unknown(id);
                 };
                 let e = Error::new(
@@ -552,17 +844,41 @@ impl Session {
                         flight.what
                     ),
                 );
-                self.finish(id, Err(e));
+                self.events
+                    .push_back(Event::Finished { id, answer: Err(e) });
             }
             GatewayFrame::Error { id: None, message } => self.events.push_back(Event::Notice(
                 format!("the gateway's attach says: {message}"),
             )),
+            GatewayFrame::Opened { id } => match self.connections.get_mut(&id) {
+                Some(open) => {
+                    *open = true;
+                    self.events.push_back(Event::ConnectionOpened { id });
+                }
+                None => self.unknown(id),
+            },
+            GatewayFrame::Message { id, msg } => match self.connections.get(&id) {
+                Some(true) => self.events.push_back(Event::ConnectionMessage {
+                    id,
+                    msg: msg.to_owned(),
+                }),
+                _ => self.unknown(id),
+            },
+            GatewayFrame::Closed { id, reason, status } => {
+                if self.connections.remove(&id).is_some() {
+                    self.events.push_back(Event::ConnectionClosed {
+                        id,
+                        reason: Some(
+                            reason
+                                .map(|r| r.into_owned())
+                                .unwrap_or_else(|| "the gateway closed the connection".into()),
+                        ),
+                        status,
+                    });
+                }
+                // Else: the answer to the host's own close, already reported.
+            }
         }
-    }
-
-    fn finish(&mut self, id: u64, answer: Result<HttpResponse, Error>) {
-        self.in_flight.remove(&id);
-        self.events.push_back(Event::Finished { id, answer });
     }
 
     fn unknown(&mut self, id: u64) {
@@ -571,6 +887,10 @@ impl Session {
             "a frame for operation {id}, which is not in flight, was ignored"
         )));
     }
+}
+
+fn memchr(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
 }
 
 fn keep_preamble(preamble: &mut String, line: &str) {

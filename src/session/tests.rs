@@ -16,6 +16,8 @@ fn hello_line(nonce: &str, launched: bool) -> String {
         token_file: Some("/tmp/s/token".into()),
         launched,
         max_frame_bytes: 1 << 20,
+        heartbeat_ms: 0,
+        retention_ms: 0,
     })
     .encode(&mut out);
     String::from_utf8(out).unwrap()
@@ -68,7 +70,7 @@ fn requests_wait_for_the_hello_and_the_client_learns_the_gateway() {
     let mut op = client.prepare_health(&CallOptions::default());
     // The client knows no gateway yet, so the operation cannot be prepared...
     assert!(op.is_finished());
-    assert!(session.submit(&mut op, false).is_err());
+    assert!(session.submit(&mut op, false, None).is_err());
     // ...until the session's hello tells it about the one `attach --launch` started.
     session.feed(b"Welcome to the sandbox!\r\n\xff\xfe junk\n");
     session.feed(&hello_line(&nonce_of(&command), true).as_bytes()[..20]);
@@ -80,7 +82,7 @@ fn requests_wait_for_the_hello_and_the_client_learns_the_gateway() {
     assert!(command.text.contains(&info.state_dir));
 
     let mut list = client.prepare_list_mcps(&CallOptions::default());
-    let id = session.submit(&mut list, false).unwrap();
+    let id = session.submit(&mut list, false, None).unwrap();
     assert!(list.command().is_none() && list.is_on_session());
     let frames = written(&mut session);
     assert_eq!(frames.len(), 1);
@@ -113,7 +115,7 @@ fn queued_requests_are_written_once_the_hello_comes() {
         command.text
     );
     let mut op = client.prepare_call_tool(&CallOptions::default(), "m", "echo", r#"{"text":"hi"}"#);
-    let id = session.submit(&mut op, true).unwrap();
+    let id = session.submit(&mut op, true, None).unwrap();
     assert!(session.take_output().is_empty());
     session.feed(hello_line("any", false).as_bytes());
     let frames = written(&mut session);
@@ -128,7 +130,7 @@ fn queued_requests_are_written_once_the_hello_comes() {
 fn a_streamed_call_reports_progress_then_its_last_chunk() {
     let (client, mut session) = opened();
     let mut op = client.prepare_call_tool(&CallOptions::default(), "m", "slow", "{}");
-    let id = session.submit(&mut op, true).unwrap();
+    let id = session.submit(&mut op, true, None).unwrap();
     let progress = |n: u32| {
         format!(
             "{{\"t\":\"chunk\",\"id\":{id},\"chunk\":{{\"content\":[],\"state\":\"running\",\"is_last\":false,\
@@ -141,6 +143,7 @@ fn a_streamed_call_reports_progress_then_its_last_chunk() {
         .map(|e| match e {
             Event::Progress { id: i, chunk } => {
                 assert_eq!(i, id);
+                let chunk: ToolChunk = serde_json::from_str(chunk.get()).unwrap();
                 chunk.progress().unwrap()["progress"].as_u64().unwrap()
             }
             other => panic!("{other:?}"),
@@ -168,7 +171,7 @@ fn a_streamed_call_reports_progress_then_its_last_chunk() {
 fn a_streamed_failure_after_progress_is_the_error_it_would_have_been() {
     let (client, mut session) = opened();
     let mut op = client.prepare_call_tool(&CallOptions::default(), "m", "slow", "{}");
-    let id = session.submit(&mut op, true).unwrap();
+    let id = session.submit(&mut op, true, None).unwrap();
     session.feed(
         format!(
             "{{\"t\":\"chunk\",\"id\":{id},\"chunk\":{{\"content\":[],\"state\":\"error\",\"is_last\":true,\
@@ -191,9 +194,9 @@ fn errors_statuses_and_unknown_ids() {
     let (client, mut session) = opened();
     let opts = CallOptions::default();
     let mut missing = client.prepare_list_tools(&opts, "nope");
-    let a = session.submit(&mut missing, false).unwrap();
+    let a = session.submit(&mut missing, false, None).unwrap();
     let mut relayed = client.prepare_list_tools(&opts, "m");
-    let b = session.submit(&mut relayed, false).unwrap();
+    let b = session.submit(&mut relayed, false, None).unwrap();
     session.feed(
         format!(
             "{{\"t\":\"res\",\"id\":{a},\"status\":404,\"body\":{{\"detail\":\"'nope' not found\"}}}}\n\
@@ -228,7 +231,7 @@ fn errors_statuses_and_unknown_ids() {
 fn cancel_writes_a_cancel_frame_and_forgets_the_operation() {
     let (client, mut session) = opened();
     let mut op = client.prepare_call_tool(&CallOptions::default(), "m", "slow", "{}");
-    let id = session.submit(&mut op, false).unwrap();
+    let id = session.submit(&mut op, false, None).unwrap();
     written(&mut session);
     assert!(session.cancel(id));
     assert!(!session.cancel(id));
@@ -253,7 +256,7 @@ fn a_lost_channel_fails_what_was_written_and_returns_what_was_not() {
     .unwrap();
     let (mut session, _) = Session::open(&client).unwrap();
     let mut queued = client.prepare_list_mcps(&CallOptions::default());
-    let q = session.submit(&mut queued, false).unwrap();
+    let q = session.submit(&mut queued, false, None).unwrap();
     session.feed(b"sh: 1: exec: mcpgw-gateway: not found\n");
     session.feed_eof("exit status 127");
     let evs = events(&mut session);
@@ -270,7 +273,7 @@ fn a_lost_channel_fails_what_was_written_and_returns_what_was_not() {
 
     let (client, mut session) = opened();
     let mut op = client.prepare_list_mcps(&CallOptions::default());
-    let id = session.submit(&mut op, false).unwrap();
+    let id = session.submit(&mut op, false, None).unwrap();
     written(&mut session);
     session.feed_eof("");
     let evs = events(&mut session);
@@ -282,7 +285,7 @@ fn a_lost_channel_fails_what_was_written_and_returns_what_was_not() {
     assert!(matches!(evs[1], Event::Lost(_)));
     let mut later = client.prepare_list_mcps(&CallOptions::default());
     assert_eq!(
-        session.submit(&mut later, false).unwrap_err().kind(),
+        session.submit(&mut later, false, None).unwrap_err().kind(),
         ErrorKind::SessionLost
     );
 }
@@ -298,7 +301,7 @@ fn another_gateway_or_another_version_is_refused() {
     assert_eq!(e.kind(), ErrorKind::GatewayNotRunning);
 
     let (mut session, command) = Session::open(&client).unwrap();
-    let line = hello_line(&nonce_of(&command), true).replace("\"v\":1", "\"v\":99");
+    let line = hello_line(&nonce_of(&command), true).replace("\"v\":2", "\"v\":99");
     session.feed(line.as_bytes());
     let Some(Event::Lost(e)) = session.poll_event() else {
         panic!("not refused")
@@ -312,7 +315,7 @@ fn only_rest_operations_that_have_not_started_go_over_a_session() {
     let opts = CallOptions::default();
     let mut stop = client.prepare_stop_gateway(&opts);
     assert_eq!(
-        session.submit(&mut stop, false).unwrap_err().kind(),
+        session.submit(&mut stop, false, None).unwrap_err().kind(),
         ErrorKind::InvalidArgument
     );
     assert!(stop.command().is_some(), "left as it was");
@@ -322,9 +325,11 @@ fn only_rest_operations_that_have_not_started_go_over_a_session() {
         "echo",
         &serde_json::json!({"text": "x".repeat(2 << 20)}).to_string(),
     );
-    let e = session.submit(&mut big, false).unwrap_err();
+    let e = session.submit(&mut big, false, None).unwrap_err();
     assert!(e.message().contains("frame limit"), "{e}");
-    assert_eq!(big.finish().unwrap_err().kind(), ErrorKind::InvalidArgument);
+    // Refused, not failed: it can still go over one-shot commands.
+    assert!(!big.is_finished());
+    assert!(big.command().is_some());
 }
 
 #[test]

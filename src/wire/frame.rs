@@ -7,17 +7,28 @@
 //!
 //! Host to `attach`:
 //! ```text
-//! {"t":"req","id":7,"method":"POST","path":"/mcps/m/tools/t?agent_id=&session_id=","body":{...},"stream":true}
+//! {"t":"req","id":7,"method":"POST","path":"/mcps/m/tools/t?agent_id=&session_id=","body":{...},"stream":true,"call":"<32 hex>"}
 //! {"t":"cancel","id":7}
+//! {"t":"resume","id":8,"call":"<32 hex>","after":3,"stream":true}
+//! {"t":"ack","call":"<32 hex>"}
+//! {"t":"open","id":9,"path":"/mcps/m/connection?agent_id=&session_id="}
+//! {"t":"msg","id":9,"msg":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}
+//! {"t":"close","id":9}
+//! {"t":"ping"}
 //! ```
 //! `attach` to host:
 //! ```text
-//! {"t":"hello","v":1,"version":"0.2.0","port":41000,"pid":77,"instance_nonce":"...","token_file":"...","launched":false,"max_frame_bytes":67174400}
-//! {"t":"chunk","id":7,"chunk":{ToolChunk}}
+//! {"t":"hello","v":2,"version":"0.3.0","port":41000,"pid":77,"instance_nonce":"...","token_file":"...","launched":false,"max_frame_bytes":67174400,"heartbeat_ms":5000,"retention_ms":600000}
+//! {"t":"chunk","id":7,"chunk":{ToolChunk},"seq":1}
 //! {"t":"res","id":7,"status":200,"body":{...}}
 //! {"t":"cancelled","id":7}
 //! {"t":"error","id":7,"message":"..."}
+//! {"t":"opened","id":9}
+//! {"t":"msg","id":9,"msg":{"jsonrpc":"2.0","id":1,"result":{...}}}
+//! {"t":"closed","id":9,"reason":"..."}
+//! {"t":"ping"}
 //! ```
+//! Requests:
 //! - `hello` comes first, once; a host skips whatever precedes it (a login shell's banner).
 //! - `req` is one REST request; `path` carries the query; `body` is its JSON body. With
 //!   `"stream":true` a tool call answers with a `chunk` frame per ToolChunk as it arrives
@@ -28,8 +39,39 @@
 //! - `cancel` abandons a request: the gateway tells the upstream `notifications/cancelled`;
 //!   `cancelled` confirms it (a `res` that crossed it on the way may still arrive).
 //! - `error` with an id: the request could not be relayed (its final answer); without one: a
-//!   line that is not a valid frame, which `attach` names and skips.
-//! - End of input ends the session: `attach` cancels every request in flight and exits.
+//!   line that is not a valid frame and has no readable id, which `attach` names and skips.
+//! - Every id in flight (a request, a resume or a connection) gets exactly one final frame:
+//!   `res`, `cancelled` or `error` for a request or a resume, `closed` (or `error`) for a
+//!   connection. An id is the host's to reuse once its final frame came.
+//!
+//! Calls that outlive their channel:
+//! - A `req` with `call` (a [`CallId`]: 32 to 64 lowercase hex digits the host draws at random,
+//!   so no other host can guess it) is resumable: when the channel ends without a `cancel`, the
+//!   gateway keeps running it and keeps its progress and outcome for `retention_ms` (bounded in
+//!   memory too). Its `chunk` frames carry `seq`, the 1-based index of the chunk in the call.
+//! - `resume` continues call `call` on this channel under a new frame id: the chunks after the
+//!   first `after` (those the host already has), then its final frame, exactly as the `req`
+//!   would have answered. A call that is unknown or no longer kept answers `res` with status 404
+//!   or 410 and the gateway's detail. `cancel` of a resume's id cancels the call itself.
+//! - `ack` tells the gateway that the host has the call's final answer, so it may forget it
+//!   before its retention ends. It has no answer.
+//!
+//! Virtual MCP connections:
+//! - `open` opens a JSON-RPC connection to one registered MCP of a scope (`path` names it, as a
+//!   REST path would); `opened` says it is ready. Then `msg` frames carry JSON-RPC messages in
+//!   both directions, each one message as the MCP peer sent it, untouched; the gateway is the
+//!   MCP server of each connection. A `msg` may hold any JSON value: one that is not a JSON-RPC
+//!   message is answered with a JSON-RPC error on the connection, which stays open. `close` ends it; `closed` is its final frame, also when
+//!   the gateway ends it (`reason` says why; `status` is set when `open` was refused, e.g. 404
+//!   for an unknown MCP).
+//!
+//! Liveness:
+//! - Each side sends `ping` when it has sent nothing for `heartbeat_ms` (from the hello; 0: no
+//!   heartbeat) and declares the channel dead when nothing at all arrived for its own timeout,
+//!   so a channel that stops moving without an end of file (a half-open `kubectl exec` stream, a
+//!   frozen exec) is noticed. `ping` has no answer.
+//! - End of input ends the session: `attach` cancels every request in flight that is not
+//!   resumable (resumable calls keep running in the gateway), closes every connection, and exits.
 
 use std::borrow::Cow;
 
@@ -37,21 +79,118 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 /// The frame format version a `hello` carries.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// Bytes a frame may carry beyond its request or response body, for the envelope.
 pub const ENVELOPE_BYTES: usize = 64 * 1024;
+
+/// How much of a value an error message quotes: a refused frame's error stays short whatever
+/// it refuses.
+pub const QUOTE_BYTES: usize = 120;
+
+/// The id of a resumable call: 32 to 64 lowercase hex digits, drawn at random by the host.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallId(String);
+
+impl CallId {
+    /// The shortest call id accepted, in hex digits (128 bits).
+    pub const MIN_LEN: usize = 32;
+    /// The longest call id accepted, in hex digits.
+    pub const MAX_LEN: usize = 64;
+
+    /// A new call id of 128 random bits from the OS's CSPRNG.
+    pub fn random() -> CallId {
+        CallId(crate::random::hex_id())
+    }
+
+    /// Checks `text` is a call id.
+    pub fn parse(text: &str) -> Result<CallId, String> {
+        let ok = (Self::MIN_LEN..=Self::MAX_LEN).contains(&text.len())
+            && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if ok {
+            Ok(CallId(text.to_owned()))
+        } else {
+            Err(format!(
+                "a call id is {} to {} lowercase hex digits, not {}",
+                Self::MIN_LEN,
+                Self::MAX_LEN,
+                quoted(text)
+            ))
+        }
+    }
+
+    /// The id's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for CallId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `text` quoted for an error message, cut to [`QUOTE_BYTES`] (on a character boundary) with
+/// its full length said when it was cut.
+pub fn quoted(text: &str) -> String {
+    if text.len() <= QUOTE_BYTES {
+        return format!("{text:?}");
+    }
+    let mut end = QUOTE_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}... ({} bytes)", &text[..end], text.len())
+}
 
 /// A frame from the host to `attach`.
 #[derive(Debug, Clone)]
 pub enum HostFrame<'a> {
     /// A REST request.
     Request(Request<'a>),
-    /// Abandon request `id`.
+    /// Abandon request (or resume, or resumable call) `id`.
     Cancel {
         /// The request's id.
         id: u64,
     },
+    /// Continue a resumable call on this channel.
+    Resume {
+        /// The frame id its answer comes under.
+        id: u64,
+        /// The call.
+        call: CallId,
+        /// How many of its chunks the host already has.
+        after: u64,
+        /// Whether to answer with `chunk` frames (as the call's `req` asked).
+        stream: bool,
+    },
+    /// The host has the final answer of `call`: the gateway may forget it.
+    Ack {
+        /// The call.
+        call: CallId,
+    },
+    /// Open a virtual MCP connection.
+    Open {
+        /// The connection's id.
+        id: u64,
+        /// `/mcps/{name}/connection` with the scope's query.
+        path: Cow<'a, str>,
+    },
+    /// A JSON-RPC message for connection `id`.
+    Message {
+        /// The connection's id.
+        id: u64,
+        /// The message, as the host's MCP client sent it.
+        msg: &'a RawValue,
+    },
+    /// Close connection `id`.
+    Close {
+        /// The connection's id.
+        id: u64,
+    },
+    /// A heartbeat.
+    Ping,
 }
 
 /// One REST request carried by a session.
@@ -67,6 +206,8 @@ pub struct Request<'a> {
     pub body: Option<&'a RawValue>,
     /// Whether a tool call should answer as a stream of `chunk` frames.
     pub stream: bool,
+    /// Makes the request resumable: it outlives the channel (tool calls).
+    pub call: Option<CallId>,
 }
 
 /// A frame from `attach` to the host.
@@ -80,6 +221,8 @@ pub enum GatewayFrame<'a> {
         id: u64,
         /// The ToolChunk's JSON.
         chunk: &'a RawValue,
+        /// Its 1-based index in a resumable call.
+        seq: Option<u64>,
     },
     /// The answer that ends a request.
     Response {
@@ -102,6 +245,29 @@ pub enum GatewayFrame<'a> {
         /// What went wrong.
         message: Cow<'a, str>,
     },
+    /// A virtual connection is ready.
+    Opened {
+        /// The connection's id.
+        id: u64,
+    },
+    /// A JSON-RPC message from the gateway on connection `id`.
+    Message {
+        /// The connection's id.
+        id: u64,
+        /// The message.
+        msg: &'a RawValue,
+    },
+    /// A virtual connection ended (its final frame).
+    Closed {
+        /// The connection's id.
+        id: u64,
+        /// Why, when it was not the host's `close`.
+        reason: Option<Cow<'a, str>>,
+        /// The HTTP status of a refused `open` (404: no such MCP).
+        status: Option<u16>,
+    },
+    /// A heartbeat.
+    Ping,
 }
 
 /// The body of a `res` frame.
@@ -148,6 +314,13 @@ pub struct Hello {
     pub launched: bool,
     /// The longest line `attach` accepts.
     pub max_frame_bytes: u64,
+    /// How often `attach` sends a `ping` when it has nothing else to send; 0: never.
+    #[serde(default)]
+    pub heartbeat_ms: u64,
+    /// How long the gateway keeps a resumable call's outcome once the call ended; 0: the
+    /// gateway keeps none (calls end with their channel).
+    #[serde(default)]
+    pub retention_ms: u64,
 }
 
 /// A line that is not a valid frame: why, and the id it carried, when it had one.
@@ -182,6 +355,14 @@ struct Flat<'a> {
     #[serde(default)]
     stream: bool,
     #[serde(default, borrow)]
+    call: Option<Cow<'a, str>>,
+    #[serde(default)]
+    after: Option<u64>,
+    #[serde(default)]
+    seq: Option<u64>,
+    #[serde(default, borrow)]
+    msg: Option<&'a RawValue>,
+    #[serde(default, borrow)]
     chunk: Option<&'a RawValue>,
     #[serde(default)]
     status: Option<u16>,
@@ -189,6 +370,16 @@ struct Flat<'a> {
     text: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     message: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reason: Option<Cow<'a, str>>,
+}
+
+/// Only the id of a line, read when the whole frame does not parse (a field of the wrong type):
+/// the error then still names the request it ends.
+#[derive(Deserialize)]
+struct IdOnly {
+    #[serde(default)]
+    id: Option<u64>,
 }
 
 /// Every field of every frame, for writing, in the order written: a `res` frame's status comes
@@ -205,15 +396,25 @@ struct Out<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     path: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    call: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    after: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seq: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     body: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     chunk: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    msg: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
 }
 
 fn bad(id: Option<u64>, message: impl Into<String>) -> FrameError {
@@ -224,16 +425,49 @@ fn bad(id: Option<u64>, message: impl Into<String>) -> FrameError {
 }
 
 fn parse_flat(line: &str) -> Result<Flat<'_>, FrameError> {
-    serde_json::from_str(line.trim_end_matches(['\n', '\r'])).map_err(|e| {
+    let line = line.trim_end_matches(['\n', '\r']);
+    serde_json::from_str(line).map_err(|e| {
+        let id = serde_json::from_str::<IdOnly>(line).ok().and_then(|i| i.id);
         bad(
-            None,
+            id,
             format!("not a frame (one JSON object with a \"t\" field a line): {e}"),
         )
     })
 }
 
 fn need_id(f: &Flat<'_>) -> Result<u64, FrameError> {
-    f.id.ok_or_else(|| bad(None, format!("a {:?} frame needs an \"id\"", f.t)))
+    f.id.ok_or_else(|| bad(None, format!("a {} frame needs an \"id\"", quoted(&f.t))))
+}
+
+fn need_call(f: &Flat<'_>, id: Option<u64>) -> Result<CallId, FrameError> {
+    let call = f
+        .call
+        .as_deref()
+        .ok_or_else(|| bad(id, format!("a {} frame needs a \"call\"", quoted(&f.t))))?;
+    CallId::parse(call).map_err(|e| bad(id, e))
+}
+
+fn need_msg<'a>(f: &Flat<'a>, id: u64) -> Result<&'a RawValue, FrameError> {
+    let msg = f
+        .msg
+        .ok_or_else(|| bad(Some(id), "a \"msg\" frame needs a \"msg\""))?;
+    // Whatever JSON value it is goes to the gateway, which answers one that is not a JSON-RPC
+    // message with a JSON-RPC error on the connection: the connection stays usable.
+    let _ = id;
+    Ok(msg)
+}
+
+fn check_path(id: u64, path: &str) -> Result<(), FrameError> {
+    if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(bad(
+            Some(id),
+            format!(
+                "path must start with / and hold no spaces or control characters: {}",
+                quoted(path)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Writes `value` as one line: JSON text never needs a raw newline (inside strings it is
@@ -258,64 +492,136 @@ impl<'a> HostFrame<'a> {
                 let id = need_id(&f)?;
                 let method = f
                     .method
+                    .clone()
                     .ok_or_else(|| bad(Some(id), "a \"req\" frame needs a \"method\""))?;
                 if !matches!(&*method, "GET" | "POST" | "PUT" | "DELETE") {
                     return Err(bad(
                         Some(id),
-                        format!("method must be GET, POST, PUT or DELETE, not {method:?}"),
+                        format!(
+                            "method must be GET, POST, PUT or DELETE, not {}",
+                            quoted(&method)
+                        ),
                     ));
                 }
                 let path = f
                     .path
+                    .clone()
                     .ok_or_else(|| bad(Some(id), "a \"req\" frame needs a \"path\""))?;
-                if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-                    return Err(bad(
-                        Some(id),
-                        format!(
-                            "path must start with / and hold no spaces or control characters: {path:?}"
-                        ),
-                    ));
-                }
+                check_path(id, &path)?;
+                let call = match f.call {
+                    Some(_) => Some(need_call(&f, Some(id))?),
+                    None => None,
+                };
                 Ok(HostFrame::Request(Request {
                     id,
                     method,
                     path,
                     body: f.body,
                     stream: f.stream,
+                    call,
                 }))
             }
             "cancel" => Ok(HostFrame::Cancel { id: need_id(&f)? }),
+            "resume" => {
+                let id = need_id(&f)?;
+                Ok(HostFrame::Resume {
+                    id,
+                    call: need_call(&f, Some(id))?,
+                    after: f.after.unwrap_or(0),
+                    stream: f.stream,
+                })
+            }
+            "ack" => Ok(HostFrame::Ack {
+                call: need_call(&f, f.id)?,
+            }),
+            "open" => {
+                let id = need_id(&f)?;
+                let path = f
+                    .path
+                    .clone()
+                    .ok_or_else(|| bad(Some(id), "an \"open\" frame needs a \"path\""))?;
+                check_path(id, &path)?;
+                Ok(HostFrame::Open { id, path })
+            }
+            "msg" => {
+                let id = need_id(&f)?;
+                Ok(HostFrame::Message {
+                    id,
+                    msg: need_msg(&f, id)?,
+                })
+            }
+            "close" => Ok(HostFrame::Close { id: need_id(&f)? }),
+            "ping" => Ok(HostFrame::Ping),
             other => Err(bad(
                 f.id,
-                format!("unknown frame type {other:?} (expected \"req\" or \"cancel\")"),
+                format!(
+                    "unknown frame type {} (expected \"req\", \"cancel\", \"resume\", \"ack\", \
+                     \"open\", \"msg\", \"close\" or \"ping\")",
+                    quoted(other)
+                ),
             )),
         }
     }
 
     /// Appends the frame as one line to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            HostFrame::Request(r) => write_line(
-                out,
-                &Out {
-                    t: "req",
-                    id: Some(r.id),
-                    method: Some(&r.method),
-                    path: Some(&r.path),
-                    body: r.body,
-                    stream: r.stream,
-                    ..Out::default()
-                },
-            ),
-            HostFrame::Cancel { id } => write_line(
-                out,
-                &Out {
-                    t: "cancel",
-                    id: Some(*id),
-                    ..Out::default()
-                },
-            ),
-        }
+        let frame = match self {
+            HostFrame::Request(r) => Out {
+                t: "req",
+                id: Some(r.id),
+                method: Some(&r.method),
+                path: Some(&r.path),
+                body: r.body,
+                stream: r.stream,
+                call: r.call.as_ref().map(CallId::as_str),
+                ..Out::default()
+            },
+            HostFrame::Cancel { id } => Out {
+                t: "cancel",
+                id: Some(*id),
+                ..Out::default()
+            },
+            HostFrame::Resume {
+                id,
+                call,
+                after,
+                stream,
+            } => Out {
+                t: "resume",
+                id: Some(*id),
+                call: Some(call.as_str()),
+                after: Some(*after),
+                stream: *stream,
+                ..Out::default()
+            },
+            HostFrame::Ack { call } => Out {
+                t: "ack",
+                call: Some(call.as_str()),
+                ..Out::default()
+            },
+            HostFrame::Open { id, path } => Out {
+                t: "open",
+                id: Some(*id),
+                path: Some(path),
+                ..Out::default()
+            },
+            HostFrame::Message { id, msg } => Out {
+                t: "msg",
+                id: Some(*id),
+                msg: Some(msg),
+                ..Out::default()
+            },
+            HostFrame::Close { id } => Out {
+                t: "close",
+                id: Some(*id),
+                ..Out::default()
+            },
+            HostFrame::Ping => Out {
+                t: "ping",
+                ..Out::default()
+            },
+        };
+        write_line(out, &frame);
     }
 }
 
@@ -332,7 +638,11 @@ impl<'a> GatewayFrame<'a> {
                 let chunk = f
                     .chunk
                     .ok_or_else(|| bad(Some(id), "a \"chunk\" frame needs a \"chunk\""))?;
-                Ok(GatewayFrame::Chunk { id, chunk })
+                Ok(GatewayFrame::Chunk {
+                    id,
+                    chunk,
+                    seq: f.seq,
+                })
             }
             "res" => {
                 let id = need_id(&f)?;
@@ -351,13 +661,27 @@ impl<'a> GatewayFrame<'a> {
                 id: f.id,
                 message: f.message.unwrap_or(Cow::Borrowed("(no message)")),
             }),
-            other => Err(bad(f.id, format!("unknown frame type {other:?}"))),
+            "opened" => Ok(GatewayFrame::Opened { id: need_id(&f)? }),
+            "msg" => {
+                let id = need_id(&f)?;
+                Ok(GatewayFrame::Message {
+                    id,
+                    msg: need_msg(&f, id)?,
+                })
+            }
+            "closed" => Ok(GatewayFrame::Closed {
+                id: need_id(&f)?,
+                reason: f.reason,
+                status: f.status,
+            }),
+            "ping" => Ok(GatewayFrame::Ping),
+            other => Err(bad(f.id, format!("unknown frame type {}", quoted(other)))),
         }
     }
 
     /// Appends the frame as one line to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        match self {
+        let frame = match self {
             GatewayFrame::Hello(hello) => {
                 #[derive(Serialize)]
                 struct Tagged<'h> {
@@ -368,52 +692,65 @@ impl<'a> GatewayFrame<'a> {
                 serde_json::to_writer(&mut *out, &Tagged { t: "hello", hello })
                     .expect("frames serialize");
                 out.push(b'\n');
+                return;
             }
-            GatewayFrame::Chunk { id, chunk } => write_line(
-                out,
-                &Out {
-                    t: "chunk",
-                    id: Some(*id),
-                    chunk: Some(chunk),
-                    ..Out::default()
-                },
-            ),
+            GatewayFrame::Chunk { id, chunk, seq } => Out {
+                t: "chunk",
+                id: Some(*id),
+                chunk: Some(chunk),
+                seq: *seq,
+                ..Out::default()
+            },
             GatewayFrame::Response { id, status, body } => {
                 let (json, text) = match body {
                     Body::Empty => (None, None),
                     Body::Json(raw) => (Some(*raw), None),
                     Body::Text(t) => (None, Some(&**t)),
                 };
-                write_line(
-                    out,
-                    &Out {
-                        t: "res",
-                        id: Some(*id),
-                        status: Some(*status),
-                        body: json,
-                        text,
-                        ..Out::default()
-                    },
-                )
-            }
-            GatewayFrame::Cancelled { id } => write_line(
-                out,
-                &Out {
-                    t: "cancelled",
+                Out {
+                    t: "res",
                     id: Some(*id),
+                    status: Some(*status),
+                    body: json,
+                    text,
                     ..Out::default()
-                },
-            ),
-            GatewayFrame::Error { id, message } => write_line(
-                out,
-                &Out {
-                    t: "error",
-                    id: *id,
-                    message: Some(message),
-                    ..Out::default()
-                },
-            ),
-        }
+                }
+            }
+            GatewayFrame::Cancelled { id } => Out {
+                t: "cancelled",
+                id: Some(*id),
+                ..Out::default()
+            },
+            GatewayFrame::Error { id, message } => Out {
+                t: "error",
+                id: *id,
+                message: Some(message),
+                ..Out::default()
+            },
+            GatewayFrame::Opened { id } => Out {
+                t: "opened",
+                id: Some(*id),
+                ..Out::default()
+            },
+            GatewayFrame::Message { id, msg } => Out {
+                t: "msg",
+                id: Some(*id),
+                msg: Some(msg),
+                ..Out::default()
+            },
+            GatewayFrame::Closed { id, reason, status } => Out {
+                t: "closed",
+                id: Some(*id),
+                reason: reason.as_deref(),
+                status: *status,
+                ..Out::default()
+            },
+            GatewayFrame::Ping => Out {
+                t: "ping",
+                ..Out::default()
+            },
+        };
+        write_line(out, &frame);
     }
 }
 
@@ -451,6 +788,7 @@ mod tests {
             path: "/mcps/m/tools/t?agent_id=&session_id=".into(),
             body: Some(body),
             stream: true,
+            call: None,
         });
         let text = line(|o| req.encode(o));
         assert_eq!(text.matches('\n').count(), 1);
@@ -473,7 +811,7 @@ mod tests {
     fn bad_host_frames_are_named() {
         for (text, id, says) in [
             ("garbage", None, "not a frame"),
-            ("{\"id\":1}", None, "not a frame"),
+            ("{\"id\":1}", Some(1), "not a frame"),
             ("{\"t\":\"req\",\"id\":3}", Some(3), "needs a \"method\""),
             (
                 "{\"t\":\"req\",\"id\":3,\"method\":\"PATCH\",\"path\":\"/x\"}",
@@ -505,9 +843,11 @@ mod tests {
             token_file: Some("/t".into()),
             launched: true,
             max_frame_bytes: 1 << 20,
+            heartbeat_ms: 5000,
+            retention_ms: 600_000,
         });
         let text = line(|o| hello.encode(o));
-        assert!(text.starts_with("{\"t\":\"hello\",\"v\":1,"), "{text}");
+        assert!(text.starts_with("{\"t\":\"hello\",\"v\":2,"), "{text}");
         let GatewayFrame::Hello(back) = GatewayFrame::parse(&text).unwrap() else {
             panic!("not a hello")
         };
@@ -516,7 +856,16 @@ mod tests {
 
         let chunk: &RawValue = serde_json::from_str("{\"is_last\":false}").unwrap();
         for frame in [
-            GatewayFrame::Chunk { id: 1, chunk },
+            GatewayFrame::Chunk {
+                id: 1,
+                chunk,
+                seq: None,
+            },
+            GatewayFrame::Chunk {
+                id: 1,
+                chunk,
+                seq: Some(3),
+            },
             GatewayFrame::Response {
                 id: 1,
                 status: 200,
@@ -555,5 +904,116 @@ mod tests {
         );
         assert_eq!(body_of(b"ok").as_bytes(), b"ok");
         assert_eq!(body_of(b"\xff").as_bytes(), "\u{fffd}".as_bytes());
+    }
+
+    #[test]
+    fn v2_host_frames_round_trip() {
+        let call = CallId::random();
+        assert_eq!(call.as_str().len(), 32);
+        let msg: &RawValue =
+            serde_json::from_str("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}").unwrap();
+        for frame in [
+            HostFrame::Request(Request {
+                id: 1,
+                method: "POST".into(),
+                path: "/mcps/m/tools/t".into(),
+                body: None,
+                stream: true,
+                call: Some(call.clone()),
+            }),
+            HostFrame::Resume {
+                id: 2,
+                call: call.clone(),
+                after: 3,
+                stream: true,
+            },
+            HostFrame::Ack { call: call.clone() },
+            HostFrame::Open {
+                id: 4,
+                path: "/mcps/m/connection?agent_id=&session_id=".into(),
+            },
+            HostFrame::Message { id: 4, msg },
+            HostFrame::Close { id: 4 },
+            HostFrame::Ping,
+        ] {
+            let text = line(|o| frame.encode(o));
+            assert_eq!(text.matches('\n').count(), 1, "{text}");
+            let back = HostFrame::parse(&text).unwrap();
+            assert_eq!(line(|o| back.encode(o)), text);
+        }
+        assert_eq!(line(|o| HostFrame::Ping.encode(o)), "{\"t\":\"ping\"}\n");
+    }
+
+    #[test]
+    fn v2_gateway_frames_round_trip() {
+        let msg: &RawValue =
+            serde_json::from_str("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}").unwrap();
+        for frame in [
+            GatewayFrame::Opened { id: 4 },
+            GatewayFrame::Message { id: 4, msg },
+            GatewayFrame::Closed {
+                id: 4,
+                reason: Some("the upstream restarted".into()),
+                status: None,
+            },
+            GatewayFrame::Closed {
+                id: 5,
+                reason: Some("no MCP named x".into()),
+                status: Some(404),
+            },
+            GatewayFrame::Closed {
+                id: 6,
+                reason: None,
+                status: None,
+            },
+            GatewayFrame::Ping,
+        ] {
+            let text = line(|o| frame.encode(o));
+            let back = GatewayFrame::parse(&text).unwrap();
+            assert_eq!(line(|o| back.encode(o)), text);
+        }
+    }
+
+    #[test]
+    fn errors_carry_the_id_and_quote_little() {
+        // A field of the wrong type still gives the id.
+        let e = HostFrame::parse(
+            "{\"t\":\"req\",\"id\":5,\"method\":\"GET\",\"path\":\"/x\",\"stream\":\"yes\"}",
+        )
+        .unwrap_err();
+        assert_eq!(e.id, Some(5), "{e}");
+        // A huge value is quoted by its start only.
+        let long = format!(
+            "{{\"t\":\"req\",\"id\":6,\"method\":\"GET\",\"path\":\"x{}\"}}",
+            "a".repeat(1 << 20)
+        );
+        let e = HostFrame::parse(&long).unwrap_err();
+        assert_eq!(e.id, Some(6));
+        assert!(e.message.len() < 400, "{} bytes", e.message.len());
+        assert!(e.message.contains("(1048577 bytes)"), "{e}");
+        for (text, id, says) in [
+            ("{\"t\":\"resume\",\"id\":1}", Some(1), "needs a \"call\""),
+            (
+                "{\"t\":\"resume\",\"id\":1,\"call\":\"XYZ\"}",
+                Some(1),
+                "hex digits",
+            ),
+            ("{\"t\":\"ack\"}", None, "needs a \"call\""),
+            ("{\"t\":\"msg\",\"id\":2}", Some(2), "needs a \"msg\""),
+            ("{\"t\":\"open\",\"id\":3}", Some(3), "needs a \"path\""),
+            ("{\"t\":\"close\"}", None, "needs an \"id\""),
+        ] {
+            let e = HostFrame::parse(text).unwrap_err();
+            assert_eq!(e.id, id, "{text}");
+            assert!(e.message.contains(says), "{text}: {e}");
+        }
+        // Any JSON value is a message for the gateway to judge.
+        assert!(matches!(
+            HostFrame::parse("{\"t\":\"msg\",\"id\":2,\"msg\":[1]}"),
+            Ok(HostFrame::Message { id: 2, .. })
+        ));
+        assert!(CallId::parse(&"a".repeat(31)).is_err());
+        assert!(CallId::parse(&"a".repeat(65)).is_err());
+        assert!(CallId::parse(&"0".repeat(64)).is_ok());
     }
 }

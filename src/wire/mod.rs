@@ -6,13 +6,15 @@
 //! - [`rest`]: routes, query, bodies, health, the status of a registered MCP;
 //! - [`request`]: decoding the REST requests' query and bodies, with messages naming the field;
 //! - [`output`]: what a request command prints and exits with (the status trailer, curl's codes);
-//! - [`frame`]: the session channel's frames.
+//! - [`frame`]: the session channel's frames;
+//! - [`jsonrpc`]: JSON-RPC messages read and written without touching what they carry.
 //!
 //! Unknown fields of a spec are kept and echoed back, so a newer host never loses what it
 //! registered.
 
 pub mod chunk;
 pub mod frame;
+pub mod jsonrpc;
 pub mod output;
 pub mod request;
 pub mod rest;
@@ -26,8 +28,8 @@ pub type JsonObject = Map<String, Value>;
 
 pub use chunk::{Block, DataBlock, Source, TextBlock, ToolChunk, ToolState};
 pub use rest::{
-    CallToolAnswer, CallToolBody, DaemonReady, ErrorBody, Health, McpEntry, McpState, McpStatus,
-    Ok, Query, RuntimeHeaders,
+    CallToolAnswer, CallToolBody, DaemonReady, ErrorBody, GetPromptBody, Health, McpEntry,
+    McpState, McpStatus, Ok, Query, ReadResourceBody, RuntimeHeaders,
 };
 pub use spec::{
     EncodingErrorHandler, HttpConfig, McpConfig, McpSpec, StdioConfig, is_valid_name,

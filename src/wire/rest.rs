@@ -27,6 +27,21 @@ pub mod route {
     pub const TOOLS: &str = "/mcps/{name}/tools";
     /// `POST` calls a tool.
     pub const TOOL: &str = "/mcps/{name}/tools/{tool}";
+    /// `GET` lists an MCP's resources (all pages, as the upstream described them).
+    pub const RESOURCES: &str = "/mcps/{name}/resources";
+    /// `GET` lists an MCP's resource templates.
+    pub const RESOURCE_TEMPLATES: &str = "/mcps/{name}/resource-templates";
+    /// `POST` reads a resource: `{"uri": ...}`, answered with the upstream's
+    /// `ReadResourceResult`.
+    pub const RESOURCE_READ: &str = "/mcps/{name}/resources/read";
+    /// `GET` lists an MCP's prompts.
+    pub const PROMPTS: &str = "/mcps/{name}/prompts";
+    /// `POST` gets a prompt: `{"arguments": {...}}`, answered with the upstream's
+    /// `GetPromptResult`.
+    pub const PROMPT: &str = "/mcps/{name}/prompts/{prompt}";
+    /// `GET` with an HTTP/1.1 upgrade: a virtual MCP connection (one JSON-RPC message a line,
+    /// both ways).
+    pub const CONNECTION: &str = "/mcps/{name}/connection";
 }
 
 /// Request paths with their parameters percent-encoded, as clients send them.
@@ -46,6 +61,11 @@ pub mod path {
     /// `/mcps/{name}/tools`.
     pub fn tools(name: &str) -> String {
         format!("/mcps/{}/tools", percent_encode(name))
+    }
+
+    /// `/mcps/{name}/connection`.
+    pub fn connection(name: &str) -> String {
+        format!("/mcps/{}/connection", percent_encode(name))
     }
 
     /// `/mcps/{name}/tools/{tool}`.
@@ -98,7 +118,15 @@ pub struct Query {
         param(value_type = Option<f64>, exclusive_minimum = 0, maximum = 86400)
     )]
     pub timeout: Option<String>,
+    /// A tool call's answer: `mcp` for the upstream's `CallToolResult` as it sent it, instead
+    /// of a ToolChunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", param(value_type = Option<String>, pattern = "^mcp$"))]
+    pub format: Option<String>,
 }
+
+/// The value of `format` that asks for the upstream's own `CallToolResult`.
+pub const FORMAT_MCP: &str = "mcp";
 
 impl Query {
     /// The query of a scope, without a timeout.
@@ -107,6 +135,7 @@ impl Query {
             agent_id: agent_id.to_owned(),
             session_id: session_id.to_owned(),
             timeout: None,
+            format: None,
         }
     }
 
@@ -154,6 +183,23 @@ pub struct CallToolBody {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub arguments: Option<JsonObject>,
+}
+
+/// The body of `POST /mcps/{name}/resources/read`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadResourceBody {
+    /// The resource's URI.
+    pub uri: String,
+}
+
+/// The body of `POST /mcps/{name}/prompts/{prompt}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct GetPromptBody {
+    /// The prompt's arguments.
+    #[serde(default)]
+    pub arguments: Option<BTreeMap<String, String>>,
 }
 
 /// The answer of a tool call: `{"chunk": ToolChunk}`.

@@ -79,7 +79,7 @@ pub struct McpSpec {
     /// When set, only these tools are listed.
     #[serde(default)]
     pub enable_tools: Option<Vec<String>>,
-    /// When set, these tools are not listed.
+    /// When set, these tools are not listed. It must not name a tool `enable_tools` names.
     #[serde(default)]
     pub disable_tools: Option<Vec<String>>,
     /// Seconds each tool call of this MCP may take (at most [`MAX_TIMEOUT_SECS`]).
@@ -284,14 +284,41 @@ impl McpSpec {
     }
 }
 
-/// Header names the HTTP layer owns; a spec or runtime header may not set them.
-pub const RESERVED_HEADERS: [&str; 4] =
-    ["connection", "content-length", "host", "transfer-encoding"];
+/// Header names the HTTP layer and the MCP transport own; a spec or runtime header may not set
+/// them.
+pub const RESERVED_HEADERS: [&str; 11] = [
+    "connection",
+    "content-length",
+    "host",
+    "transfer-encoding",
+    "accept",
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "mcp-method",
+    "mcp-name",
+];
+
+/// The characters of a header name besides letters and digits (RFC 9110 `tchar`).
+const TOKEN_EXTRA: &[u8] = b"!#$%&'*+-.^_`|~";
+
+/// What a header name must match (an RFC 9110 token), as [`validate_headers`] checks it.
+pub const HEADER_NAME_PATTERN: &str = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
+
+/// What a header value must match (visible ASCII, space and tab), as [`validate_headers`]
+/// checks it.
+pub const HEADER_VALUE_PATTERN: &str = "^[\\t\\x20-\\x7e]*$";
+
+/// What an `http_mcp` URL of a legacy SSE server matches, as [`HttpConfig::is_legacy_sse`]
+/// decides it: after the scheme, the path (from the first `/`, up to a `?` or `#`) ends in
+/// `/sse` or `/messages/`.
+pub const LEGACY_SSE_URL_PATTERN: &str =
+    "^[Hh][Tt][Tt][Pp][Ss]?://[^/]*(/[^?#]*)?/(sse|messages/)([?#][\\s\\S]*)?$";
 
 /// Checks header names (RFC 9110 tokens) and values (visible ASCII, space and tab), and refuses
-/// the headers the HTTP layer owns.
+/// the headers the HTTP layer and the MCP transport own.
 pub fn validate_headers(headers: &BTreeMap<String, String>) -> Result<(), String> {
-    const TOKEN_EXTRA: &[u8] = b"!#$%&'*+-.^_`|~";
     for (name, value) in headers {
         let name_ok = !name.is_empty()
             && name
@@ -304,7 +331,9 @@ pub fn validate_headers(headers: &BTreeMap<String, String>) -> Result<(), String
             return Err(format!("header {name:?} is invalid"));
         }
         if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
-            return Err(format!("header {name:?} is owned by the HTTP layer"));
+            return Err(format!(
+                "header {name:?} is owned by the HTTP layer or the MCP transport"
+            ));
         }
     }
     Ok(())

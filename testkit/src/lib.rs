@@ -4,8 +4,11 @@
 //!
 //! Dev-only: nothing here ships.
 
+pub mod clients;
+pub mod container;
 pub mod fs;
 pub mod gateway;
+pub mod mcp;
 pub mod net;
 pub mod process;
 pub mod servers;
@@ -14,10 +17,11 @@ pub use fs::{TempDir, appears, wait_for_file};
 pub use gateway::{Gateway, Reply, start_gateway, start_gateway_with, start_gateway_with_env};
 pub use net::{RawResponse, free_port, raw_request, wait_port};
 pub use process::{
-    Captured, Guarded, RssSampler, process_alive, processes_in_group, rss_kib, wait_child,
-    wait_gone,
+    Captured, Guarded, RssSampler, process_alive, processes_in_group, processes_where, rss_kib,
+    wait_child, wait_gone,
 };
 pub use servers::{
-    Server, TESTSERVER_TOOLS, everything_http, everything_js, gateway_bin, http_spec, repo,
-    rogue_sse, rogue_stdio, testserver_bin, testserver_http, testserver_stdio, venv_bin,
+    Server, TESTSERVER_TOOLS, everything_http, everything_js, everything_sse, gateway_bin,
+    http_spec, repo, rogue_sse, rogue_stdio, static_gateway_bin, testserver_bin, testserver_http,
+    testserver_stdio, venv_bin,
 };

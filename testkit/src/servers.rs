@@ -43,6 +43,25 @@ pub fn gateway_bin() -> PathBuf {
     workspace_bin("mcpgw-gateway", "cargo build -p mcpgw-gateway")
 }
 
+/// The statically linked release gateway (`make static` builds it; `$MCPGW_STATIC_GATEWAY`
+/// names another), the one installed into sandboxes that have no libc.
+pub fn static_gateway_bin() -> PathBuf {
+    let path = std::env::var_os("MCPGW_STATIC_GATEWAY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| repo().join("target"));
+            target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway")
+        });
+    assert!(
+        path.exists(),
+        "{} is missing: build the static gateway with `make static` (make test does)",
+        path.display()
+    );
+    path
+}
+
 /// The project's own MCP test server.
 pub fn testserver_bin() -> PathBuf {
     workspace_bin("mcpgw-testserver", "cargo build -p mcpgw-testserver")
@@ -178,6 +197,11 @@ pub fn everything_in_mode(mode: &str, path: &str) -> Server {
 /// `server-everything` over streamable HTTP.
 pub fn everything_http() -> Server {
     everything_in_mode("streamableHttp", "/mcp")
+}
+
+/// `server-everything` over the legacy SSE transport (`GET /sse`, `POST /message`).
+pub fn everything_sse() -> Server {
+    everything_in_mode("sse", "/sse")
 }
 
 /// A stdio spec for `gateway/tests/servers/rogue_mcp.py`, the server that misbehaves on

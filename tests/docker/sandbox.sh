@@ -6,11 +6,11 @@
 #   sandbox.sh check                  exit 0 when a docker daemon answers, else print why, exit 1
 #   sandbox.sh image [--gateway PATH | --no-gateway] [--testserver PATH] [--node]
 #                                     build the test image unless one with the same content
-#                                     exists; print its name (mcpgw-test:<content hash>).
-#                                     --no-gateway leaves the gateway out (for installing it);
-#                                     --node adds this machine's node, with the libraries it
-#                                     loads, and @modelcontextprotocol/server-everything from
-#                                     tests/servers (`make deps`) as mcp-server-everything
+#                                     exists; print its name (mcpgw-test:<content hash>); with
+#                                     --node it also holds this machine's node, the libraries it
+#                                     loads, and tests/servers' npm servers (mcpgw-test-node:...),
+#                                     server-everything also as the command mcp-server-everything;
+#                                     --no-gateway leaves the gateway out (for installing it)
 #   sandbox.sh start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...]
 #                                     run a container (no network, docker's init as PID 1
 #                                     unless --no-init), print its id
@@ -53,10 +53,10 @@ image() {
     gateway=$STATIC_DIR/mcpgw-gateway testserver=$STATIC_DIR/mcpgw-testserver node=
     while [ $# -gt 0 ]; do
         case $1 in
+            --node) node=$(command -v node) || die "--node: no node on PATH" ;;
             --gateway) [ $# -ge 2 ] || die "--gateway needs a path"; gateway=$2; shift ;;
             --gateway=*) gateway=${1#*=} ;;
             --no-gateway) gateway= ;;
-            --node) node=$(command -v node) || die "--node: no node on PATH" ;;
             --testserver) [ $# -ge 2 ] || die "--testserver needs a path"; testserver=$2; shift ;;
             --testserver=*) testserver=${1#*=} ;;
             *) die "unknown option $1" ;;
@@ -66,20 +66,21 @@ image() {
     [ -z "$gateway" ] || require_static "$gateway"
     require_static "$testserver"
     busybox=$(sh "$REPO/tests/busybox.sh")
-    everything=$REPO/tests/servers/node_modules
+    servers=$REPO/tests/servers
     if [ -n "$node" ]; then
-        node=$(readlink -f "$node")
-        [ -f "$everything/@modelcontextprotocol/server-everything/package.json" ] ||
-            die "--node: $everything has no @modelcontextprotocol/server-everything (make deps installs it)"
+        [ -f "$servers/node_modules/.package-lock.json" ] ||
+            die "--node: $servers/node_modules is missing (make deps installs it)"
+        node_inputs="$node $servers/node_modules/.package-lock.json"
+    else
+        node_inputs=
     fi
     # The tag covers every input, this script (the image layout) included.
+    # shellcheck disable=SC2086 # $node_inputs is zero or two paths
     hash=$({
-        for f in "$busybox" ${gateway:+"$gateway"} "$testserver" "$0" ${node:+"$node" "$REPO/tests/servers/package-lock.json"}; do
-            sha256sum < "$f"
-        done
-        echo "gateway:${gateway:+yes} node:${node:+yes}"
+        for f in "$busybox" ${gateway:+"$gateway"} "$testserver" "$0" $node_inputs; do sha256sum < "$f"; done
+        echo "gateway:${gateway:+yes}"
     } | sha256sum | cut -c1-12)
-    name=$LABEL:$hash
+    name=$LABEL${node:+-node}:$hash
     if "$DOCKER" image inspect "$name" >/dev/null 2>&1; then echo "$name"; return; fi
 
     umask 022
@@ -101,7 +102,18 @@ image() {
     fi
     cp "$testserver" "$root/usr/local/bin/mcpgw-testserver"
     chmod 755 "$root/usr/local/bin/mcpgw-testserver"
-    [ -z "$node" ] || add_node "$root" "$node" "$everything"
+    if [ -n "$node" ]; then
+        cp "$node" "$root/usr/local/bin/node"
+        for lib in $(ldd "$node" | grep -o '/[^ ]*'); do
+            mkdir -p "$root$(dirname "$lib")"
+            cp -L "$lib" "$root$lib"
+        done
+        mkdir -p "$root/opt/mcp-servers"
+        cp -R "$servers/node_modules" "$root/opt/mcp-servers/node_modules"
+        # The command `npm install -g @modelcontextprotocol/server-everything` gives.
+        ln -s /opt/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js \
+            "$root/usr/local/bin/mcp-server-everything"
+    fi
     printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
     printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
         > "$root/etc/passwd"
@@ -113,22 +125,6 @@ image() {
         --change 'CMD ["sleep", "infinity"]' \
         "$work/rootfs.tar" "$name" >/dev/null
     echo "$name"
-}
-
-# Node in a busybox root: the binary, every shared library it loads (at the path the loader
-# found it) and the loader; the test servers' node_modules as a global install, with
-# server-everything's command on PATH.
-add_node() {
-    root=$1 node=$2 modules=$3
-    cp "$node" "$root/usr/local/bin/node"
-    ldd "$node" | awk '/=> \// { print $3 } /^\t\/[^ ]+ \(/ { print $1 }' | while IFS= read -r lib; do
-        mkdir -p "$root$(dirname "$lib")"
-        cp -L "$lib" "$root$lib"
-    done
-    mkdir -p "$root/usr/local/lib/node_modules"
-    cp -R "$modules/." "$root/usr/local/lib/node_modules/"
-    ln -s ../lib/node_modules/@modelcontextprotocol/server-everything/dist/index.js \
-        "$root/usr/local/bin/mcp-server-everything"
 }
 
 start() {

@@ -36,17 +36,12 @@ cp "$here/c/app.c" .
 cflags="-std=c11 -O1 -Wall -Wextra -Werror -pedantic"
 # shellcheck disable=SC2046,SC2086 # pkg-config output is a list of words
 {
-    logged cc $cflags $(pkg-config --cflags mcpgw) -I"$helpers" app.c "$helpers/proc.c" \
+    logged cc $cflags $(pkg-config --cflags mcpgw) -I"$helpers" app.c "$helpers/host_loop.c" \
         $(pkg-config --libs mcpgw) -Wl,-rpath,"$libdir" -o app-shared
-    logged cc $cflags $(pkg-config --cflags mcpgw) -I"$helpers" app.c "$helpers/proc.c" \
+    logged cc $cflags $(pkg-config --cflags mcpgw) -I"$helpers" app.c "$helpers/host_loop.c" \
         $(pkg-config --libs mcpgw) -o app-ldpath
-    logged cc $cflags $(pkg-config --cflags mcpgw-static) -I"$helpers" app.c "$helpers/proc.c" \
+    logged cc $cflags $(pkg-config --cflags mcpgw-static) -I"$helpers" app.c "$helpers/host_loop.c" \
         $(pkg-config --static --libs mcpgw-static) -o app-static
-    # The exec callbacks shipped for copying into projects compile as they are.
-    logged cc $cflags $(pkg-config --cflags mcpgw) -I"$helpers" -c "$helpers/docker_exec.c" \
-        -o docker_exec.o
-    logged cc $cflags $(pkg-config --cflags mcpgw) -I"$helpers" -c "$helpers/kubectl_exec.c" \
-        -o kubectl_exec.o
 }
 
 soname=$(readelf -d "$libdir/libmcpgw.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')

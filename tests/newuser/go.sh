@@ -69,7 +69,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	client, err := mcpgw.NewClient(mcpgw.LocalExec(dir), mcpgw.WithGatewayPath(gateway),
+	client, err := mcpgw.NewClient(mcpgw.Local(dir), mcpgw.WithGatewayPath(gateway),
 		mcpgw.WithStateDir(filepath.Join(dir, "state")))
 	if err != nil {
 		log.Fatal(err)
@@ -86,9 +86,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := client.OpenSession(ctx, mcpgw.LocalSession(dir)); err != nil {
+	if _, err := client.OpenSession(ctx); err != nil {
 		log.Fatal(err)
 	}
+	defer client.CloseSession(ctx)
 	again, err := client.CallTool(ctx, "ts", "echo", map[string]string{"text": "over a session"})
 	if err != nil {
 		log.Fatal(err)

@@ -9,6 +9,7 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 NEWUSER_LANG=node
+# shellcheck source=tests/newuser/lib.sh
 . "$here/lib.sh"
 
 case ${1:-} in
@@ -50,14 +51,14 @@ cat > app.mjs <<'EOF'
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, gatewayBinary, library, localExec, localSession, textOf } from 'mcpgw';
+import { Client, gatewayBinary, library, local, textOf } from 'mcpgw';
 
 const [serverPath] = process.argv.slice(2);
 console.log(`library: ${library().path} (${library().version})`);
 console.log(`gateway: ${gatewayBinary()}`);
 const sandbox = mkdtempSync(join(tmpdir(), 'mcpgw-newuser-node-'));
 const gatewayPath = join(sandbox, 'bin', 'mcpgw-gateway');
-const client = new Client({ exec: localExec({ cwd: sandbox }), gatewayPath });
+const client = new Client(local({ cwd: sandbox }), { gatewayPath });
 try {
   const installed = await client.ensureGatewayBinary();
   console.log(`installed: ${installed.uploaded}`);
@@ -68,13 +69,13 @@ try {
   });
   const chunk = await client.callTool('ts', 'echo', { text: 'hello from a new user' });
   console.log(`answer: ${textOf(chunk)}`);
-  const session = await localSession(client, { cwd: sandbox });
+  await client.openSession();
   const again = await client.callTool('ts', 'echo', { text: 'over a session' });
   console.log(`session answer: ${textOf(again)}`);
-  await session.close();
+  await client.closeSession();
   await client.stopGateway();
 } finally {
-  client.close();
+  await client.close();
   rmSync(sandbox, { recursive: true, force: true });
 }
 EOF
@@ -90,13 +91,13 @@ say "app.mjs: ok ($(echo "$out" | head -n 1))"
 
 # TypeScript resolves the package's types through its exports.
 cat > app.ts <<'EOF'
-import { Client, localExec, textOf, type McpEntry, type ToolChunk } from 'mcpgw';
+import { Client, local, textOf, type McpEntry, type ToolChunk } from 'mcpgw';
 
 export async function names(gatewayPath: string): Promise<string[]> {
-  const client = new Client({ exec: localExec(), gatewayPath });
+  const client = new Client(local(), { gatewayPath });
   const entries: McpEntry[] = await client.listMcps();
   const chunk: ToolChunk = await client.callTool('ts', 'echo', { text: 'x' });
-  client.close();
+  await client.close();
   return [...entries.map((e) => `${e.name} ${e.status?.state}`), textOf(chunk)];
 }
 EOF

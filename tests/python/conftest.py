@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -108,16 +109,48 @@ def processes_mentioning(text: str) -> list[int]:
     return pids
 
 
-class RecordingExec(mcpgw.LocalExec):
-    """A local sandbox's exec (``sh -c`` in a directory) that records every command."""
+class RecordingShell:
+    """A local sandbox reached through the exec backend (``sh -c`` in a directory, run by this
+    test's own functions), recording every command: a user's own exec function, as E2B's."""
 
     def __init__(self, cwd: str) -> None:
-        super().__init__(cwd=cwd)
+        self.cwd = cwd
         self.commands: list[str] = []
 
-    def argv(self, command: str) -> list[str]:
+    def backend(self, passes_stdin: bool = True) -> mcpgw.Backend:
+        return mcpgw.exec(self.run, self.open, passes_stdin=passes_stdin)
+
+    async def run(self, command: str, timeout: float, stdin: bytes | None) -> mcpgw.ExecResult:
         self.commands.append(command)
-        return super().argv(command)
+        proc = await asyncio.create_subprocess_exec(
+            "sh",
+            "-c",
+            command,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=self.cwd,
+            start_new_session=True,
+        )
+        try:
+            out, err = await proc.communicate(stdin)
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            await asyncio.shield(proc.wait())
+            raise
+        return mcpgw.ExecResult(proc.returncode or 0, out, err)
+
+    async def open(self, command: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            "sh",
+            "-c",
+            command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=self.cwd,
+            start_new_session=True,
+        )
 
 
 @pytest.fixture
@@ -131,22 +164,23 @@ def sandbox_dir() -> Iterator[Path]:
 
 @dataclass
 class Gateway:
-    """A gateway launched in a local sandbox: its client, the exec, what the launch said."""
+    """A gateway launched in a local sandbox: its client, the sandbox, what the launch said."""
 
     client: mcpgw.AsyncClient
-    exec: RecordingExec
+    dir: Path
     info: mcpgw.GatewayInfo
 
 
 @pytest.fixture
 async def gateway(sandbox_dir: Path) -> AsyncIterator[Gateway]:
     """A gateway launched in a local sandbox with the test server registered as `ts`."""
-    exec = RecordingExec(str(sandbox_dir))
-    client = mcpgw.AsyncClient(exec, gateway_path=str(GATEWAY), state_dir=str(sandbox_dir / "state"))
+    client = mcpgw.AsyncClient(
+        mcpgw.local(cwd=str(sandbox_dir)), gateway_path=str(GATEWAY), state_dir=str(sandbox_dir / "state")
+    )
     info = await client.start_gateway()
     try:
         await client.add_mcp(ts_spec())
-        yield Gateway(client, exec, info)
+        yield Gateway(client, sandbox_dir, info)
     finally:
         try:
             await client.stop_gateway()
@@ -171,38 +205,122 @@ def namespace_sandbox_reason() -> str | None:
     return None if r.returncode == 0 else (r.stdout.strip() or r.stderr.strip() or "sandbox.sh check failed")
 
 
-def docker_reason() -> str | None:
-    """Why the Docker tests cannot run here, or None."""
-    r = subprocess.run(["sh", str(REPO / "tests" / "docker" / "sandbox.sh"), "check"], capture_output=True, text=True)
-    if r.returncode != 0:
-        return r.stdout.strip() or r.stderr.strip() or "tests/docker/sandbox.sh check failed"
-    for name in ("mcpgw-gateway", "mcpgw-testserver"):
-        if not (TARGET / "x86_64-unknown-linux-gnu" / "release" / name).is_file():
-            return f"the static {name} is missing: run `make static`"
-    return None
-
-
 DOCKER_SH = REPO / "tests" / "docker" / "sandbox.sh"
 STATIC_GATEWAY = TARGET / "x86_64-unknown-linux-gnu" / "release" / "mcpgw-gateway"
+#: The static host endpoint (`make static-host`), which the wheel bundles.
+STATIC_HOST = TARGET / "x86_64-unknown-linux-gnu" / "release" / "mcpgw"
+#: Where the test image holds the binaries.
+IMAGE_TESTSERVER = "/usr/local/bin/mcpgw-testserver"
 
 
-@pytest.fixture(scope="session")
-def docker_image() -> str:
-    reason = docker_reason()
-    if reason:
-        skip(f"no docker sandbox: {reason}")
-    return subprocess.run(["sh", str(DOCKER_SH), "image"], capture_output=True, text=True, check=True).stdout.strip()
+@dataclass(frozen=True)
+class Engine:
+    """A container engine for sandboxes: Docker, or podman through the same
+    tests/docker/sandbox.sh (``DOCKER=podman``, vfs storage, the limits podman needs here)."""
+
+    name: str
+    #: Options of every CLI command (podman: its storage driver).
+    options: tuple[str, ...] = ()
+    #: Extra options of ``run``.
+    run_options: tuple[str, ...] = ()
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([self.name, *self.options, *args], capture_output=True, text=True, check=False)
+
+    def sandbox(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "DOCKER": self.name}
+        if self.name == "podman":
+            env["STORAGE_DRIVER"] = "vfs"
+        return subprocess.run(["sh", str(DOCKER_SH), *args], capture_output=True, text=True, env=env, check=False)
+
+    def backend(self, container: str) -> mcpgw.Backend:
+        make = mcpgw.podman if self.name == "podman" else mcpgw.docker
+        return make(container, options=list(self.options))
+
+    def reason(self) -> str | None:
+        """Why this engine's tests cannot run here, or None."""
+        r = self.sandbox("check")
+        if r.returncode != 0:
+            return r.stdout.strip() or r.stderr.strip() or f"sandbox.sh check failed for {self.name}"
+        for name in ("mcpgw-gateway", "mcpgw-testserver"):
+            if not (TARGET / "x86_64-unknown-linux-gnu" / "release" / name).is_file():
+                return f"the static {name} is missing: run `make static`"
+        return None
+
+
+DOCKER = Engine("docker")
+PODMAN = Engine(
+    "podman",
+    options=("--storage-driver", "vfs"),
+    run_options=(
+        "--init-path",
+        # The image has no libc: a static init.
+        shutil.which("tini-static") or "/usr/bin/tini-static",
+        "--ulimit",
+        "nofile=20000:20000",
+        "--ulimit",
+        "nproc=20000:20000",
+    ),
+)
+_IMAGES: dict[str, str] = {}
+
+
+def engine_image(engine: Engine) -> str:
+    """The test image in `engine` (built once per run), or a skip saying why there is none."""
+    if engine.name not in _IMAGES:
+        reason = engine.reason()
+        if reason:
+            skip(f"no {engine.name} sandbox: {reason}")
+        r = engine.sandbox("image")
+        if r.returncode != 0:
+            pytest.fail(f"building the {engine.name} test image failed: {r.stderr}")
+        _IMAGES[engine.name] = r.stdout.strip()
+    return _IMAGES[engine.name]
+
+
+@dataclass
+class Container:
+    """A running test container: its engine and name, and the backend that enters it."""
+
+    engine: Engine
+    name: str
+
+    @property
+    def backend(self) -> mcpgw.Backend:
+        return self.engine.backend(self.name)
+
+    def remove(self) -> None:
+        assert self.engine.cli("rm", "-f", self.name).returncode == 0
+
+    def kill(self) -> None:
+        assert self.engine.cli("kill", self.name).returncode == 0
+
+
+def start_container(engine: Engine) -> Container:
+    image = engine_image(engine)
+    name = f"mcpgw-py-{uuid.uuid4().hex[:10]}"
+    r = engine.sandbox("start", image, name, "--", *engine.run_options)
+    if r.returncode != 0:
+        pytest.fail(f"starting a {engine.name} container failed: {r.stderr}")
+    return Container(engine, name)
 
 
 @pytest.fixture
-async def container(docker_image: str) -> AsyncIterator[str]:
-    name = f"mcpgw-py-{uuid.uuid4().hex[:10]}"
-    subprocess.run(["sh", str(DOCKER_SH), "start", docker_image, name], capture_output=True, text=True, check=True)
+def container() -> Iterator[Container]:
+    """A Docker container of the test image."""
+    c = start_container(DOCKER)
     try:
-        yield name
+        yield c
     finally:
-        subprocess.run(["sh", str(DOCKER_SH), "stop", name], capture_output=True, check=False)
+        DOCKER.sandbox("stop", c.name)
 
 
-def docker(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["docker", *args], capture_output=True, text=True, check=False)
+@pytest.fixture(params=[DOCKER, PODMAN], ids=["docker", "podman"])
+def any_container(request: pytest.FixtureRequest) -> Iterator[Container]:
+    """A container of the test image, in Docker and in podman."""
+    engine: Engine = request.param
+    c = start_container(engine)
+    try:
+        yield c
+    finally:
+        engine.sandbox("stop", c.name)

@@ -4,8 +4,8 @@ client side by side, and its real BubblewrapWorkspace driven through its own Too
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,10 @@ from agentscope.workspace import BubblewrapWorkspace, LocalWorkspace
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
 from agentscope.workspace._gateway_client import GatewayMCPTool as StockGatewayMCPTool
 
-from mcpgw_client.agentscope import GatewayClient, GatewayMCPClient, use_mcpgw
+import mcpgw_client as mcpgw
+import mcpgw_client.agentscope
+from agentscope_support import bwrap_reason, cmdline, descendants
+from mcpgw_client.agentscope import GatewayClient, GatewayMCPClient, bootstrap_commands, use_mcpgw
 
 
 @pytest.fixture
@@ -135,36 +138,9 @@ class RecordingBackend:
         backend.start_process = recorded_start_process
 
 
-def bwrap_reason() -> str | None:
-    if shutil.which("bwrap") is None:
-        return "bwrap is not installed (Debian package bubblewrap; .ci/run installs it)"
-    probe = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--share-net", "true"]
-    r = subprocess.run(probe, capture_output=True, text=True)
-    return None if r.returncode == 0 else f"bwrap cannot make a sandbox here: {r.stderr.strip()}"
-
-
-def descendants(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            children = (task / "children").read_text().split()
-        except OSError:
-            continue
-        for child in map(int, children):
-            out += [child, *descendants(child)]
-    return out
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 @pytest.mark.parametrize("session", [False, True], ids=["one-shot", "session"])
 async def test_bubblewrap_workspace_through_agentscopes_toolkit(
-    tmp_path: Path, gateway_to_install: Path, session: bool
+    tmp_path: Path, gateway_to_install: Path, session: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reason = bwrap_reason()
     if reason:
@@ -201,6 +177,19 @@ async def test_bubblewrap_workspace_through_agentscopes_toolkit(
             recorded.active = False
 
     workspace._setup_mcp_gateway = recorded_setup
+    # AgentScope's own bootstrap steps (they probe the workspace's .venv interpreter, which the
+    # agent's commands run) are not the gateway's: not recorded.
+    bootstrap = mcpgw.agentscope.bootstrap
+
+    async def unrecorded_bootstrap(ws: Any, **kwargs: Any) -> None:
+        assert recorded is not None
+        recorded.active = False
+        try:
+            await bootstrap(ws, **kwargs)
+        finally:
+            recorded.active = True
+
+    monkeypatch.setattr(mcpgw.agentscope, "bootstrap", unrecorded_bootstrap)
     async with workspace:
         assert recorded is not None
         launch = list(recorded.argvs)
@@ -208,7 +197,7 @@ async def test_bubblewrap_workspace_through_agentscopes_toolkit(
         recorded.active = True
         assert isinstance(workspace._gateway, GatewayClient)
         assert await workspace._gateway.health()
-        assert ((await workspace._gateway.client()).session is not None) == session
+        assert ((await workspace._gateway.client()).state["session"] == "open") == session
         await workspace.add_mcp(
             MCPClient(
                 name="ts",
@@ -280,7 +269,7 @@ async def test_constructed_like_agentscopes_with_a_token(launched: GatewayClient
     # As a workspace builds AgentScope's client for a gateway it launched with --auth-token.
     assert launched.token_file is not None
     token = Path(launched.token_file).read_text().strip()
-    for transport in ("builtin", "curl"):
+    for transport in ("built_in", "curl"):
         gc = GatewayClient(
             LocalBackend(),
             launched.gateway_port,
@@ -303,3 +292,58 @@ async def test_constructed_like_agentscopes_with_a_token(launched: GatewayClient
     with pytest.raises(RuntimeError, match="HTTP 401"):
         await wrong.list_mcps()
     await wrong.aclose()
+
+
+def workspace_of_kind(kind: str, extra_pip: list[str]) -> Any:
+    """A workspace of AgentScope's `kind` as its bootstrap sees it after provisioning: paths are
+    joined by its backend (POSIX here, as in every sandbox), Daytona's paths come from its SDK."""
+    import agentscope.workspace
+
+    ws = getattr(agentscope.workspace, kind)(extra_pip=extra_pip)
+    ws._backend = LocalBackend()
+    if kind == "DaytonaWorkspace":
+        # What _derive_sdk_paths reads from Daytona's SDK for its default user.
+        ws._user_home = "/home/daytona"
+        ws._gateway_home = "/home/daytona/.agentscope"
+        ws._uv_bin = "/home/daytona/.local/bin/uv"
+    return ws
+
+
+KINDS = [
+    "BubblewrapWorkspace",
+    "E2BWorkspace",
+    "K8sWorkspace",
+    "OpenSandboxWorkspace",
+    "DaytonaWorkspace",
+    "AppleContainerWorkspace",
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bootstrap_commands_are_agentscopes_without_the_gateways_part(kind: str) -> None:
+    ws = workspace_of_kind(kind, ["mcp-server-time==2026.10.19"])
+    stock = ws._bootstrap_commands()
+    ours = bootstrap_commands(ws)
+    installs = [c for c in stock if " pip install " in c]
+    assert len(installs) == 2 and any("fastapi" in c for c in installs), stock
+    # Every other step (system packages, uv and uvx, rg, `uv venv`) is AgentScope's, in order.
+    assert [c for c in ours if " pip install " not in c] == [c for c in stock if " pip install " not in c]
+    assert any("uv venv" in c for c in ours)
+    # Into the .venv goes only extra_pip: none of the gateway's requirements, not agentscope.
+    [pip] = [c for c in ours if " pip install " in c]
+    words = shlex.split(pip)
+    assert words[words.index("--python") :] == ["--python", ws._gateway_python, "mcp-server-time==2026.10.19"]
+    # Without extra_pip nothing is installed into the .venv at all.
+    assert [c for c in bootstrap_commands(workspace_of_kind(kind, [])) if " pip install " in c] == []
+
+
+def test_an_unknown_package_install_is_refused() -> None:
+    ws = workspace_of_kind("K8sWorkspace", [])
+    ws._bootstrap_commands = lambda: ["uv pip install --python /root/.agentscope/.venv/bin/python fastapi"]
+    with pytest.raises(RuntimeError, match="K8sWorkspace's bootstrap has a package install mcpgw does not know"):
+        bootstrap_commands(ws)
+
+
+def test_a_workspace_without_a_gateway_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="a LocalWorkspace has none"):
+        use_mcpgw(LocalWorkspace(workdir=str(tmp_path)))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, STATIC_GATEWAY, TARGET, TESTSERVER, VERSION
+from conftest import REPO, STATIC_GATEWAY, STATIC_HOST, TARGET, TESTSERVER, VERSION
 
 SCRIPT = textwrap.dedent(
     """
@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent(
 
     async def main(sandbox, testserver):
         gateway = sandbox + "/bin/mcpgw-gateway"
-        async with mcpgw.AsyncClient(mcpgw.LocalExec(), gateway_path=gateway, state_dir=sandbox + "/state") as client:
+        async with mcpgw.AsyncClient(mcpgw.local(), gateway_path=gateway, state_dir=sandbox + "/state") as client:
             installed = await client.ensure_gateway_binary()
             await client.start_gateway()
             spec = {"name": "ts", "is_stateful": True,
@@ -55,12 +55,13 @@ def run(*args: str | Path, **kwargs: object) -> subprocess.CompletedProcess[str]
 
 @pytest.fixture(scope="module")
 def native() -> dict[str, Path]:
-    """The library and the static gateway to bundle: the release builds `make artifacts` uses."""
+    """The library and the static binaries to bundle: the release builds `make artifacts` uses."""
     release = TARGET / "release" / "libmcpgw.so"
     lib = release if release.is_file() else TARGET / "debug" / "libmcpgw.so"
-    if not STATIC_GATEWAY.is_file():
-        pytest.fail(f"{STATIC_GATEWAY} is missing: run `make static`")
-    return {"lib": lib, "gateway": STATIC_GATEWAY}
+    for path, builder in ((STATIC_GATEWAY, "make static"), (STATIC_HOST, "make static-host")):
+        if not path.is_file():
+            pytest.fail(f"{path} is missing: run `{builder}`")
+    return {"lib": lib, "gateway": STATIC_GATEWAY, "host": STATIC_HOST}
 
 
 def build_wheel(source: Path, dist: Path, native: dict[str, Path]) -> Path:
@@ -83,6 +84,7 @@ def test_wheel_installs_and_works_outside_the_repository(tmp_path: Path, native:
         names = set(z.namelist())
         metadata = z.read(f"mcpgw_client-{VERSION}.dist-info/METADATA").decode()
         assert z.read("mcpgw_client/_bin/mcpgw-gateway") == STATIC_GATEWAY.read_bytes()
+        assert z.read("mcpgw_client/_bin/mcpgw") == STATIC_HOST.read_bytes()
     package = {"mcpgw_client/__init__.py", "mcpgw_client/py.typed", "mcpgw_client/_lib/libmcpgw.so"}
     assert {*package, f"mcpgw_client-{VERSION}.dist-info/RECORD"} <= names
     assert f"\nName: mcpgw-client\nVersion: {VERSION}\n" in metadata
@@ -106,6 +108,9 @@ def test_wheel_installs_and_works_outside_the_repository(tmp_path: Path, native:
     # The bundled gateway was installed into the sandbox and launched from there.
     assert result["installed"]["uploaded"] is True, result
     assert (sandbox / "bin" / "mcpgw-gateway").read_bytes() == STATIC_GATEWAY.read_bytes()
+    # `python -m mcpgw_client` is the bundled mcpgw command, next to the bundled gateway.
+    said = run(venv / "bin" / "python", "-m", "mcpgw_client", "--version", env=env, cwd=tmp_path).stdout
+    assert said.strip() == f"mcpgw {VERSION}"
 
     # MCPGW_LIB overrides the bundled library; one that is not there is a clear ImportError.
     env["MCPGW_LIB"] = str(tmp_path / "nowhere" / "libmcpgw.so")
@@ -125,7 +130,7 @@ def test_sdist_says_what_it_needs_and_builds_with_it(tmp_path: Path, native: dic
         tar.extractall(tmp_path / "unpacked", filter="data")
     base = f"mcpgw_client-{VERSION}"
     assert {f"{base}/PKG-INFO", f"{base}/pyproject.toml", f"{base}/_build/mcpgw_build.py"} <= members
-    assert not [m for m in members if m.endswith((".so", "mcpgw-gateway"))], members
+    assert not [m for m in members if m.endswith((".so", "/mcpgw-gateway", "/mcpgw"))], members
 
     # Without the native files: a clear error naming them and where they come from.
     unpacked = tmp_path / "unpacked" / base

@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 NEWUSER_LANG="rehearsal c"
 # shellcheck source=tests/newuser/lib.sh
 . "$here/lib.sh"
-need cc pkg-config docker
+need cc pkg-config docker python3
 stage=${REHEARSAL_STAGE:?} out=${REHEARSAL_OUT:?}
 
 cp "$stage"/mcpgw-*-x86_64-linux-gnu.tar.gz "$stage/example.c" "$stage/build.sh" .
@@ -17,6 +17,9 @@ date +%s.%N > "$out/answered"
 tree=$(echo "$PWD"/mcpgw-*-x86_64-linux-gnu)
 echo "$tree" > "$out/installed"
 echo "$tree/bin/mcpgw-gateway" > "$out/bundled"
+# The host endpoint the tarball carries beside the gateway.
+logged python3 "$here/endpoint.py" "$tree/bin/mcpgw" -- mcp-server-everything \
+    > "$out/endpoint" 2> "$out/endpoint.log" || fail "bin/mcpgw mcp: $(cat "$out/endpoint.log")"
 share=$tree/share/mcpgw
 # shellcheck disable=SC2046 # pkg-config output is a list of words
 logged cc -std=c11 -Wall -Wextra -Werror -pedantic -I"$share" \

@@ -6,7 +6,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 NEWUSER_LANG="rehearsal node"
 # shellcheck source=tests/newuser/lib.sh
 . "$here/lib.sh"
-need node npm docker
+need node npm docker python3
 stage=${REHEARSAL_STAGE:?} out=${REHEARSAL_OUT:?}
 
 printf 'registry=%s\nupdate-notifier=false\nfund=false\naudit=false\n' "${REHEARSAL_NPM:?}" > .npmrc
@@ -17,5 +17,8 @@ installed=$(node -p "require('mcpgw/package.json').version")
 cp "$stage/example.mjs" app.mjs
 logged node app.mjs > "$out/output" 2>&1 || fail "app.mjs: $(cat "$out/output")"
 date +%s.%N > "$out/answered"
+# The host endpoint, the package's bin, as an MCP client's configuration runs it.
+logged python3 "$here/endpoint.py" npx --no mcpgw -- mcp-server-everything \
+    > "$out/endpoint" 2> "$out/endpoint.log" || fail "npx mcpgw mcp: $(cat "$out/endpoint.log")"
 echo "$PWD/node_modules" > "$out/installed"
 node --input-type=module -e "import { gatewayBinary } from 'mcpgw'; console.log(gatewayBinary())" > "$out/bundled"

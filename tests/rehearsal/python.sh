@@ -18,6 +18,9 @@ logged env PIP_INDEX_URL="${REHEARSAL_PYPI:?}" PIP_DISABLE_PIP_VERSION_CHECK=1 \
 cp "$stage/example.py" app.py
 logged .venv/bin/python app.py > "$out/output" 2>&1 || fail "app.py: $(cat "$out/output")"
 date +%s.%N > "$out/answered"
+# The host endpoint the wheel carries, as an MCP client's configuration runs it.
+logged .venv/bin/python "$here/endpoint.py" .venv/bin/python -m mcpgw_client -- mcp-server-everything \
+    > "$out/endpoint" 2> "$out/endpoint.log" || fail "python -m mcpgw_client mcp: $(cat "$out/endpoint.log")"
 
 # What was installed: the distribution's own files.
 .venv/bin/python - "$out" "${REHEARSAL_VERSION:?}" <<'PY'

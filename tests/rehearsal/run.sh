@@ -207,7 +207,7 @@ for tool in cargo rustc rustup; do
 done
 gocache=$(go env GOCACHE 2>/dev/null || true)
 mkdir -p "$tmp/scripts"
-cp "$repo"/tests/rehearsal/*.sh "$repo/tests/newuser/lib.sh" "$tmp/scripts/"
+cp "$repo"/tests/rehearsal/*.sh "$repo"/tests/rehearsal/*.py "$repo/tests/newuser/lib.sh" "$tmp/scripts/"
 gateway_sum=$(sha256sum < "$target_dir/x86_64-unknown-linux-gnu/release/mcpgw-gateway" | cut -d' ' -f1)
 
 failed=''
@@ -233,7 +233,7 @@ rehearse() {
         c) example c-build > "$stage/build.sh" && cp "$dist/mcpgw-$version-x86_64-linux-gnu.tar.gz" "$stage/" ;;
     esac
     set -- env -i PATH="$clean_path" HOME="$home" TMPDIR="$tmp" LANG=C.UTF-8 \
-        REHEARSAL_STAGE="$stage" REHEARSAL_OUT="$out" REHEARSAL_VERSION="$version" \
+        REHEARSAL_STAGE="$stage" REHEARSAL_OUT="$out" REHEARSAL_VERSION="$version" REHEARSAL_CONTAINER="$container" \
         NEWUSER_LOG="$project/commands.log" NEWUSER_REPO="$repo" NEWUSER_TARGET_DIR="$target_dir" \
         "$@" sh "$tmp/scripts/$lang.sh"
     # shellcheck disable=SC2086 # two directories
@@ -264,6 +264,10 @@ rehearse() {
     exec_s=$(echo "$e0 $e1" | awk '{ printf "%.2f", $2 - $1 }')
     sh "$sandbox" stop "$container"
     echo "rehearsal $lang: installed from $registry in $(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }') s, $(echo "$size" | awk '{ printf "%.1f", $1 / 1048576 }') MiB, first call ok"
+    if [ -f "$out/endpoint" ]; then
+        grep -q ': Echo: hello$' "$out/endpoint" || { failed="$failed $lang"; echo "rehearsal: $lang: mcpgw mcp answered: $(cat "$out/endpoint")" >&2; return; }
+        echo "rehearsal $lang: mcpgw mcp from the package into the container: $(cat "$out/endpoint")"
+    fi
 }
 
 for lang in $langs; do

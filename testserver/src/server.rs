@@ -15,8 +15,8 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
         ContentBlock, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
-        PaginatedRequestParams, ProgressNotificationParam, RequestId, ServerCapabilities,
-        ServerConfig, SubscriptionFilter,
+        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, RequestId,
+        ServerCapabilities, ServerConfig, SubscriptionFilter,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink},
 };
@@ -312,6 +312,24 @@ fn crash(args: Args<'_>) -> Result<CallToolResult, String> {
 }
 
 impl ServerHandler for TestServer {
+    /// `MCPGW_TEST_PROTOCOLS` (comma-separated revisions) narrows what the server speaks, so
+    /// that tests have upstreams of each revision.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        match std::env::var("MCPGW_TEST_PROTOCOLS") {
+            Ok(list) => list
+                .split(',')
+                .filter_map(|v| {
+                    ProtocolVersion::KNOWN_VERSIONS
+                        .iter()
+                        .find(|k| k.as_str() == v.trim())
+                        .cloned()
+                })
+                .collect::<Vec<_>>()
+                .into(),
+            Err(_) => std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()

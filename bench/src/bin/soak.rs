@@ -1,11 +1,14 @@
 //! `make soak`: 100,000 tool calls at 50 in flight against the static release gateway, through
-//! its HTTP surface and through the library (a session channel), with faults injected all along:
-//! upstream kills, garbage lines from an upstream, slow calls, calls past their deadline,
-//! cancellations (callers that hang up, session cancels), registrations cancelled mid-connect.
+//! its HTTP surface and through the host driver (a session channel), with faults injected all
+//! along: upstream kills, garbage lines from an upstream, slow calls, calls past their deadline,
+//! cancellations (callers that hang up, session cancels), registrations cancelled mid-connect,
+//! and the session channel's process killed at random every few seconds while calls run over it
+//! (they resume on the channel the driver opens again).
 //!
-//! Every call that should succeed is checked against what it sent. It prints
-//! `soak: N calls, lost L, wrong W, rss start/end MiB, fds start/end` and fails on any loss or
-//! mismatch, on RSS growth over 20% or on any growth of the gateway's open descriptors.
+//! Every call that should succeed is checked against what it sent, streamed calls for each of
+//! their progress chunks once. It prints `soak: N calls, lost L, wrong W, duplicated D, resumed
+//! R, channels cut C, rss start/end MiB, fds start/end` and fails on any loss, mismatch or
+//! duplicate, on RSS growth over 20% or on any growth of the gateway's open descriptors.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -14,10 +17,12 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use mcpgw::session::Session;
-use mcpgw::session::blocking::BlockingSession;
-use mcpgw::{CallOptions, Client, Config, ErrorKind};
+use mcpgw::ErrorKind;
+use mcpgw::client::Output;
+use mcpgw::host::{Backend, HostConfig, Op, Submit};
+use mcpgw_host::Host;
 use serde_json::{Value, json};
+use tokio::runtime::Handle;
 
 /// A keep-alive HTTP/1.1 connection to the gateway.
 struct Http {
@@ -135,7 +140,56 @@ struct Tally {
     calls: AtomicU64,
     lost: AtomicU64,
     wrong: AtomicU64,
+    duplicated: AtomicU64,
     faults: AtomicU64,
+}
+
+/// The session side: the host driver on a runtime, called from the soak's threads.
+struct SessionSide {
+    host: Host,
+    rt: Handle,
+}
+
+impl SessionSide {
+    fn call(
+        &self,
+        tool: &str,
+        arguments: Value,
+        progress: bool,
+    ) -> (Result<Output, mcpgw::Error>, usize) {
+        let mut submit = Submit::new(Op::CallTool {
+            mcp: "ts".into(),
+            tool: tool.into(),
+            arguments,
+        });
+        submit.timeout_ms = Some(30_000);
+        submit.stream = progress;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let result = self
+            .rt
+            .block_on(self.host.run(submit, progress.then_some(tx)));
+        let mut chunks = 0;
+        while rx.try_recv().is_ok() {
+            chunks += 1;
+        }
+        (result, chunks)
+    }
+}
+
+/// The attach processes relaying to the gateway whose nonce is `nonce`.
+fn attaches(nonce: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(" attach ") && text.contains(nonce) {
+            out.push(pid);
+        }
+    }
+    out
 }
 
 fn main() -> ExitCode {
@@ -204,32 +258,27 @@ fn main() -> ExitCode {
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     }
 
-    // The library's path: a session channel to the running gateway.
-    let client = Client::new(Config {
-        gateway_path: gateway.to_string_lossy().into_owned(),
-        port,
-        token_file: Some(state.join("token").to_string_lossy().into_owned()),
-        instance_nonce: Some("soak".into()),
-        ..Config::default()
-    })
-    .unwrap();
-    let (session, command) = Session::open(&client).unwrap();
-    let mut channel = Command::new("sh")
-        .args(["-c", &command.text])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
+    // The library's path: the host driver's session channel to the running gateway.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
         .unwrap();
-    let (out, inp) = (
-        channel.stdout.take().unwrap(),
-        channel.stdin.take().unwrap(),
-    );
-    let session = BlockingSession::start(session, out, inp, Duration::from_secs(30)).unwrap();
-    let opts = CallOptions {
-        timeout: Some(Duration::from_secs(30)),
-        ..CallOptions::default()
+    let mut config = HostConfig::new(Backend::Local { cwd: None });
+    config.gateway_path = gateway.to_string_lossy().into_owned();
+    config.port = port;
+    config.token_file = Some(state.join("token").to_string_lossy().into_owned());
+    config.instance_nonce = Some("soak".into());
+    config.timeout_ms = 30_000;
+    let host = runtime.block_on(async { Host::start(config) }).unwrap();
+    runtime.block_on(host.op(Op::OpenSession {})).unwrap();
+    let session = SessionSide {
+        host: host.clone(),
+        rt: runtime.handle().clone(),
     };
+    // The channel's process killed at random every 1 to 4 seconds while the calls run.
+    let stop_cuts = std::sync::atomic::AtomicBool::new(false);
+    let cuts = AtomicU64::new(0);
 
     let tally = Tally::default();
     let next = AtomicUsize::new(0);
@@ -247,7 +296,7 @@ fn main() -> ExitCode {
                         (i < upto).then_some(i + 1)
                     }) {
                         tally.calls.fetch_add(1, Ordering::Relaxed);
-                        one_call(i, &mut http, &client, &session, &opts, &ts, &tally);
+                        one_call(i, &mut http, &session, &ts, &tally);
                     }
                 });
             }
@@ -256,7 +305,29 @@ fn main() -> ExitCode {
     run(warm);
     start_mark.0 = status_of(pid, "VmRSS:");
     start_mark.1 = fds(pid);
-    run(total);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut seed = std::process::id() as u64 | 1;
+            while !stop_cuts.load(Ordering::Relaxed) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let wait = Duration::from_millis(1000 + seed % 3000);
+                let until = Instant::now() + wait;
+                while Instant::now() < until && !stop_cuts.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                if let Some(pid) = attaches("soak").first() {
+                    let _ = Command::new("kill")
+                        .args(["-KILL", &pid.to_string()])
+                        .status();
+                    cuts.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        run(total);
+        stop_cuts.store(true, Ordering::Relaxed);
+    });
     let secs = started.elapsed().as_secs_f64();
     // Registrations cancelled mid-connect left nothing behind.
     let (_, listed) = admin.request("GET", "/mcps", None).unwrap();
@@ -274,11 +345,19 @@ fn main() -> ExitCode {
     let (rss_end, fds_end) = (status_of(pid, "VmRSS:"), fds(pid));
     let lost = tally.lost.load(Ordering::Relaxed);
     let wrong = tally.wrong.load(Ordering::Relaxed);
+    let duplicated = tally.duplicated.load(Ordering::Relaxed);
+    let resumed = runtime
+        .block_on(host.state())
+        .ok()
+        .and_then(|s| s["resumed"].as_u64())
+        .unwrap_or(0);
     let mib = |kib: u64| kib as f64 / 1024.0;
     println!(
-        "soak: {} calls, lost {lost}, wrong {wrong}, rss start/end MiB {:.1}/{:.1}, fds start/end {}/{} \
+        "soak: {} calls, lost {lost}, wrong {wrong}, duplicated {duplicated}, resumed {resumed}, \
+         channels cut {}, rss start/end MiB {:.1}/{:.1}, fds start/end {}/{} \
          ({} faults injected, {:.0} calls/s)",
         tally.calls.load(Ordering::Relaxed),
+        cuts.load(Ordering::Relaxed),
         mib(start_mark.0),
         mib(rss_end),
         start_mark.1,
@@ -287,14 +366,15 @@ fn main() -> ExitCode {
         tally.calls.load(Ordering::Relaxed) as f64 / secs
     );
     drop(session);
-    let _ = channel.wait();
+    drop(host);
+    drop(runtime);
     let _ = Command::new("kill").arg(pid.to_string()).status();
     let _ = std::fs::remove_dir_all(&state);
     let rss_grew = rss_end as f64 > start_mark.0 as f64 * 1.2;
     let fds_grew = fds_end > start_mark.1;
-    if lost > 0 || wrong > 0 || rss_grew || fds_grew {
+    if lost > 0 || wrong > 0 || duplicated > 0 || rss_grew || fds_grew {
         eprintln!(
-            "soak FAILED: lost {lost}, wrong {wrong}, RSS grew over 20%: {rss_grew}, fds grew: {fds_grew}"
+            "soak FAILED: lost {lost}, wrong {wrong}, duplicated {duplicated}, RSS grew over 20%: {rss_grew}, fds grew: {fds_grew}"
         );
         return ExitCode::FAILURE;
     }
@@ -303,15 +383,7 @@ fn main() -> ExitCode {
 
 /// One call of the mix: mostly echoes (checked), through HTTP and through the session, and one
 /// fault of each kind in every hundred.
-fn one_call(
-    i: usize,
-    http: &mut Http,
-    client: &Client,
-    session: &BlockingSession,
-    opts: &CallOptions,
-    testserver: &str,
-    tally: &Tally,
-) {
+fn one_call(i: usize, http: &mut Http, session: &SessionSide, testserver: &str, tally: &Tally) {
     let lose = |what: &str| {
         eprintln!("lost: call {i}: {what}");
         tally.lost.fetch_add(1, Ordering::Relaxed);
@@ -358,19 +430,24 @@ fn one_call(
             http.hang_up("/mcps/ts/tools/slow", r#"{"arguments":{"seconds":5}}"#);
         }
         5 => {
-            // A session call cancelled while it runs.
+            // A session call cancelled while it runs (its future dropped at its deadline).
             tally.faults.fetch_add(1, Ordering::Relaxed);
-            let mut op = client.prepare_call_tool(opts, "ts", "slow", r#"{"seconds":5}"#);
-            match session.submit(&mut op, false) {
-                Ok(ticket) => {
-                    session.cancel(ticket.id);
-                    session.wait(ticket, &mut op, None);
-                    match op.finish() {
-                        Err(e) if e.kind() == ErrorKind::Cancelled => {}
-                        other => lose(&format!("session cancel: {other:?}")),
-                    }
-                }
-                Err(e) => lose(&format!("session submit: {e}")),
+            let mut submit = Submit::new(Op::CallTool {
+                mcp: "ts".into(),
+                tool: "slow".into(),
+                arguments: json!({"seconds": 5}),
+            });
+            submit.timeout_ms = Some(30_000);
+            let run = session.host.run(submit, None);
+            let r = session
+                .rt
+                .block_on(async { tokio::time::timeout(Duration::from_millis(20), run).await });
+            // Dropped at 20 ms, the call is cancelled in the gateway; an answer that came
+            // first must be an error of the call, never a lost channel.
+            if let Ok(Err(e)) = r
+                && e.kind() != ErrorKind::Cancelled
+            {
+                lose(&format!("session cancel: {e}"));
             }
         }
         6 if i % 1000 == 6 => {
@@ -394,22 +471,29 @@ fn one_call(
                 let _ = c.read(&mut [0u8; 1]);
             }
         }
-        10..=29 => {
-            let r = session.call(
-                client.prepare_call_tool(opts, "ts", "echo", &json!({"text": text}).to_string()),
-                None,
-            );
-            match r {
-                Ok(chunk) => {
-                    if chunk.content.first().and_then(|b| match b {
-                        mcpgw::wire::Block::Text(t) => Some(t.text.as_str()),
-                        _ => None,
-                    }) != Some(text.as_str())
-                    {
-                        tally.wrong.fetch_add(1, Ordering::Relaxed);
-                    }
+        10..=29 => match session.call("echo", json!({"text": text}), false).0 {
+            Ok(Output::Chunk(chunk)) => {
+                if chunk.content.first().and_then(|b| match b {
+                    mcpgw::wire::Block::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                }) != Some(text.as_str())
+                {
+                    tally.wrong.fetch_add(1, Ordering::Relaxed);
                 }
-                Err(e) => lose(&format!("session echo: {e}")),
+            }
+            other => lose(&format!("session echo: {other:?}")),
+        },
+        30..=31 => {
+            // A streamed call: each of its progress chunks once, across channel cuts.
+            let (r, chunks) = session.call("slow", json!({"seconds": 0.3, "steps": 3}), true);
+            match r {
+                Ok(_) if chunks == 3 => {}
+                Ok(_) if chunks > 3 => {
+                    eprintln!("duplicated: call {i}: {chunks} progress chunks of 3");
+                    tally.duplicated.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(_) => lose(&format!("session slow: {chunks} progress chunks of 3")),
+                Err(e) => lose(&format!("session slow: {e}")),
             }
         }
         _ => match http.request("POST", "/mcps/ts/tools/echo", Some(&echo)) {

@@ -4,22 +4,21 @@
 //
 // Defaults to the binaries of this repository's debug build (`cargo build -p mcpgw-gateway
 // -p mcpgw-testserver`). Launches the gateway, registers the test MCP server, lists its tools,
-// calls three of them, aborts a slow one, stops the gateway.
+// calls three of them, cancels a slow one, streams one over a session, stops the gateway.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AbortError, Client, NotFoundError, dataBytes, localExec, textOf } from 'mcpgw';
+import { CancelledError, Client, NotFoundError, dataBytes, local, progressOf, textOf } from 'mcpgw';
 
 const repo = resolve(fileURLToPath(import.meta.url), '../../../..');
 const gatewayPath = process.argv[2] ?? join(repo, 'target/debug/mcpgw-gateway');
 const serverPath = process.argv[3] ?? join(repo, 'target/debug/mcpgw-testserver');
 
 const sandbox = mkdtempSync(join(tmpdir(), 'mcpgw-quickstart-'));
-const client = new Client({
-  // Any async function that runs `sh -c COMMAND` in the sandbox will do: docker, kubectl, an SDK.
-  exec: localExec({ cwd: sandbox }),
+// Any backend will do: docker('box'), podman('box'), kubectl('pod'), or your SDK through exec().
+const client = new Client(local({ cwd: sandbox }), {
   gatewayPath,
   stateDir: join(sandbox, 'state'),
 });
@@ -55,19 +54,27 @@ try {
     console.log(`expected error: ${e.code} (HTTP ${e.status}): ${e.detail}`);
   }
 
-  // Abort a call half-way: the command is killed, the gateway cancels the call upstream.
+  // Cancel a call half-way: the command is killed, the gateway cancels the call upstream.
   try {
     await client.callTool('ts', 'slow', { seconds: 30 }, { signal: AbortSignal.timeout(300) });
   } catch (e) {
-    if (!(e instanceof AbortError)) throw e;
-    console.log('slow call aborted after 300 ms');
+    if (!(e instanceof CancelledError)) throw e;
+    console.log('slow call cancelled after 300 ms');
   }
+
+  // One long-lived channel for every later call, with progress as it happens.
+  await client.openSession();
+  for await (const chunk of client.callToolStream('ts', 'slow', { seconds: 0.6, steps: 3 })) {
+    const p = progressOf(chunk);
+    console.log(p ? `progress ${p.progress}/${p.total}` : `done: ${textOf(chunk)}`);
+  }
+  await client.closeSession();
 } finally {
   // Stopped even when something above failed: no gateway is left running.
   if (gw) {
     await client.stopGateway();
     console.log('gateway stopped');
   }
-  client.close();
+  await client.close();
   rmSync(sandbox, { recursive: true, force: true });
 }

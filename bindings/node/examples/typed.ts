@@ -1,20 +1,21 @@
-// The binding from TypeScript: an exec function adapting an async sandbox SDK, a call with a
+// The binding from TypeScript: an exec backend adapting an async sandbox SDK, a call with a
 // deadline and an AbortSignal, the ToolChunk's blocks narrowed by type, a streamed call over a
 // session with its progress, errors by class. Checked with `npm run typecheck` (tsc --noEmit)
 // against the declarations generated from the sources (types/); run the JS quickstart to see it
 // work.
 
 import {
+  BackendError,
   Client,
+  DeadlineError,
   NotFoundError,
   SessionLostError,
-  TimeoutError,
   dataBytes,
-  localExec,
-  localSession,
+  exec,
+  local,
   progressOf,
+  type Backend,
   type Block,
-  type ExecFn,
   type McpEntry,
   type McpSpec,
   type ToolChunk,
@@ -28,12 +29,12 @@ interface SandboxCommands {
   ): Promise<{ exitCode: number; stdout: string; stderr: string }>;
 }
 
-/** An exec function over such an SDK: every command is `sh -c` text, whatever the backend. */
-export function sdkExec(commands: SandboxCommands): ExecFn {
-  return async (command, { timeoutMs, signal }) => {
+/** A backend over such an SDK: every command is `sh -c` text, whatever the sandbox. */
+export function sdkBackend(commands: SandboxCommands): Backend {
+  return exec(async (command, { timeoutMs, signal }) => {
     const r = await commands.run(`sh -c ${shellQuote(command)}`, { timeoutMs, signal });
     return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
-  };
+  });
 }
 
 function shellQuote(s: string): string {
@@ -60,7 +61,7 @@ export function states(entries: McpEntry[]): string[] {
 }
 
 export async function main(gatewayPath: string, serverPath: string): Promise<void> {
-  const client = new Client({ exec: localExec({ cwd: '/tmp' }), gatewayPath, timeoutMs: 30_000 });
+  const client = new Client(local({ cwd: '/tmp' }), { gatewayPath, timeoutMs: 30_000 });
   try {
     const info = await client.startGateway();
     console.log(`gateway pid ${info.pid} on port ${info.port}`);
@@ -76,12 +77,13 @@ export async function main(gatewayPath: string, serverPath: string): Promise<voi
     try {
       await client.callTool('ts', 'slow', { seconds: 10 }, { timeoutMs: 500 });
     } catch (e) {
-      if (e instanceof TimeoutError) console.log(`deadline: ${e.status} ${e.detail}`);
+      if (e instanceof DeadlineError) console.log(`deadline: ${e.status} ${e.detail}`);
       else if (e instanceof NotFoundError) console.log(`no such tool: ${e.detail}`);
+      else if (e instanceof BackendError) console.log(`the sandbox: ${e.state} (${e.reason})`);
       else throw e;
     }
-    const session = await localSession(client, { cwd: '/tmp' });
-    console.log(`session to gateway ${session.hello?.version}`);
+    const hello = await client.openSession();
+    console.log(`session to gateway ${hello.version}`);
     try {
       for await (const c of client.callToolStream('ts', 'slow', { seconds: 1, steps: 4 })) {
         const p = progressOf(c);
@@ -91,10 +93,10 @@ export async function main(gatewayPath: string, serverPath: string): Promise<voi
       if (e instanceof SessionLostError) console.log(`the channel died: ${e.message}`);
       else throw e;
     } finally {
-      await session.close();
+      await client.closeSession();
     }
     await client.stopGateway();
   } finally {
-    client.close();
+    await client.close();
   }
 }

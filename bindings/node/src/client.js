@@ -1,300 +1,195 @@
-// The Promise API over libmcpgw's operations.
-//
-// Every method prepares an operation (a short, synchronous call into the library), then drives
-// it one of two ways. Over a session channel when one is attached (REST calls only): the op is
-// submitted and its answer arrives as a session event. Else one-shot: ask the op for its next
-// command, await the host's exec function, hand the output back, until it has its result. All
-// waiting happens in JS promises, so the event loop is never blocked and the exec function may be
-// as asynchronous as it likes. The op is freed in `finally`, whatever happens.
+// The client: one gateway in one sandbox, reached through a backend, with the operations every
+// binding names the same way. Each method is one operation submitted to the library's host
+// driver (loop.js), which decides how it travels (one-shot commands, or the session channel
+// once `openSession` opened it) and settles it; the methods only check and shape arguments.
 
-import { TRANSPORT, copyBytes, decodeCString, gatewayBinary, native } from './native.js';
-import { aborted, errorFor, errorNamed } from './errors.js';
-import { live, readError, takeError, takeString } from './memory.js';
-import { Session } from './session.js';
+import { errorNamed, invalid } from './errors.js';
+import { HostLoop } from './loop.js';
+import { Connection } from './connection.js';
+import { gatewayBinary } from './native.js';
 
-/** @import { ExecFn, ExecOptions } from './exec.js' */
-/** @import { BinaryStatus, GatewayInfo, Health, McpEntry, McpSpec, Tool, ToolChunk } from './wire.js' */
-/** @import { AttachOptions, OpenChannel } from './session.js' */
+/** @import { Backend } from './backends.js' */
+/** @import { BinaryStatus, GatewayInfo, Health, Hello, McpEntry, McpSpec, Tool, ToolChunk } from './wire.js' */
+/** @import { ConnectOptions } from './connection.js' */
 
 /**
- * Settings of a {@link Client}; all but `exec` are optional.
+ * Settings of a {@link Client}, each the library's `HostConfig` key of the same name in
+ * snake_case (`gatewayPath` is `gateway_path`); every one is optional.
  *
  * @typedef {object} ClientOptions
- * @property {ExecFn} exec runs commands inside the sandbox: `localExec()`, `dockerExec(c)`,
- *   `kubectlExec(pod)` or your own
- * @property {boolean} [execStdin] whether `exec` passes a command's stdin; default `exec.stdin`
- *   (the ready-made execs set it). Then the gateway binary and large bodies take one command.
- * @property {string} [gatewayPath] the gateway binary inside the sandbox; a bare name is looked up
- *   on PATH. Default `mcpgw-gateway`.
+ * @property {string} [gatewayPath] the gateway binary inside the sandbox; a bare name is looked
+ *   up on PATH. Default `mcpgw-gateway`.
  * @property {string} [host] the loopback address the gateway listens on. Default `127.0.0.1`.
- * @property {number} [port] 0 (default): `startGateway` picks a free port. Non-zero with
- *   `tokenFile`: use a gateway that already runs.
- * @property {string} [tokenFile] the gateway's token file inside the sandbox. Default
- *   `<stateDir>/token`.
- * @property {string} [stateDir] the per-launch directory inside the sandbox (token file, log).
+ * @property {number} [port] 0 (default): `startGateway` (or a session) launches a gateway.
+ *   Non-zero, with `tokenFile`: use the gateway that runs there.
+ * @property {string} [tokenFile] the gateway's token file inside the sandbox
+ * @property {string} [stateDir] the per-launch directory inside the sandbox (token, log).
  *   Default `/tmp/mcpgw-<16 hex>`.
- * @property {string} [instanceNonce] the instance nonce of a running gateway, checked by `health`
- * @property {string} [stagingDir] where large request bodies are staged inside the sandbox when
- *   `exec` passes no stdin. Default the state directory, else /tmp.
- * @property {'auto' | 'curl' | 'builtin'} [transport] how requests reach the gateway: curl when
- *   present (`auto`, the default), always curl, or the gateway's built-in client
- * @property {number} [timeoutMs] the timeout of calls that set none, in milliseconds. Default 60000.
- * @property {number} [maxCommandBytes] the longest command handed to `exec` (at least 4096;
- *   default 120 KiB). Larger bodies go on stdin, or are staged.
- * @property {string} [agentId] the default agent part of the MCPs' scope. Default `""`.
- * @property {string} [sessionId] the default session part of the MCPs' scope. Default `""`.
+ * @property {string} [instanceNonce] the instance nonce of a running gateway
+ * @property {'curl' | 'built_in'} [transport] how requests reach the gateway inside the
+ *   sandbox; detected once when absent
+ * @property {string} [stagingDir] where large bodies are staged when the backend passes no stdin
+ * @property {number} [maxCommandBytes] the longest command text handed to the backend
+ * @property {number} [timeoutMs] the time limit of an operation that sets none. Default 60000.
+ * @property {number} [openTimeoutMs] how long a session channel may take to say hello (a launch
+ *   included). Default 60000.
+ * @property {number} [answerGraceMs] how long an answer over a session may take beyond its
+ *   operation's own limit. Default 5000.
+ * @property {number} [closeGraceMs] how long a closed channel may take to exit before it is
+ *   killed. Default 5000.
+ * @property {boolean} [reopen] whether a lost session channel is opened again (its tool calls
+ *   then resume). Default true.
+ * @property {number} [reopenAttempts] how many failed opens in a row end the session. Default 5.
+ * @property {number} [heartbeatMs] how often attach pings when idle (0: attach's default)
+ * @property {number} [heartbeatTimeoutMs] how long the channel may stay silent before it is
+ *   declared lost (0: three heartbeats)
+ * @property {(text: string) => void} [onNotice] what the driver says that concerns no call (a
+ *   channel opened again, a frame for a call no longer waited for), for a log. The same lines go
+ *   to `NODE_DEBUG=mcpgw`.
  */
 
 /**
  * Per-call options.
  *
  * @typedef {object} CallOptions
- * @property {AbortSignal} [signal] aborts the call: it rejects with AbortError at once; a
- *   one-shot command is told to stop, a call over a session gets a cancel frame (the gateway
- *   sends `notifications/cancelled` upstream)
- * @property {number} [timeoutMs] bounds each command of the call, in milliseconds; for a tool
- *   call also the gateway's deadline. 0 or absent: the client's timeout.
- * @property {string} [agentId] the agent part of the MCPs' scope; overrides the client's
- * @property {string} [sessionId] the session part of the MCPs' scope; overrides the client's
+ * @property {AbortSignal} [signal] cancels the call: it rejects with CancelledError (the
+ *   signal's reason as `cause`); its command is killed, or the gateway cancels it upstream
+ * @property {number} [timeoutMs] the operation's time limit, in milliseconds; for a tool call
+ *   also the gateway's deadline. Absent: the client's `timeoutMs`.
+ * @property {string} [agentId] the agent part of the MCPs' scope. Default `""`.
+ * @property {string} [sessionId] the session part of the MCPs' scope. Default `""`.
  */
 
-/** The client's default timeout when it sets none (the library's, `mcpgw_client_config_new`). */
-const DEFAULT_TIMEOUT_MS = 60_000;
-const MAX_U32 = 2 ** 32 - 1;
-// setTimeout fires at once for delays above this; longer command timeouts are clamped to it.
-const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * Per-call options of a tool call.
+ *
+ * @typedef {CallOptions & {onProgress?: (chunk: ToolChunk) => void}} CallToolOptions
+ * `onProgress` receives each progress chunk as the server reports it (over a session); a
+ * callback that throws cancels the call, which rejects with what it threw.
+ */
 
-/** Frees a native client, exactly once per pointer by construction of its callers. */
-function freeClient(ptr) {
-  native().mcpgw_client_free(ptr);
-  live.clients--;
-}
+/** The options that are `HostConfig` keys (in camelCase). */
+export const CONFIG_OPTIONS = Object.freeze([
+  'gatewayPath',
+  'host',
+  'port',
+  'tokenFile',
+  'stateDir',
+  'instanceNonce',
+  'transport',
+  'stagingDir',
+  'maxCommandBytes',
+  'timeoutMs',
+  'openTimeoutMs',
+  'answerGraceMs',
+  'closeGraceMs',
+  'reopen',
+  'reopenAttempts',
+  'heartbeatMs',
+  'heartbeatTimeoutMs',
+]);
 
-// A backstop for clients that were never closed; close() unregisters, so nothing is freed twice.
-// A client with a call on a worker thread is still referenced by that call, so not collected.
-const finalizer = new FinalizationRegistry(freeClient);
+const CALL_OPTIONS = ['signal', 'timeoutMs', 'agentId', 'sessionId', 'onProgress'];
 
-/** An InvalidArgumentError raised by the binding itself, before any native call. */
-function invalid(message) {
-  return errorNamed('INVALID_ARGUMENT', message);
-}
+/** `gatewayPath` -> `gateway_path`. */
+const snake = (key) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
-/** `value` as C string text: a string without NUL (C strings end at the first one). */
-function cText(value, what) {
-  if (typeof value !== 'string') {
-    throw invalid(`${what} must be a string, not ${typeof value}`);
-  }
-  if (value.includes('\0')) {
-    throw invalid(`${what} must not contain a NUL character`);
-  }
+/** The object `value` must be, or nothing; throws naming `what`. */
+function optionsObject(value, what) {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object') throw invalid(`${what} must be an object, not ${typeof value}`);
   return value;
 }
 
-/** An optional C string: `undefined`/`null` stay `null`. */
-function optText(value, what) {
-  return value == null ? null : cText(value, what);
+/** Refuses a key of `options` that is not in `known`. */
+function onlyKnown(options, known, what) {
+  const unknown = Object.keys(options).filter((k) => !known.includes(k));
+  if (unknown.length) {
+    throw invalid(`${what}: unknown option ${unknown.join(', ')} (known: ${known.join(', ')})`);
+  }
 }
+
+// Frees the driver of a client that was never closed, once it is idle (a backstop: close()
+// unregisters it). The driver holds no reference to its client, so the client can be collected.
+const finalizer = new FinalizationRegistry((/** @type {HostLoop} */ loop) => {
+  loop.idle().then(() => loop.free());
+});
 
 /**
- * An integer in `[min, max]`, or `fallback` when undefined.
- *
- * @param {unknown} value
- * @param {string} what
- * @param {number} min
- * @param {number} max
- * @param {number} [fallback]
- * @returns {number | undefined}
- */
-function integer(value, what, min, max, fallback) {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw invalid(`${what} must be an integer from ${min} to ${max}, not ${value}`);
-  }
-  return value;
-}
-
-/** A JSON object argument, as text. */
-function jsonObject(value, what) {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw invalid(`${what} must be an object`);
-  }
-  return JSON.stringify(value);
-}
-
-/** Bytes of an exec result field: Buffer/Uint8Array, ArrayBuffer, string (UTF-8) or nothing. */
-function bytes(value, what) {
-  if (value == null) return null;
-  if (value instanceof Uint8Array) return value;
-  if (typeof value === 'string') return Buffer.from(value, 'utf8');
-  if (value instanceof ArrayBuffer) return new Uint8Array(value);
-  throw new TypeError(`${what} must be a Buffer, Uint8Array or string, not ${typeof value}`);
-}
-
-/**
- * The exec function's answer, checked; a TypeError says what is wrong with it.
- *
- * @returns {{exitCode: number, stdout: Uint8Array | null, stderr: Uint8Array | null}}
- */
-function checkExecResult(r) {
-  if (typeof r === 'function') {
-    throw new TypeError(
-      'the exec function returned a function; pass localExec() (a call), not localExec',
-    );
-  }
-  if (r === null || typeof r !== 'object') {
-    throw new TypeError(`the exec function must return {exitCode, stdout, stderr}, not ${r}`);
-  }
-  const { exitCode } = r;
-  if (!Number.isInteger(exitCode) || exitCode < -(2 ** 31) || exitCode >= 2 ** 31) {
-    throw new TypeError(`the exec function's result has no integer exitCode (got ${exitCode})`);
-  }
-  return { exitCode, stdout: bytes(r.stdout, 'stdout'), stderr: bytes(r.stderr, 'stderr') };
-}
-
-/** @type {[string, string, (v: any) => any][]} */
-const CONFIG_SETTERS = [
-  ['gatewayPath', 'mcpgw_client_config_set_gateway_path', (v) => cText(v, 'gatewayPath')],
-  ['host', 'mcpgw_client_config_set_host', (v) => cText(v, 'host')],
-  ['port', 'mcpgw_client_config_set_port', (v) => integer(v, 'port', 0, 65535)],
-  ['tokenFile', 'mcpgw_client_config_set_token_file', (v) => cText(v, 'tokenFile')],
-  ['stateDir', 'mcpgw_client_config_set_state_dir', (v) => cText(v, 'stateDir')],
-  ['instanceNonce', 'mcpgw_client_config_set_instance_nonce', (v) => cText(v, 'instanceNonce')],
-  ['stagingDir', 'mcpgw_client_config_set_staging_dir', (v) => cText(v, 'stagingDir')],
-  [
-    'transport',
-    'mcpgw_client_config_set_transport',
-    (v) => {
-      if (!Object.hasOwn(TRANSPORT, v)) {
-        throw invalid(`transport must be "auto", "curl" or "builtin", not ${v}`);
-      }
-      return TRANSPORT[v];
-    },
-  ],
-  ['timeoutMs', 'mcpgw_client_config_set_timeout_ms', (v) => integer(v, 'timeoutMs', 1, MAX_U32)],
-  [
-    'maxCommandBytes',
-    'mcpgw_client_config_set_max_command_bytes',
-    (v) => integer(v, 'maxCommandBytes', 0, Number.MAX_SAFE_INTEGER),
-  ],
-  [
-    'execStdin',
-    'mcpgw_client_config_set_exec_stdin',
-    (v) => {
-      if (typeof v !== 'boolean') throw invalid(`execStdin must be a boolean, not ${typeof v}`);
-      return v;
-    },
-  ],
-];
-
-/**
- * A client of one mcpgw gateway in one sandbox. Every method returns a Promise and never blocks
- * the event loop. Calls may run concurrently. With a session attached (`attach`), every REST
- * call goes over its one long-lived channel; else each call runs its commands through `exec`.
+ * A client of one mcpgw gateway in one sandbox. Every method returns a promise and never blocks
+ * the event loop; calls may run concurrently. One host driver steers them all: one-shot
+ * commands through the backend, or, once `openSession()` opened it, one long-lived channel.
  */
 export class Client {
-  /** @type {any} */
-  #ptr = null;
-  /** @type {ExecFn} */
-  #exec;
-  /** @type {string | null} */
-  #agentId;
-  /** @type {string | null} */
-  #sessionId;
-  #timeoutMs;
-  // The unregister token of this client's FinalizationRegistry entry.
-  #registration = {};
-  // Native calls on this client running on worker threads, and the pointer close() left to them.
-  #workers = 0;
-  /** @type {any} */
-  #freeAfterWorkers = null;
-  /** @type {Session | null} */
-  #session = null;
-  /** @type {{open: OpenChannel, options: AttachOptions} | null} */
-  #reopen = null;
+  /** @type {HostLoop} */
+  #loop;
+  /** @type {Promise<void> | null} */
+  #closing = null;
+  #port;
+  /** What makes a driver like this client's: its configuration, backend and notice callback. */
+  #make;
+  /** Installs under way, each on a driver of its own. @type {Set<Promise<unknown>>} */
+  #installs = new Set();
 
   /**
-   * Throws InvalidArgumentError for bad options, or an Error when libmcpgw cannot be loaded.
+   * Throws InvalidArgumentError for a bad backend or option (the library names what is wrong),
+   * or an Error when libmcpgw cannot be loaded.
    *
-   * @param {ClientOptions} options
+   * @param {Backend} backend `local()`, `docker(container)`, `podman(container)`,
+   *   `kubectl(pod)`, `argv(prefix)` or `exec(run)`
+   * @param {ClientOptions} [options]
    */
-  constructor(options) {
-    if (options === null || typeof options !== 'object') {
-      throw invalid('new Client() needs an options object with an exec function');
-    }
-    if (typeof options.exec !== 'function') {
+  constructor(backend, options) {
+    if (!backend || typeof backend !== 'object' || typeof backend.config !== 'object') {
       throw invalid(
-        'options.exec must be a function (command, {timeoutMs, signal, stdin}) => ' +
-          'Promise<{exitCode, stdout, stderr}>, e.g. localExec()',
+        'new Client(backend, options) needs a backend: local(), docker(container), ' +
+          'podman(container), kubectl(pod), argv(prefix) or exec(run)',
       );
     }
-    this.#exec = options.exec;
-    this.#agentId = optText(options.agentId, 'agentId');
-    this.#sessionId = optText(options.sessionId, 'sessionId');
+    const o = optionsObject(options, 'the client options');
+    onlyKnown(o, [...CONFIG_OPTIONS, 'onNotice'], 'new Client');
+    if (o.onNotice !== undefined && typeof o.onNotice !== 'function') {
+      throw invalid('onNotice must be a function (text) => void');
+    }
     /** @type {Record<string, unknown>} */
-    const values = { ...options, execStdin: options.execStdin ?? options.exec.stdin === true };
-    // Checked before anything native is allocated, so a bad option leaks nothing.
-    const settings = [];
-    for (const [key, setter, convert] of CONFIG_SETTERS) {
-      if (values[key] !== undefined && values[key] !== null) {
-        settings.push([key, setter, convert(values[key])]);
-      }
-    }
-    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-
-    const n = native();
-    const cfgOut = [null];
-    const rc = n.mcpgw_client_config_new(cfgOut);
-    if (rc !== n.RESULT.OK) throw errorFor(rc, 'creating a client configuration failed');
-    const cfg = cfgOut[0];
-    try {
-      for (const [key, setter, value] of settings) {
-        const r = n[setter](cfg, value);
-        if (r !== n.RESULT.OK) {
-          throw errorFor(r, `option ${key}: ${n.mcpgw_result_message(r)}`);
-        }
-      }
-      const clientOut = [null];
-      const errOut = [null];
-      const r = n.mcpgw_client_new(cfg, null, null, null, clientOut, errOut);
-      if (r !== n.RESULT.OK) {
-        throw errOut[0] ? takeError(n, errOut[0]) : errorFor(r, n.mcpgw_result_message(r));
-      }
-      this.#ptr = clientOut[0];
-      live.clients++;
-      finalizer.register(this, this.#ptr, this.#registration);
-    } finally {
-      n.mcpgw_client_config_free(cfg);
-    }
+    const config = { backend: backend.config };
+    for (const key of CONFIG_OPTIONS) if (o[key] !== undefined) config[snake(key)] = o[key];
+    this.#make = () => new HostLoop(config, backend, o.onNotice);
+    this.#loop = this.#make();
+    this.#port = typeof o.port === 'number' ? o.port : 0;
+    finalizer.register(this, this.#loop, this);
   }
 
-  /**
-   * The gateway's port once known (configured, launched, or learned from a session), else 0.
-   *
-   * @returns {number}
-   */
+  /** The gateway's port once known (configured, launched, or told by a session), else 0. */
   get port() {
-    return this.#ptr === null ? 0 : native().mcpgw_client_port(this.#ptr);
+    const { gateway, hello } = this.#loop.state();
+    return gateway?.port ?? hello?.port ?? this.#port;
   }
 
   /** Whether `close()` was called. */
   get closed() {
-    return this.#ptr === null;
-  }
-
-  /** The attached session while it is open, else null (calls then go one-shot through `exec`). */
-  get session() {
-    return this.#session && !this.#session.lost ? this.#session : null;
+    return this.#closing !== null;
   }
 
   /**
-   * Launches the gateway in the sandbox (one command; the token is minted there) and confirms it
-   * answers. Resolves with `{port, pid, token_file, instance_nonce, state_dir}`.
+   * What the driver knows: the session (`off`, `opening`, `open`), the gateway it launched
+   * (`{port, pid, token_file, instance_nonce, state_dir}` or null), the channel's hello.
+   *
+   * @returns {{session: 'off' | 'opening' | 'open', gateway: GatewayInfo | null, hello: Hello | null}}
+   */
+  state() {
+    return this.#loop.state();
+  }
+
+  /**
+   * Launches the gateway in the sandbox (one command; the token is minted there) and confirms
+   * it answers.
    *
    * @param {CallOptions} [opts]
    * @returns {Promise<GatewayInfo>}
    */
-  async startGateway(opts) {
-    return this.#run(opts, (n, c, o, out) => n.mcpgw_client_prepare_start_gateway(c, o, out));
+  startGateway(opts) {
+    return this.#call({ op: 'start_gateway' }, opts);
   }
 
   /**
@@ -305,25 +200,28 @@ export class Client {
    * @returns {Promise<void>}
    */
   async stopGateway(opts) {
-    await this.#run(opts, (n, c, o, out) => n.mcpgw_client_prepare_stop_gateway(c, o, out));
+    await this.#call({ op: 'stop_gateway' }, opts);
   }
 
   /**
-   * Installs the gateway binary read from `hostPath` (on the host; by default the one this
-   * package bundles, {@link gatewayBinary}) at `gatewayPath` (absolute) in the sandbox unless an
-   * identical one is there (SHA-256). With an exec that passes stdin the binary travels in one
-   * command; else in staged pieces. The file is read and hashed on a worker thread.
+   * Installs the gateway binary read from `binaryPath` (on the host; by default the one this
+   * package bundles, {@link gatewayBinary}) at `gatewayPath` in the sandbox, unless an identical
+   * one is there (SHA-256): in one command when the backend passes stdin, else in staged pieces.
    *
-   * @param {string} [hostPath]
+   * @param {string} [binaryPath]
    * @param {CallOptions} [opts]
    * @returns {Promise<BinaryStatus>}
    */
-  async ensureGatewayBinary(hostPath, opts) {
-    const path = cText(hostPath ?? gatewayBinary(), 'hostPath');
-    // This prepare reads and hashes the whole binary: a worker thread does it, not the event loop.
-    return this.#run(opts, (n, c, o, out) =>
-      this.#offThread(n.mcpgw_client_prepare_ensure_gateway_binary, c, o, path, out),
-    );
+  ensureGatewayBinary(binaryPath, opts) {
+    // Submitting it reads and hashes the whole binary: that happens on a worker thread, on a
+    // driver of its own (installing needs nothing of the client's gateway or session).
+    const binary_path = binaryPath ?? gatewayBinary();
+    const install = this.#call({ op: 'ensure_gateway_binary', binary_path }, opts, {
+      loop: this.#make(),
+    });
+    this.#installs.add(install);
+    install.catch(() => {}).finally(() => this.#installs.delete(install));
+    return install;
   }
 
   /**
@@ -332,25 +230,30 @@ export class Client {
    * @param {CallOptions} [opts]
    * @returns {Promise<Health>}
    */
-  async health(opts) {
-    return this.#run(opts, (n, c, o, out) => n.mcpgw_client_prepare_health(c, o, out), {
-      session: true,
-    });
+  health(opts) {
+    return this.#call({ op: 'health' }, opts);
   }
 
   /**
-   * Registers an MCP server in the scope; resolves once the gateway has connected it and listed
-   * its tools.
+   * The MCP servers of the scope: each spec as registered, with the gateway's `status`.
+   *
+   * @param {CallOptions} [opts]
+   * @returns {Promise<McpEntry[]>}
+   */
+  listMcps(opts) {
+    return this.#call({ op: 'list_mcps' }, opts);
+  }
+
+  /**
+   * Registers an MCP server in the scope; resolves once the gateway has connected it and
+   * listed its tools.
    *
    * @param {McpSpec} spec
    * @param {CallOptions} [opts]
    * @returns {Promise<void>}
    */
   async addMcp(spec, opts) {
-    const json = jsonObject(spec, 'the MCP spec');
-    await this.#run(opts, (n, c, o, out) => n.mcpgw_client_prepare_add_mcp(c, o, json, out), {
-      session: true,
-    });
+    await this.#call({ op: 'add_mcp', spec }, opts);
   }
 
   /**
@@ -361,68 +264,50 @@ export class Client {
    * @returns {Promise<void>}
    */
   async removeMcp(name, opts) {
-    const mcp = cText(name, 'the MCP name');
-    await this.#run(opts, (n, c, o, out) => n.mcpgw_client_prepare_remove_mcp(c, o, mcp, out), {
-      session: true,
-    });
-  }
-
-  /**
-   * The MCP servers of the scope: each spec as registered, with the gateway's `status`.
-   *
-   * @param {CallOptions} [opts]
-   * @returns {Promise<McpEntry[]>}
-   */
-  async listMcps(opts) {
-    return this.#run(opts, (n, c, o, out) => n.mcpgw_client_prepare_list_mcps(c, o, out), {
-      session: true,
-    });
+    await this.#call({ op: 'remove_mcp', name }, opts);
   }
 
   /**
    * The tools of an MCP server, as it described them.
    *
-   * @param {string} name
+   * @param {string} mcp
    * @param {CallOptions} [opts]
    * @returns {Promise<Tool[]>}
    */
-  async listTools(name, opts) {
-    const mcp = cText(name, 'the MCP name');
-    return this.#run(opts, (n, c, o, out) => n.mcpgw_client_prepare_list_tools(c, o, mcp, out), {
-      session: true,
-    });
+  listTools(mcp, opts) {
+    return this.#call({ op: 'list_tools', mcp }, opts);
   }
 
   /**
-   * Calls a tool and resolves with its ToolChunk. A tool that reports an error resolves with
-   * `state: "error"`; failures to call it reject.
+   * Calls a tool and resolves with its last ToolChunk. A tool that reports an error resolves
+   * with `state: "error"`; failures to call it reject. `opts.onProgress` receives each progress
+   * chunk as it happens (over a session).
    *
    * @param {string} mcp
    * @param {string} tool
    * @param {Record<string, unknown> | null} [args]
-   * @param {CallOptions} [opts]
+   * @param {CallToolOptions} [opts]
    * @returns {Promise<ToolChunk>}
    */
-  async callTool(mcp, tool, args, opts) {
-    return this.#run(opts, this.#prepareCall(mcp, tool, args), { session: true });
+  callTool(mcp, tool, args, opts) {
+    return this.#call({ op: 'call_tool', mcp, tool, arguments: args ?? null }, opts);
   }
 
   /**
-   * Calls a tool and yields its chunks as they happen: over a session, each progress chunk
-   * (`is_last: false`, see `progressOf`) as the server reports it, then the final chunk; without
-   * one, only the final chunk. The call starts when iteration begins; leaving the loop early
-   * (`break`) or aborting `opts.signal` cancels it.
+   * Calls a tool and yields its chunks: each progress chunk as the server reports it (over a
+   * session; one-shot only the last), then the last chunk. The call starts when iteration
+   * begins; leaving the loop early (`break`) or aborting `opts.signal` cancels it.
    *
    * @param {string} mcp
    * @param {string} tool
    * @param {Record<string, unknown> | null} [args]
-   * @param {CallOptions} [opts]
+   * @param {CallToolOptions} [opts]
    * @returns {AsyncGenerator<ToolChunk, void, undefined>}
    */
-  async *callToolStream(mcp, tool, args, opts = {}) {
-    const prepare = this.#prepareCall(mcp, tool, args);
+  async *callToolStream(mcp, tool, args, opts) {
+    const o = optionsObject(opts, 'the call options');
     const stop = new AbortController();
-    const outer = opts?.signal;
+    const outer = o.signal instanceof AbortSignal ? o.signal : undefined;
     const onOuterAbort = () => stop.abort(outer?.reason);
     if (outer?.aborted) onOuterAbort();
     outer?.addEventListener('abort', onOuterAbort, { once: true });
@@ -432,26 +317,19 @@ export class Client {
     /** @type {unknown} */
     let failure;
     let wake = () => {};
-    const call = this.#run({ ...opts, signal: stop.signal }, prepare, {
-      session: true,
-      stream: true,
-      onProgress: (chunk) => {
-        queue.push(chunk);
-        wake();
-      },
-    }).then(
-      (last) => {
-        queue.push(last);
-        finished = true;
-        wake();
-      },
-      (e) => {
-        // Aborted through the outer signal: the AbortError names it as the cause.
-        failure = e;
-        finished = true;
-        wake();
-      },
+    const onProgress = (/** @type {ToolChunk} */ chunk) => {
+      o.onProgress?.(chunk);
+      queue.push(chunk);
+      wake();
+    };
+    const call = this.callTool(mcp, tool, args, { ...o, signal: stop.signal, onProgress }).then(
+      (last) => queue.push(last),
+      (e) => (failure = e),
     );
+    call.finally(() => {
+      finished = true;
+      wake();
+    });
     try {
       for (;;) {
         const next = queue.shift();
@@ -482,377 +360,97 @@ export class Client {
    * @returns {Promise<void>}
    */
   async setRuntimeHeaders(mcp, headers, opts) {
-    const m = cText(mcp, 'the MCP name');
-    const json = jsonObject(headers, 'the runtime headers');
-    await this.#run(
-      opts,
-      (n, c, o, out) => n.mcpgw_client_prepare_set_runtime_headers(c, o, m, json, out),
-      { session: true },
-    );
+    await this.#call({ op: 'set_runtime_headers', mcp, headers }, opts);
   }
 
   /**
-   * Opens a session channel and routes every REST call of this client over it (`health`,
-   * `listMcps`, `addMcp`, `removeMcp`, `listTools`, `callTool`, `callToolStream`,
-   * `setRuntimeHeaders`; starting, stopping and installing the gateway stay one-shot). `open`
-   * runs the session's command in the sandbox with stdin and stdout piped and returns the
-   * channel (a child process, `{stdin, stdout}`, or a duplex stream); `localSession`,
-   * `dockerSession` and `kubectlSession` do it for you. When the client knows no gateway, the
-   * channel launches one first (one exec gives a ready session; `stopGateway` then stops it).
+   * Opens the session channel (`mcpgw-gateway attach` through the backend, launching the
+   * gateway when the client knows none) and resolves with its hello; from then on every REST
+   * operation travels over it. Calls made meanwhile wait for it. A channel that is lost is
+   * opened again (option `reopen`), its tool calls resumed.
    *
-   * The session is used at once: calls made before the channel answers are queued and written
-   * when it does. Resolves with the Session once it answered; rejects with SessionLostError when
-   * the channel died first (queued calls then go one-shot through `exec`). When the channel dies
-   * later, calls in flight fail with SessionLostError and later calls go one-shot, until
-   * `attach` is called again, or, with `reopen: true`, the next call opens a new channel itself.
-   *
-   * @param {OpenChannel} open
-   * @param {AttachOptions} [options]
-   * @returns {Promise<Session>}
+   * @param {CallOptions} [opts]
+   * @returns {Promise<Hello>}
    */
-  attach(open, options = {}) {
-    if (typeof open !== 'function') {
-      return Promise.reject(invalid('attach needs a function (command) => channel'));
-    }
-    if (this.#ptr === null) {
-      return Promise.reject(errorNamed('INVALID_STATE', 'the client is closed'));
-    }
-    if (this.session) {
-      return Promise.reject(
-        errorNamed('INVALID_STATE', 'a session is attached already: close it first'),
-      );
-    }
-    this.#reopen = options.reopen ? { open, options } : null;
-    try {
-      const session = this.#openSession(open, options);
-      return session.opened.then(() => session);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+  openSession(opts) {
+    return this.#call({ op: 'open_session' }, opts);
   }
 
   /**
-   * Frees the native client. Idempotent. Calls already under way finish normally (their
-   * operations do not need the client); new calls throw InvalidStateError. Closes an attached
-   * session (without waiting: `await client.session?.close()` first to wait for its channel to
-   * exit). Does not stop the gateway: call `stopGateway()` first for that.
+   * Closes the session channel: calls it carries fail with SessionLostError; later calls go
+   * one-shot. The gateway keeps running.
+   *
+   * @param {CallOptions} [opts]
+   * @returns {Promise<void>}
+   */
+  async closeSession(opts) {
+    await this.#call({ op: 'close_session' }, opts);
+  }
+
+  /**
+   * Opens a virtual MCP connection to MCP `mcp` over the session: raw JSON-RPC both ways, the
+   * gateway being the MCP server. Throws InvalidStateError when no session is open or opening.
+   *
+   * @param {string} mcp
+   * @param {ConnectOptions} [opts]
+   * @returns {Connection}
+   */
+  connect(mcp, opts) {
+    if (this.closed) throw errorNamed('INVALID_STATE', 'the client is closed');
+    return new Connection(this.#loop, mcp, optionsObject(opts, 'the connection options'));
+  }
+
+  /**
+   * Closes the client: new calls reject with InvalidStateError; the session (if any) is closed;
+   * one-shot calls under way finish. Resolves once every process the client started has ended
+   * and its native driver is freed. Idempotent. Does not stop the gateway: `stopGateway()`
+   * first for that.
+   *
+   * @returns {Promise<void>}
    */
   close() {
-    if (this.#ptr === null) return;
-    this.#reopen = null;
-    this.#session?.close().catch(() => {});
-    finalizer.unregister(this.#registration);
-    const ptr = this.#ptr;
-    this.#ptr = null;
-    // A worker thread may still be using the client: the last one to finish frees it.
-    if (this.#workers > 0) this.#freeAfterWorkers = ptr;
-    else freeClient(ptr);
-  }
-
-  /** A new session on `open`, attached at once. */
-  #openSession(open, options) {
-    /** @type {Session} */
-    const session = new Session(this.#ptr, open, {
-      openTimeoutMs: options.openTimeoutMs ?? this.#timeoutMs,
-      onNotice: options.onNotice,
-      onLost: (byHost) => {
-        if (this.#session === session) this.#session = null;
-        // A session the host closed is not reopened.
-        if (byHost) this.#reopen = null;
-      },
-    });
-    this.#session = session;
-    return session;
-  }
-
-  /** The session a REST call goes over, opening a new one when `reopen` asks for it; or null. */
-  #sessionForCall() {
-    const current = this.session;
-    if (current) return current;
-    if (this.#reopen && this.#ptr !== null) {
-      return this.#openSession(this.#reopen.open, this.#reopen.options);
-    }
-    return null;
-  }
-
-  /** The prepare step of a tool call, its arguments checked first. */
-  #prepareCall(mcp, tool, args) {
-    const m = cText(mcp, 'the MCP name');
-    const t = cText(tool, 'the tool name');
-    const json = args === undefined || args === null ? '' : jsonObject(args, 'the tool arguments');
-    return (n, c, o, out) => n.mcpgw_client_prepare_call_tool(c, o, m, t, json, out);
+    if (this.#closing) return this.#closing;
+    finalizer.unregister(this);
+    const loop = this.#loop;
+    const ending =
+      loop.state().session === 'off' ? Promise.resolve() : loop.submit({ op: 'close_session' });
+    this.#closing = Promise.allSettled([ending, ...this.#installs])
+      .then(() => loop.idle())
+      .then(() => loop.free());
+    return this.#closing;
   }
 
   /**
-   * Calls `fn` (a native function taking this client) on koffi's worker threads and resolves with
-   * its result. The client is thread-safe; `close()` meanwhile defers freeing it until the call
-   * has returned.
-   */
-  async #offThread(fn, ...args) {
-    this.#workers++;
-    try {
-      return await new Promise((resolve, reject) => {
-        fn.async(...args, (err, rc) => (err ? reject(err) : resolve(rc)));
-      });
-    } finally {
-      this.#workers--;
-      if (this.#workers === 0 && this.#freeAfterWorkers !== null) {
-        freeClient(this.#freeAfterWorkers);
-        this.#freeAfterWorkers = null;
-      }
-    }
-  }
-
-  /**
-   * The per-call options, checked.
+   * Submits `op` with the per-call options; resolves with its result's JSON, parsed.
    *
-   * @param {CallOptions | undefined} opts
+   * @param {Record<string, unknown>} op
+   * @param {CallToolOptions | undefined} opts
+   * @param {{loop?: HostLoop}} [install] a driver of its own, freed after: the submission runs
+   *   on a worker thread
    */
-  #callOptions(opts = {}) {
-    if (opts === null || typeof opts !== 'object') {
-      throw invalid('the call options must be an object');
-    }
-    const signal = opts.signal;
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
-      throw invalid('signal must be an AbortSignal');
-    }
-    return {
-      signal,
-      agentId: optText(opts.agentId, 'agentId') ?? this.#agentId,
-      sessionId: optText(opts.sessionId, 'sessionId') ?? this.#sessionId,
-      timeoutMs: integer(opts.timeoutMs, 'timeoutMs', 0, MAX_U32, 0),
-    };
-  }
-
-  /**
-   * Prepares an operation with `prepare`, given the call options as a native handle (freed
-   * after). Returns the op; the caller frees it.
-   */
-  async #prepare(n, call, prepare) {
-    const optionsOut = [null];
-    let rc = n.mcpgw_call_options_new(optionsOut);
-    if (rc !== n.RESULT.OK) throw errorFor(rc, 'creating call options failed');
-    const o = optionsOut[0];
+  #call(op, opts, { loop } = {}) {
     try {
-      const set = (r, what) => {
-        if (r !== n.RESULT.OK) throw errorFor(r, `${what}: ${n.mcpgw_result_message(r)}`);
-      };
-      if (call.agentId !== null) set(n.mcpgw_call_options_set_agent_id(o, call.agentId), 'agentId');
-      if (call.sessionId !== null) {
-        set(n.mcpgw_call_options_set_session_id(o, call.sessionId), 'sessionId');
+      if (this.closed) throw errorNamed('INVALID_STATE', `${op.op}: the client is closed`);
+      const o = optionsObject(opts, 'the call options');
+      onlyKnown(o, op.op === 'call_tool' ? CALL_OPTIONS : CALL_OPTIONS.slice(0, 4), String(op.op));
+      if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+        throw invalid('signal must be an AbortSignal');
       }
-      if (call.timeoutMs) set(n.mcpgw_call_options_set_timeout_ms(o, call.timeoutMs), 'timeoutMs');
-      const opOut = [null];
-      // Usually synchronous; a prepare that does host I/O resolves from a worker thread.
-      rc = await prepare(n, this.#ptr, o, opOut);
-      if (rc !== n.RESULT.OK) {
-        throw errorFor(rc, `preparing the operation failed: ${n.mcpgw_result_message(rc)}`);
+      if (o.onProgress !== undefined && typeof o.onProgress !== 'function') {
+        throw invalid('onProgress must be a function (chunk) => void');
       }
-      return opOut[0];
-    } finally {
-      n.mcpgw_call_options_free(o);
-    }
-  }
-
-  /**
-   * Prepares an operation, drives it (over the session when `via.session` and one is attached,
-   * else one-shot through the exec function) and returns its result JSON, parsed. The op is
-   * freed exactly once.
-   *
-   * @param {CallOptions | undefined} opts
-   * @param {(n: any, client: any, options: any, out: any[]) => number | Promise<number>} prepare
-   * @param {{session?: boolean, stream?: boolean, onProgress?: (chunk: ToolChunk) => void}} [via]
-   * @returns {Promise<any>}
-   */
-  async #run(opts, prepare, via = {}) {
-    const call = this.#callOptions(opts);
-    if (this.#ptr === null) {
-      throw errorNamed('INVALID_STATE', 'the client is closed');
-    }
-    const n = native();
-    if (via.session && this.port === 0) {
-      // A session launching the gateway: until its hello the client knows no gateway to prepare
-      // a request for, so the call waits for the hello (or for the channel to fail).
-      const opening = this.#sessionForCall();
-      if (opening && !opening.hello) await untilOpened(opening, call.signal);
-      if (this.#ptr === null) throw errorNamed('INVALID_STATE', 'the client is closed');
-    }
-    const op = await this.#prepare(n, call, prepare);
-    live.ops++;
-    try {
-      const name = n.mcpgw_op_name(op);
-      const { signal } = call;
-      if (signal?.aborted) throw aborted(name, signal);
-      let outcome = 'unsent';
-      // An op that failed while being prepared (a bad name) has its result already.
-      const session =
-        via.session && n.mcpgw_op_result(op) === n.RESULT.INVALID_STATE
-          ? this.#sessionForCall()
-          : null;
-      if (session) {
-        outcome = await session.run(op, name, {
-          signal,
-          stream: via.stream,
-          onProgress: via.onProgress,
-          limitMs: call.timeoutMs || this.#timeoutMs,
-        });
-      }
-      const execError =
-        outcome === 'unsent' ? await drive(n, op, name, this.#exec, signal) : undefined;
-      const result = n.mcpgw_op_result(op);
-      if (result !== n.RESULT.OK) {
-        const err = n.mcpgw_op_error(op);
-        // The op's error is borrowed from the op: read here, freed with the op.
-        throw err
-          ? readError(n, err, result === n.RESULT.EXEC_FAILED ? execError : undefined)
-          : errorFor(result, `${name}: ${n.mcpgw_result_message(result)}`);
-      }
-      const out = [null];
-      const rc = n.mcpgw_op_result_json(op, out);
-      if (rc !== n.RESULT.OK) throw errorFor(rc, `${name}: reading the result failed`);
-      return JSON.parse(takeString(n, out[0]));
-    } finally {
-      n.mcpgw_op_free(op);
-      live.ops--;
-    }
-  }
-}
-
-/**
- * Resolves when `session` has answered or failed to open; rejects with AbortError when `signal`
- * aborts first.
- *
- * @param {Session} session
- * @param {AbortSignal | undefined} signal
- */
-async function untilOpened(session, signal) {
-  if (signal?.aborted) throw aborted('the call', signal);
-  /** @type {() => void} */
-  let onAbort = () => {};
-  try {
-    await Promise.race([
-      session.opened.catch(() => {}),
-      new Promise((_, reject) => {
-        onAbort = () => reject(aborted('the call', /** @type {AbortSignal} */ (signal)));
-        signal?.addEventListener('abort', onAbort, { once: true });
-      }),
-    ]);
-  } finally {
-    signal?.removeEventListener('abort', onAbort);
-  }
-}
-
-/**
- * Drives `op` one-shot to its end: each command it names is run through `exec` and its output
- * handed back. Returns what the exec last threw (the cause of an EXEC_FAILED result), if anything.
- *
- * @param {any} n
- * @param {any} op
- * @param {string} name
- * @param {ExecFn} exec
- * @param {AbortSignal | undefined} signal
- * @returns {Promise<unknown>}
- */
-async function drive(n, op, name, exec, signal) {
-  let execError;
-  for (;;) {
-    if (signal?.aborted) throw aborted(name, signal);
-    const cmdOut = [null];
-    const timeoutOut = [0];
-    // INVALID_STATE here means the operation has finished and wants no more commands.
-    if (n.mcpgw_op_command(op, cmdOut, timeoutOut) !== n.RESULT.OK) return execError;
-    // Copied now: text and stdin are borrowed and die with the next complete/fail_exec.
-    const command = decodeCString(cmdOut[0]);
-    const timeoutMs = timeoutOut[0];
-    const stdinOut = [null];
-    const stdinLen = [0];
-    let stdin;
-    if (n.mcpgw_op_command_stdin(op, stdinOut, stdinLen) === n.RESULT.OK && stdinLen[0] > 0) {
-      stdin = copyBytes(stdinOut[0], Number(stdinLen[0]));
-    }
-    const outcome = await runCommand(exec, command, timeoutMs, signal, stdin);
-    if (outcome.kind === 'aborted') throw aborted(name, /** @type {AbortSignal} */ (signal));
-    if (outcome.kind === 'timeout') {
-      throw errorNamed(
-        'DEADLINE',
-        `${name}: the exec function did not finish a command within ${timeoutMs} ms`,
-      );
-    }
-    let result;
-    try {
-      if (outcome.kind === 'threw') throw outcome.error;
-      result = checkExecResult(outcome.value);
+      /** @type {Record<string, unknown>} */
+      const submit = { ...op, agent_id: o.agentId, session_id: o.sessionId };
+      submit.timeout_ms = o.timeoutMs;
+      if (o.onProgress) submit.stream = true;
+      const options = { signal: o.signal, onProgress: o.onProgress };
+      if (!loop) return this.#loop.submit(submit, options);
+      return loop
+        .submitOffThread(submit, options)
+        .finally(() => loop.idle().then(() => loop.free()));
     } catch (e) {
-      execError = e;
-      const rcf = n.mcpgw_op_fail_exec(op, e instanceof Error ? e.message : String(e));
-      if (rcf !== n.RESULT.OK) throw errorFor(rcf, `${name}: reporting the exec failure failed`);
-      continue;
+      loop?.free();
+      return Promise.reject(e);
     }
-    const { exitCode, stdout, stderr } = result;
-    const rcc = n.mcpgw_op_complete(
-      op,
-      exitCode,
-      stdout,
-      stdout?.length ?? 0,
-      stderr,
-      stderr?.length ?? 0,
-    );
-    // Cannot fail with a pending command; were it to, looping would rerun the same command.
-    if (rcc !== n.RESULT.OK) throw errorFor(rcc, `${name}: handing back the output failed`);
-  }
-}
-
-/**
- * Runs one command through the exec function, racing it against the caller's signal and the
- * command's timeout. The exec function gets a signal that aborts on either, so it can stop the
- * command; a call that ignores it is simply left behind (its result discarded).
- *
- * @param {ExecFn} exec
- * @param {string} command
- * @param {number} timeoutMs
- * @param {AbortSignal | undefined} signal
- * @param {Uint8Array | undefined} stdin
- * @returns {Promise<{kind: 'done', value: unknown} | {kind: 'threw', error: unknown} | {kind: 'aborted'} | {kind: 'timeout'}>}
- */
-async function runCommand(exec, command, timeoutMs, signal, stdin) {
-  const controller = new AbortController();
-  /** @type {NodeJS.Timeout | undefined} */
-  let timer;
-  /** @type {() => void} */
-  let onAbort = () => {};
-  /** @type {Promise<{kind: 'aborted'} | {kind: 'timeout'}>} */
-  const stopped = new Promise((resolve) => {
-    onAbort = () => {
-      controller.abort(signal?.reason);
-      resolve({ kind: 'aborted' });
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    timer = setTimeout(
-      () => {
-        controller.abort(
-          errorNamed('DEADLINE', `the command did not finish within ${timeoutMs} ms`),
-        );
-        resolve({ kind: 'timeout' });
-      },
-      Math.min(timeoutMs, MAX_TIMER_MS),
-    );
-  });
-  /** @type {ExecOptions} */
-  const options = { timeoutMs, signal: controller.signal };
-  if (stdin) options.stdin = stdin;
-  // An async wrapper turns a synchronous throw of the exec function into a rejection.
-  /** @type {Promise<{kind: 'done', value: unknown} | {kind: 'threw', error: unknown}>} */
-  const running = (async () => exec(command, options))().then(
-    (value) => ({ kind: 'done', value }),
-    (error) => ({ kind: 'threw', error }),
-  );
-  try {
-    const first = await Promise.race([running, stopped]);
-    // An exec that rejected because of the abort is reported as the abort itself.
-    if (signal?.aborted) return { kind: 'aborted' };
-    return first;
-  } finally {
-    clearTimeout(timer);
-    signal?.removeEventListener('abort', onAbort);
   }
 }

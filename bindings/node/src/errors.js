@@ -1,167 +1,100 @@
-// Typed errors. The codes, their numbers and their texts come from the library at load
-// (native.js reads `mcpgw_result_codes`); this file only chooses a class per code name, so callers
-// can branch with `instanceof` or on `code`. A code this binding does not know yet (a newer
-// library of the same ABI) still gives an McpgwError with its name as `code`.
+// Errors from what the library reports: its error JSON (a DONE action's), its error objects
+// (a refused configuration or operation), and the binding's own refusals of arguments. The
+// class of each code is generated from the header (codes.js); a code this binding does not know
+// (a newer library of the same ABI) still gives an McpgwError with its name as `code`.
 
-import { native } from './native.js';
+import { CODES, ExecFailedError } from './codes.js';
+import { McpgwError } from './mcpgw-error.js';
 
 /**
- * What every error of this package carries besides its message.
+ * The backend's failure as the library judged it (`BackendFailure` in `src/host/backend.rs`):
+ * the sandbox is gone, not running, or unreachable, or the backend could not run the command.
  *
- * @typedef {object} McpgwErrorInfo
- * @property {string} [code] the library's result name (`NOT_FOUND`), or `ABORT_ERR`
- * @property {number} [result] the numeric `mcpgw_result`, 0 when it did not come from the library
- * @property {number} [status] the gateway's HTTP status, when it answered
- * @property {string} [detail] the gateway's `detail` text, when it answered with one
- * @property {unknown} [cause] what caused it, e.g. the exec function's rejection
+ * @typedef {'gone' | 'not_running' | 'unreachable' | 'cannot_run'} BackendState
  */
 
 /**
- * The base class of every error this package throws.
+ * What the library's error JSON holds (`Error::to_json` in the core).
  *
- * `code` is the name of the library's result code (`NOT_FOUND`, `DEADLINE`, ...; `ABORT_ERR` for
- * an aborted call), `result` its numeric value (0 when the failure did not come from the
- * library), `status` the gateway's HTTP status when it answered, `detail` its `detail` text.
+ * @typedef {object} ErrorJson
+ * @property {number} code
+ * @property {string} name
+ * @property {string} message
+ * @property {number} [http_status]
+ * @property {string} [detail]
+ * @property {{backend: string, target: string, exit_code: number, state: BackendState, reason: string}} [backend]
  */
-export class McpgwError extends Error {
+
+/**
+ * An `EXEC_FAILED` error the sandbox backend caused: `backend` (`docker`, `podman`,
+ * `kubectl`, ...), `target` (the container or pod), `exitCode` (the backend client's exit
+ * status), `state` (`gone`, `not_running`, `unreachable`, `cannot_run`) and `reason` (what the
+ * backend said, or what was found out).
+ */
+export class BackendError extends ExecFailedError {
   /**
    * @param {string} message
-   * @param {McpgwErrorInfo} [info]
+   * @param {{backend: string, target: string, exitCode: number, state: BackendState, reason: string}} failure
+   * @param {import('./mcpgw-error.js').McpgwErrorInfo} [info]
    */
-  constructor(message, { code = 'ERROR', result = 0, status, detail, cause } = {}) {
-    super(message, cause === undefined ? undefined : { cause });
-    this.name = new.target.name;
-    /** The library's result name (`NOT_FOUND`, `DEADLINE`, ...), or `ABORT_ERR`. */
-    this.code = code;
-    /** The numeric `mcpgw_result` (e.g. 7105), or 0 when the failure did not come from the library. */
-    this.result = result;
-    /** The gateway's HTTP status, when it answered. @type {number | undefined} */
-    this.status = status;
-    /** The gateway's `detail` text, when it answered with one. @type {string | undefined} */
-    this.detail = detail;
+  constructor(message, failure, info) {
+    super(message, info);
+    /** The backend's program: `docker`, `podman`, `kubectl`, or an argv prefix's. */
+    this.backend = failure.backend;
+    /** The container or pod. */
+    this.target = failure.target;
+    /** The backend client's exit status. */
+    this.exitCode = failure.exitCode;
+    /** What kind of failure. @type {BackendState} */
+    this.state = failure.state;
+    /** What the backend said, or what was found out. */
+    this.reason = failure.reason;
   }
 }
 
-/** A value is unusable, or the gateway refused the request as invalid (400, 413, 422). Code `INVALID_ARGUMENT`. */
-export class InvalidArgumentError extends McpgwError {}
-
-/** The client or session is closed, or was used out of order. Code `INVALID_STATE`. */
-export class InvalidStateError extends McpgwError {}
-
-/** The exec function could not run a command: the sandbox is gone, or the exec threw or returned garbage (`cause` says). Code `EXEC_FAILED`. */
-export class ExecError extends McpgwError {}
-
-/** A command ran in the sandbox but failed outside the HTTP exchange (missing program, full disk). Code `COMMAND_FAILED`. */
-export class CommandError extends McpgwError {}
-
-/** No gateway answers on the port, or a different one than this client launched. Code `GATEWAY_NOT_RUNNING`. */
-export class GatewayDownError extends McpgwError {}
-
-/** The gateway could not be launched; the message carries its reason and log tail. Code `START_FAILED`. */
-export class StartError extends McpgwError {}
-
-/** The gateway refused the token (401), or the token file could not be read. Code `UNAUTHORIZED`. */
-export class UnauthorizedError extends McpgwError {}
-
-/** Unknown MCP or tool in this scope (404). Code `NOT_FOUND`. */
-export class NotFoundError extends McpgwError {}
-
-/** An MCP of that name already exists in this scope (409). Code `CONFLICT`. */
-export class ConflictError extends McpgwError {}
-
-/** The upstream MCP server failed to connect or to answer (500, 502, 503). Code `UPSTREAM_ERROR`. */
-export class UpstreamError extends McpgwError {}
-
-/** A deadline passed: the tool call's at the gateway (504), the request's, or a command's. Code `DEADLINE`. */
-export class TimeoutError extends McpgwError {}
-
-/** What came back is not what the gateway protocol promises. Code `PROTOCOL_ERROR`. */
-export class ProtocolError extends McpgwError {}
-
-/** A file on the host could not be read. Code `HOST_IO`. */
-export class HostIoError extends McpgwError {}
-
-/** The session channel died before the call's answer came; the call was not replayed. Code `SESSION_LOST`. */
-export class SessionLostError extends McpgwError {}
-
-/** A bug in libmcpgw or in this binding (a panic, a NULL where none may be): please report it. Code `PANIC` or `NULL_PARAMETER`. */
-export class InternalError extends McpgwError {}
-
-/** The call was aborted through its `AbortSignal`; `cause` is the signal's reason. Code `ABORT_ERR`. */
-export class AbortError extends McpgwError {}
-
-/** The class of each code name; every other code is a plain McpgwError. */
-const CLASSES = new Map([
-  ['INVALID_ARGUMENT', InvalidArgumentError],
-  ['INVALID_STATE', InvalidStateError],
-  ['HOST_IO', HostIoError],
-  ['EXEC_FAILED', ExecError],
-  ['COMMAND_FAILED', CommandError],
-  ['GATEWAY_NOT_RUNNING', GatewayDownError],
-  ['START_FAILED', StartError],
-  ['UNAUTHORIZED', UnauthorizedError],
-  ['NOT_FOUND', NotFoundError],
-  ['CONFLICT', ConflictError],
-  ['UPSTREAM_ERROR', UpstreamError],
-  ['DEADLINE', TimeoutError],
-  ['PROTOCOL_ERROR', ProtocolError],
-  ['SESSION_LOST', SessionLostError],
-  ['CANCELLED', AbortError],
-  ['PANIC', InternalError],
-  ['NULL_PARAMETER', InternalError],
-]);
-
 /**
- * The name of a result code (`NOT_FOUND`), as the library has it; `UNKNOWN_<n>` for a number that
- * is not a code.
- *
- * @param {number} result
- * @returns {string}
- */
-export function codeName(result) {
-  return native().codes.get(result)?.name ?? `UNKNOWN_${result}`;
-}
-
-/**
- * Every result code of the loaded library, ascending: its number, its name after
- * `MCPGW_RESULT_` and its static text. Read from the library (`mcpgw_result_codes`), not kept here.
- *
- * @returns {{code: number, name: string, message: string}[]}
- */
-export function resultCodes() {
-  return [...native().codes].map(([code, { name, message }]) => ({ code, name, message }));
-}
-
-/**
- * A typed error for the result code `result`.
- *
- * @param {number} result
- * @param {string} message
- * @param {{status?: number, detail?: string, cause?: unknown}} [extra]
- */
-export function errorFor(result, message, extra = {}) {
-  const code = codeName(result);
-  const Class = CLASSES.get(code) ?? McpgwError;
-  return new Class(message, { code, result, ...extra });
-}
-
-/**
- * A typed error for the result code named `name` (e.g. `INVALID_ARGUMENT`).
+ * An error of the result code named `name` (e.g. `INVALID_ARGUMENT`).
  *
  * @param {string} name
  * @param {string} message
  * @param {{status?: number, detail?: string, cause?: unknown}} [extra]
+ * @returns {McpgwError}
  */
 export function errorNamed(name, message, extra = {}) {
-  return errorFor(native().RESULT[name], message, extra);
+  const known = CODES.get(name);
+  const Class = known?.Class ?? McpgwError;
+  return new Class(message, { code: name, result: known?.result ?? 0, ...extra });
 }
 
 /**
- * The AbortError of a call aborted through `signal`.
+ * An InvalidArgumentError: a value the binding refuses before the library sees it.
  *
- * @param {string} what
- * @param {AbortSignal} signal
+ * @param {string} message
  */
-export function aborted(what, signal) {
-  return new AbortError(`${what}: aborted`, { code: 'ABORT_ERR', cause: signal.reason });
+export function invalid(message) {
+  return errorNamed('INVALID_ARGUMENT', message);
+}
+
+/**
+ * The error the library's error JSON describes.
+ *
+ * @param {ErrorJson} e
+ * @param {unknown} [cause]
+ * @returns {McpgwError}
+ */
+export function errorFromJson(e, cause) {
+  const info = {
+    code: e.name,
+    result: e.code,
+    status: e.http_status || undefined,
+    detail: e.detail ?? undefined,
+    cause,
+  };
+  if (e.backend && e.name === 'EXEC_FAILED') {
+    const b = e.backend;
+    const failure = { ...b, exitCode: b.exit_code };
+    return new BackendError(e.message, failure, info);
+  }
+  const Class = CODES.get(e.name)?.Class ?? McpgwError;
+  return new Class(e.message, info);
 }

@@ -1,19 +1,21 @@
 // The public types of the package, in one list: index.js re-exports them, and the generated
 // declarations (types/) carry them. Each is defined, with its documentation, where it is used.
 
-/** @typedef {import('./exec.js').ExecFn} ExecFn */
-/** @typedef {import('./exec.js').ExecOptions} ExecOptions */
-/** @typedef {import('./exec.js').ExecResult} ExecResult */
-/** @typedef {import('./exec.js').LocalExecOptions} LocalExecOptions */
-/** @typedef {import('./exec.js').DockerExecOptions} DockerExecOptions */
-/** @typedef {import('./exec.js').KubectlExecOptions} KubectlExecOptions */
+/** @typedef {import('./backends.js').Backend} Backend */
+/** @typedef {import('./backends.js').ContainerOptions} ContainerOptions */
+/** @typedef {import('./backends.js').PodOptions} PodOptions */
+/** @typedef {import('./backends.js').RunFn} RunFn */
+/** @typedef {import('./backends.js').OpenFn} OpenFn */
+/** @typedef {import('./backends.js').ExecOptions} ExecOptions */
+/** @typedef {import('./backends.js').ExecResult} ExecResult */
+/** @typedef {import('./backends.js').Channel} Channel */
 /** @typedef {import('./client.js').ClientOptions} ClientOptions */
 /** @typedef {import('./client.js').CallOptions} CallOptions */
-/** @typedef {import('./session.js').Channel} Channel */
-/** @typedef {import('./session.js').ChannelStreams} ChannelStreams */
-/** @typedef {import('./session.js').OpenChannel} OpenChannel */
-/** @typedef {import('./session.js').AttachOptions} AttachOptions */
-/** @typedef {import('./errors.js').McpgwErrorInfo} McpgwErrorInfo */
-/** @typedef {import('./memory.js').NativeStats} NativeStats */
+/** @typedef {import('./client.js').CallToolOptions} CallToolOptions */
+/** @typedef {import('./connection.js').ConnectOptions} ConnectOptions */
+/** @typedef {import('./connection.js').ConnectionEnd} ConnectionEnd */
+/** @typedef {import('./errors.js').BackendState} BackendState */
+/** @typedef {import('./mcpgw-error.js').McpgwErrorInfo} McpgwErrorInfo */
+/** @typedef {import('./native.js').NativeStats} NativeStats */
 
 export {};

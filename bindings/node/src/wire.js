@@ -3,9 +3,9 @@
 // gateway's, checked against the library's wire types), parsed once; nothing is copied into
 // another shape.
 
-import { native } from './native.js';
-import { errorFor, errorNamed } from './errors.js';
-import { chunkJson, live, takeError } from './memory.js';
+import { RESULT_OK } from './ffi.js';
+import { errorNamed } from './errors.js';
+import { live, native, takeError, takeString } from './native.js';
 
 /**
  * AgentScope's state of a tool execution; a successful MCP result is `running` with `is_last`.
@@ -195,6 +195,9 @@ import { chunkJson, live, takeError } from './memory.js';
  * @property {string | null} [token_file]
  * @property {boolean} launched whether this `attach` launched the gateway
  * @property {number} max_frame_bytes the longest line `attach` accepts
+ * @property {number} [heartbeat_ms] how often attach pings when idle (0: it does not)
+ * @property {number} [retention_ms] how long the gateway keeps a call whose channel ended, for
+ *   a new channel to resume it (0: it does not)
  */
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -255,13 +258,16 @@ export function parseToolChunk(json) {
   const n = native();
   const chunkOut = [null];
   const errOut = [null];
-  const rc = n.mcpgw_tool_chunk_from_json(json, chunkOut, errOut);
-  if (rc !== n.RESULT.OK) {
-    throw errOut[0] ? takeError(n, errOut[0]) : errorFor(rc, n.mcpgw_result_message(rc));
+  if (n.mcpgw_tool_chunk_from_json(json, chunkOut, errOut) !== RESULT_OK) {
+    throw takeError(n, errOut[0]);
   }
   live.chunks++;
   try {
-    return chunkJson(n, chunkOut[0]);
+    const out = [null];
+    if (n.mcpgw_tool_chunk_to_json(chunkOut[0], out) !== RESULT_OK) {
+      throw errorNamed('PANIC', 'reading a ToolChunk back failed');
+    }
+    return JSON.parse(takeString(n, out[0]));
   } finally {
     n.mcpgw_tool_chunk_free(chunkOut[0]);
     live.chunks--;

@@ -34,7 +34,9 @@ test('examples/quickstart.mjs runs the whole cycle', () => {
     /^add: \{"sum":42,"product":80\}$/m,
     /^media: image\/png, 70 bytes$/m,
     /^expected error: NOT_FOUND \(HTTP 404\)/m,
-    /^slow call aborted after 300 ms$/m,
+    /^slow call cancelled after 300 ms$/m,
+    /^progress 3\/3$/m,
+    /^done: done after 3 steps/m,
     /^gateway stopped$/m,
   ]) {
     assert.match(r.stdout, line);

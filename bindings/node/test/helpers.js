@@ -1,14 +1,25 @@
-// Shared by the tests: the repository's binaries, a local sandbox (a temp dir, commands run with
-// `sh -c` in it), real Docker containers (tests/docker/sandbox.sh), process checks, and waiting on
-// conditions with deadlines (never on fixed sleeps).
+// Shared by the tests: the repository's binaries, local sandboxes (a temp dir entered through a
+// recording argv prefix, or through an exec function of the test's own), real Docker and podman
+// containers (tests/docker/sandbox.sh), process checks, and waiting on conditions with deadlines
+// (never on fixed sleeps).
 
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { after, before } from 'node:test';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { localExec } from '../index.js';
+import { Client, argv, exec } from '../index.js';
 
 /** The root of the mcpgw repository. */
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -35,7 +46,7 @@ export function binary(name, env) {
 export const gatewayPath = () => binary('mcpgw-gateway', 'MCPGW_GATEWAY');
 /** The project's MCP test server. */
 export const testserverPath = () => binary('mcpgw-testserver', 'MCPGW_TESTSERVER');
-/** The static gateway (`make static`), as the Docker image holds it. */
+/** The static gateway (`make static`), as the container images hold it. */
 export const staticGatewayPath = () =>
   join(TARGET, 'x86_64-unknown-linux-gnu', 'release', 'mcpgw-gateway');
 
@@ -49,45 +60,139 @@ export function testserverSpec(name = 'ts', command = testserverPath()) {
 }
 
 /**
- * Wraps an exec function to record every command it is given (`commands`), the size of its stdin
- * (`stdins`), what it printed (`outputs`: `{command, stdout}` as Buffers) and how long it took
- * (`durations`, ms), keeping its `stdin` declaration.
+ * A running gateway for the current suite: its `before` hook starts one through `sandbox`'s
+ * backend (state in `DIR/st`) with the test server registered as `ts`; its `after` hook stops
+ * it, closes the client, kills what is left of the sandbox and removes it. `client` is set once
+ * the hook ran.
  *
- * @param {import('../index.js').ExecFn} inner
+ * @param {{dir: string, backend: import('../index.js').Backend, remove: () => void}} sandbox
  */
-export function recording(inner) {
+export function runningGateway(sandbox) {
+  /** @type {{client: Client, stateDir: string}} */
+  const gw = { client: /** @type {any} */ (null), stateDir: join(sandbox.dir, 'st') };
+  before(async () => {
+    gw.client = new Client(sandbox.backend, { gatewayPath: gatewayPath(), stateDir: gw.stateDir });
+    await gw.client.startGateway();
+    await gw.client.addMcp(testserverSpec('ts'));
+  });
+  after(async () => {
+    await gw.client?.stopGateway().catch(() => {});
+    await gw.client?.close();
+    for (const pid of processesMentioning(sandbox.dir)) process.kill(pid, 'SIGKILL');
+    sandbox.remove();
+  });
+  return gw;
+}
+
+/** Writes an executable shell script at `path`. */
+export function script(path, text) {
+  writeFileSync(path, `#!/bin/sh\n${text}`);
+  chmodSync(path, 0o755);
+  return path;
+}
+
+/**
+ * A fresh local sandbox: a temp dir, entered through an argv prefix (the `argv` backend, as
+ * `nsenter ...` would be) that records each invocation, then runs it in the dir.
+ * `invocations()` gives each recorded argv (after the prefix); `commands()` the one-shot
+ * commands among them (a session channel runs `attach`).
+ */
+export function makeSandbox() {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpgw-node-test-'));
+  const log = join(dir, 'invocations');
+  mkdirSync(log);
+  // One file per invocation, named by its time: its words, each followed by US (\037).
+  const enter = script(
+    join(dir, 'enter'),
+    `f=${JSON.stringify(log)}/$(date +%s%N).$$\nfor a in "$@"; do printf '%s\\037' "$a"; done > "$f"\n` +
+      `cd ${JSON.stringify(dir)} && exec "$@"\n`,
+  );
+  const invocations = () =>
+    readdirSync(log)
+      .sort()
+      .map((f) => readFileSync(join(log, f), 'utf8').split('\x1f').slice(0, -1));
+  const commands = () => invocations().filter((a) => !a.some((w) => / attach /.test(w)));
+  return {
+    dir,
+    backend: argv([enter]),
+    invocations,
+    commands,
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/**
+ * Runs `sh -c command` in `cwd`, with `stdin` when given, collecting its output; kills its
+ * process group when `signal` aborts. The test's own exec function for the `exec` backend.
+ *
+ * @returns {Promise<{exitCode: number, stdout: Buffer, stderr: Buffer}>}
+ */
+export function shell(command, { cwd, stdin, signal } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('sh', ['-c', command], {
+      cwd,
+      stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const out = [];
+    const err = [];
+    child.stdout.on('data', (b) => out.push(b));
+    child.stderr.on('data', (b) => err.push(b));
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(stdin);
+    const onAbort = () => {
+      try {
+        process.kill(-(child.pid ?? 0), 'SIGKILL');
+      } catch {
+        // Gone already.
+      }
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    child.on('error', reject);
+    child.on('close', (code, sig) => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve({
+        exitCode: code ?? (sig === 'SIGKILL' ? 137 : 143),
+        stdout: Buffer.concat(out),
+        stderr: Buffer.concat(err),
+      });
+    });
+  });
+}
+
+/**
+ * A local sandbox behind the `exec` backend: the test's own function runs each command with
+ * `sh -c` in a temp dir and records it (`commands`, `stdins`: sizes, `outputs`: stdout), and
+ * sessions open with `sh -c` there too.
+ *
+ * @param {{passesStdin?: boolean, run?: import('../index.js').RunFn}} [options] `run` wraps
+ *   the recording runner
+ */
+export function execSandbox({ passesStdin = true } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpgw-node-exec-'));
   /** @type {string[]} */
   const commands = [];
   /** @type {number[]} */
   const stdins = [];
-  /** @type {{command: string, stdout: Buffer}[]} */
+  /** @type {Buffer[]} */
   const outputs = [];
-  /** @type {number[]} */
-  const durations = [];
-  /** @type {import('../index.js').ExecFn} */
-  const exec = async (command, opts) => {
+  /** @type {import('../index.js').RunFn} */
+  const run = async (command, { stdin, signal }) => {
     commands.push(command);
-    stdins.push(opts?.stdin?.length ?? 0);
-    const started = performance.now();
-    const r = await inner(command, opts);
-    durations.push(performance.now() - started);
-    outputs.push({ command, stdout: Buffer.from(/** @type {Uint8Array} */ (r.stdout ?? '')) });
+    stdins.push(stdin?.length ?? 0);
+    const r = await shell(command, { cwd: dir, stdin, signal });
+    outputs.push(r.stdout);
     return r;
   };
-  exec.stdin = inner.stdin;
-  return { exec, commands, stdins, outputs, durations };
-}
-
-/**
- * A fresh local sandbox: a temp dir, and a recording exec function running `sh -c` in it.
- *
- * @param {{stdin?: boolean}} [options] `stdin: false` for an exec that declares no stdin
- */
-export function makeSandbox({ stdin = true } = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'mcpgw-node-test-'));
-  const local = localExec({ cwd: dir });
-  if (!stdin) local.stdin = false;
-  return { dir, ...recording(local), remove: () => rmSync(dir, { recursive: true, force: true }) };
+  const open = (command) => spawn('sh', ['-c', command], { cwd: dir, stdio: 'pipe' });
+  return {
+    dir,
+    backend: exec(run, { open, passesStdin }),
+    commands,
+    stdins,
+    outputs,
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /** Whether process `pid` has exited (a zombie counts as exited). */
@@ -99,19 +204,33 @@ export function processGone(pid) {
   }
 }
 
-/** Pids of live (non-zombie) processes whose command line contains `text`. */
-export function processesMentioning(text) {
+/** Pids of live (non-zombie) processes whose command line contains every one of `texts`. */
+export function processesMentioning(...texts) {
   const pids = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.includes(text) && !processGone(entry)) pids.push(Number(entry));
+      if (texts.every((t) => cmdline.includes(t)) && !processGone(entry)) pids.push(Number(entry));
     } catch {
       // Exited while we looked.
     }
   }
   return pids;
+}
+
+/** The command lines of every live process, for scanning. */
+export function commandLines() {
+  const lines = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      lines.push(readFileSync(`/proc/${entry}/cmdline`, 'utf8'));
+    } catch {
+      // Exited while we looked.
+    }
+  }
+  return lines;
 }
 
 /**
@@ -154,70 +273,6 @@ export function percentile(values, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-// ---- Docker ---------------------------------------------------------------------------------
-
-const SANDBOX_SH = join(REPO, 'tests', 'docker', 'sandbox.sh');
-
-/** Runs tests/docker/sandbox.sh; returns its status and output. */
-function sandboxSh(...args) {
-  const r = spawnSync('sh', [SANDBOX_SH, ...args], { encoding: 'utf8', timeout: 120_000 });
-  return { ok: r.status === 0, stdout: r.stdout.trim(), stderr: r.stderr.trim() };
-}
-
-let dockerState;
-
-/**
- * The Docker test image, or why Docker tests cannot run here (`{skip}`): no daemon answers
- * (`sandbox.sh check`), or the static binaries the image holds are not built (`make static`).
- *
- * @returns {{image: string} | {skip: string}}
- */
-export function dockerImage() {
-  if (dockerState) return dockerState;
-  const check = sandboxSh('check');
-  if (!check.ok) return (dockerState = { skip: check.stdout || 'no docker daemon answers' });
-  if (!existsSync(staticGatewayPath())) {
-    return (dockerState = {
-      skip: `${staticGatewayPath()} is missing: run \`make static\` in ${REPO}`,
-    });
-  }
-  const image = sandboxSh('image');
-  if (!image.ok) return (dockerState = { skip: `the test image cannot be built: ${image.stderr}` });
-  return (dockerState = { image: image.stdout.split('\n').pop() ?? '' });
-}
-
-/**
- * Starts a container of the test image; returns its name. `extra` goes to sandbox.sh start (e.g.
- * `'--', '-v', 'HOST:CONTAINER'`).
- */
-export function startContainer(image, name, ...extra) {
-  const r = sandboxSh('start', image, name, ...extra);
-  if (!r.ok) throw new Error(`starting container ${name} failed: ${r.stderr}`);
-  return name;
-}
-
-/** Removes containers, whatever state they are in. */
-export function stopContainers(...names) {
-  sandboxSh('stop', ...names);
-}
-
-/** Runs `docker ARGS...`; returns its stdout (trimmed), or throws with its stderr. */
-export function docker(...args) {
-  return execFileSync('docker', args, {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }).trim();
-}
-
-/** The command lines of the live processes in `container` (busybox `ps -o pid,args`). */
-export function containerProcesses(container) {
-  return docker('exec', container, 'ps', '-o', 'pid,args')
-    .split('\n')
-    .slice(1)
-    .map((l) => l.trim())
-    .filter((l) => l && !/\bps -o pid,args$/.test(l));
-}
-
 /** Rejects with the error `promise` rejects with, failing when it resolves. */
 export async function rejection(promise) {
   try {
@@ -242,4 +297,79 @@ export async function streamFailure(it) {
       return e;
     }
   }
+}
+
+// ---- Docker and podman ----------------------------------------------------------------------
+
+const SANDBOX_SH = join(REPO, 'tests', 'docker', 'sandbox.sh');
+
+/**
+ * A container engine for the tests, through tests/docker/sandbox.sh: Docker, or podman (with
+ * `--storage-driver vfs`, containers without an init and with the rlimits podman cannot raise
+ * here; see NOTES.md). `skip` says why its tests cannot run here; `cli(...args)` runs its CLI.
+ *
+ * @param {'docker' | 'podman'} kind
+ */
+export function engine(kind) {
+  const options = kind === 'podman' ? ['--storage-driver', 'vfs'] : [];
+  // sandbox.sh runs "$DOCKER": for podman a wrapper adding the options.
+  let program = kind;
+  if (kind === 'podman') {
+    const dir = mkdtempSync(join(tmpdir(), 'mcpgw-node-podman-'));
+    program = script(join(dir, 'podman'), `exec podman ${options.join(' ')} "$@"\n`);
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  const sandboxSh = (...args) => {
+    const r = spawnSync('sh', [SANDBOX_SH, ...args], {
+      encoding: 'utf8',
+      timeout: 300_000,
+      env: { ...process.env, DOCKER: program },
+    });
+    return { ok: r.status === 0, stdout: (r.stdout ?? '').trim(), stderr: (r.stderr ?? '').trim() };
+  };
+  /** @type {{image: string} | {skip: string} | undefined} */
+  let state;
+  const image = () => {
+    if (state) return state;
+    if (spawnSync('sh', ['-c', `command -v ${kind}`]).status !== 0) {
+      return (state = { skip: `${kind} is not installed` });
+    }
+    const check = sandboxSh('check');
+    if (!check.ok) return (state = { skip: check.stdout || `no ${kind} answers` });
+    if (!existsSync(staticGatewayPath())) {
+      return (state = {
+        skip: `${staticGatewayPath()} is missing: run \`make static\` in ${REPO}`,
+      });
+    }
+    const built = sandboxSh('image');
+    if (!built.ok) return (state = { skip: `the test image cannot be built: ${built.stderr}` });
+    return (state = { image: built.stdout.split('\n').pop() ?? '' });
+  };
+  const runOptions =
+    kind === 'podman'
+      ? ['--no-init', '--', '--ulimit', 'nofile=20000:20000', '--ulimit', 'nproc=20000:20000']
+      : [];
+  return {
+    kind,
+    /** The options the backend needs (`podman(box, {options})`). */
+    options,
+    image,
+    /** Starts a container of the test image named `name`; `extra` are more run options. */
+    start(name, ...extra) {
+      const img = image();
+      if (!('image' in img)) throw new Error(img.skip);
+      const args = [...runOptions, ...(extra.length && !runOptions.length ? ['--'] : []), ...extra];
+      const r = sandboxSh('start', img.image, name, ...args);
+      if (!r.ok) throw new Error(`starting container ${name} failed: ${r.stderr}`);
+      return name;
+    },
+    /** Removes containers, whatever state they are in. */
+    stop: (...names) => sandboxSh('stop', ...names),
+    /** Runs the CLI; returns its stdout (trimmed), or throws with its stderr. */
+    cli: (...args) =>
+      execFileSync(kind, [...options, ...args], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }).trim(),
+  };
 }

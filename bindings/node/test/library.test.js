@@ -1,5 +1,7 @@
-// Finding and loading libmcpgw: the search order, the error when it is missing or of another ABI,
-// the version, and the result codes read from the library.
+// Finding and loading libmcpgw (the search order, the error when it is missing or of another
+// ABI, the version), and the facts that come from one source: the koffi declarations, enums
+// and error classes generated from include/mcpgw.h are current, and the library's own list of
+// result codes is the header's.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -7,25 +9,28 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as mcpgw from '../index.js';
 import {
-  ABI_VERSION,
+  CODES,
   McpgwError,
-  NotFoundError,
-  SessionLostError,
   gatewayBinary,
   gatewayCandidates,
   library,
   libraryCandidates,
   resultCodes,
 } from '../index.js';
-import { errorFor } from '../src/errors.js';
+import { PROTOTYPES } from '../src/ffi.js';
+import { className, generated, koffiPrototype, parseHeader } from '../scripts/generate.mjs';
+import { errorFromJson } from '../src/errors.js';
 import { PACKAGE, REPO } from './helpers.js';
 
-/** Runs `new Client(...)` in a fresh process with `env`; returns its stderr and status. */
+const HEADER = readFileSync(join(REPO, 'include', 'mcpgw.h'), 'utf8');
+
+/** Runs `new Client(local())` in a fresh process with `env`; returns its stderr and status. */
 function newClientWith(env) {
   const script = `
-    import { Client, localExec } from ${JSON.stringify(join(PACKAGE, 'index.js'))};
-    new Client({ exec: localExec() });
+    import { Client, local } from ${JSON.stringify(join(PACKAGE, 'index.js'))};
+    new Client(local());
   `;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
     env: { ...process.env, ...env },
@@ -85,39 +90,85 @@ test('a library of another ABI version is refused before anything else is declar
   }
   const r = newClientWith({ MCPGW_LIB: lib });
   assert.notEqual(r.status, 0);
-  assert.match(r.stderr, /has ABI version 1, but this binding needs 2/);
+  assert.match(r.stderr, /has ABI version 1, but this binding needs 3/);
 });
 
-test('the loaded library has the ABI this binding needs and the crate version', () => {
+test('the loaded library has the ABI of the header and the crate version', () => {
   const lib = library();
   const cargo = readFileSync(join(REPO, 'Cargo.toml'), 'utf8');
   const version = cargo.match(/^version\s*=\s*"([^"]+)"/m)?.[1];
   assert.equal(lib.version, version);
-  assert.equal(lib.abiVersion, ABI_VERSION);
-  assert.equal(ABI_VERSION, 2);
+  assert.equal(lib.abiVersion, parseHeader(HEADER).abi);
+  assert.equal(mcpgw.ABI_VERSION, lib.abiVersion);
 });
 
-test("the result codes are the library's, and every code has a typed error", () => {
-  const codes = resultCodes();
-  // The header's enum, which the library's list generates (mcpgw_result_codes).
-  const header = readFileSync(join(REPO, 'include', 'mcpgw.h'), 'utf8');
-  const declared = [...header.matchAll(/^\s+MCPGW_RESULT_(\w+) = (\d+),/gm)].map((m) => ({
-    name: m[1],
-    code: Number(m[2]),
-  }));
+test('src/ffi.js and src/codes.js are what include/mcpgw.h generates now', async () => {
+  for (const [file, text] of Object.entries(await generated(HEADER))) {
+    assert.equal(
+      readFileSync(join(PACKAGE, file), 'utf8'),
+      text,
+      `${file} is stale: run \`npm run generate\``,
+    );
+  }
+});
+
+test('each declaration is the header prototype, argument by argument', () => {
+  const { functions } = parseHeader(HEADER);
+  const names = Object.keys(PROTOTYPES);
+  // What the binding needs of the C ABI: the host driver, its actions, results, errors, chunks.
+  for (const prefix of ['mcpgw_host_', 'mcpgw_action_']) {
+    const all = [...functions.keys()].filter((n) => n.startsWith(prefix)).sort();
+    assert.deepEqual(
+      names.filter((n) => n.startsWith(prefix)),
+      all,
+    );
+  }
+  for (const name of names) {
+    const declared = functions.get(name);
+    assert.ok(declared, `${name} is not in mcpgw.h`);
+    const koffi = PROTOTYPES[name];
+    assert.equal(koffi, koffiPrototype(name, declared));
+    const ret = koffi.slice(0, koffi.indexOf(`${name}(`)).trim();
+    assert.equal(ret, declared.ret === 'char *' ? 'void *' : declared.ret, name);
+    // The same argument names and types in the same order; only the marks koffi needs differ.
+    const args = /\((.*)\)$/.exec(koffi)?.[1] ?? '';
+    const parsed = args === 'void' ? [] : args.split(', ');
+    assert.equal(parsed.length, declared.params.length, name);
+    parsed.forEach((a, i) => {
+      const { type, name: arg } = declared.params[i];
+      const plain = a
+        .replace(/^_Out_ /, '')
+        .replace(/^void \*/, type.startsWith('char *') ? 'char *' : 'void *');
+      assert.equal(plain.replace(/\s+/g, ''), `${type}${arg}`.replace(/\s+/g, ''), `${name}: ${a}`);
+      assert.equal(a.startsWith('_Out_ '), arg.endsWith('_out'), `${name}: ${a}`);
+    });
+  }
+  // The binding uses none of the operation and session functions that are going away.
+  assert.ok(!names.some((n) => /^mcpgw_(op|session|blocking|client)_/.test(n)));
+});
+
+test("the library's result codes are the header's, and each has a class named after it", () => {
+  const header = parseHeader(HEADER).enums.get('mcpgw_result') ?? [];
   assert.deepEqual(
-    codes.map(({ name, code }) => ({ name, code })),
-    declared,
+    resultCodes().map(({ name, code }) => ({ name, code })),
+    header.map((m) => ({ name: m.name.replace('MCPGW_RESULT_', ''), code: m.value })),
   );
-  for (const { code, name, message } of codes) {
+  for (const { code, name, message } of resultCodes()) {
     assert.ok(message.length > 0, name);
-    const e = errorFor(code, 'x');
-    assert.ok(e instanceof McpgwError);
+    if (name === 'OK') continue;
+    const Class = /** @type {any} */ (mcpgw)[className(name)];
+    assert.equal(CODES.get(name)?.Class, Class, name);
+    const e = errorFromJson({ code, name, message: 'x' });
+    assert.ok(e instanceof Class && e instanceof McpgwError, name);
+    assert.equal(e.name, className(name));
     assert.equal(e.code, name);
     assert.equal(e.result, code);
   }
-  assert.ok(errorFor(7105, 'x') instanceof NotFoundError);
-  assert.ok(errorFor(7110, 'x') instanceof SessionLostError);
-  // A number that is no code still gives an error, named so.
-  assert.equal(errorFor(1, 'x').code, 'UNKNOWN_1');
+  assert.equal(className('UPSTREAM_ERROR'), 'UpstreamError');
+  assert.equal(className('PROTOCOL_ERROR'), 'ProtocolError');
+  assert.equal(className('DEADLINE'), 'DeadlineError');
+  // A code this binding does not know (a newer library) still gives an error, named so.
+  const e = errorFromJson({ code: 7999, name: 'BRAND_NEW', message: 'x' });
+  assert.equal(e.constructor, McpgwError);
+  assert.equal(e.code, 'BRAND_NEW');
 });

@@ -1,9 +1,9 @@
 // One decoding path, one shape: what the binding returns is the gateway's JSON. Each case captures
-// the JSON a real gateway sent (the exec's stdout for the very command the call ran, or the
-// gateway's NDJSON stream read directly), decodes it the binding's way, re-serializes it and
-// compares deep-equal.
+// the JSON a real gateway sent (the stdout of the very command the call ran, through an exec
+// function of the test's own, or the gateway's NDJSON stream read directly), decodes it the
+// binding's way, re-serializes it and compares deep-equal.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ import {
   progressOf,
   ProtocolError,
 } from '../index.js';
-import { gatewayPath, makeSandbox, processesMentioning, testserverSpec } from './helpers.js';
+import { execSandbox, runningGateway } from './helpers.js';
 
 const TRAILER = '\nmcpgw-http-status:';
 
@@ -35,32 +35,17 @@ function reserialized(value) {
 }
 
 describe('results are the wire JSON of a real gateway', () => {
-  const sb = makeSandbox();
+  const sb = execSandbox();
+  const gw = runningGateway(sb);
   /** @type {Client} */
   let client;
-
-  before(async () => {
-    client = new Client({
-      exec: sb.exec,
-      gatewayPath: gatewayPath(),
-      stateDir: join(sb.dir, 'st'),
-    });
-    await client.startGateway();
-    await client.addMcp(testserverSpec('ts'));
-  });
-
-  after(async () => {
-    await client.stopGateway().catch(() => {});
-    client.close();
-    for (const pid of processesMentioning(sb.dir)) process.kill(pid, 'SIGKILL');
-    sb.remove();
-  });
+  before(() => (client = gw.client));
 
   /** Runs `call`, returning its result and the gateway's answer to its (one) request command. */
   async function captured(call) {
     const from = sb.outputs.length;
     const result = await call();
-    const answers = sb.outputs.slice(from).map((o) => response(o.stdout));
+    const answers = sb.outputs.slice(from).map(response);
     assert.equal(answers.length, 1, 'one command');
     assert.equal(answers[0].status, 200);
     return { result, wire: answers[0].body };

@@ -1,10 +1,11 @@
 import { ABI_VERSION, gatewayBinary, gatewayCandidates, libraryCandidates } from './src/native.js';
-export { Client } from './src/client.js';
-export { Session } from './src/session.js';
-export { nativeStats } from './src/memory.js';
-export { localSession, dockerSession, kubectlSession } from './src/channels.js';
-export { localExec, dockerExec, dockerArgv, dockerFailure, kubectlExec, kubectlArgv, kubectlFailure, } from './src/exec.js';
-export { McpgwError, InvalidArgumentError, InvalidStateError, ExecError, CommandError, GatewayDownError, StartError, UnauthorizedError, NotFoundError, ConflictError, UpstreamError, TimeoutError, ProtocolError, HostIoError, SessionLostError, InternalError, AbortError, resultCodes, } from './src/errors.js';
+export { Client, CONFIG_OPTIONS } from './src/client.js';
+export { Connection } from './src/connection.js';
+export { local, docker, podman, kubectl, argv, exec } from './src/backends.js';
+export { McpgwError } from './src/mcpgw-error.js';
+export * from './src/codes.js';
+export { BackendError } from './src/errors.js';
+export { nativeStats, resultCodes } from './src/native.js';
 export * from './src/wire.js';
 export * from './src/types.js';
 export type LibraryInfo = {
@@ -13,7 +14,7 @@ export type LibraryInfo = {
      */
     path: string;
     /**
-     * its version, e.g. `0.2.0`
+     * its version, e.g. `0.3.0`
      */
     version: string;
     /**
@@ -26,7 +27,7 @@ export type LibraryInfo = {
  *
  * @typedef {object} LibraryInfo
  * @property {string} path its path
- * @property {string} version its version, e.g. `0.2.0`
+ * @property {string} version its version, e.g. `0.3.0`
  * @property {number} abiVersion its ABI version; equal to {@link ABI_VERSION}
  */
 /**

@@ -1,21 +1,24 @@
 """The PEP 517 build backend of the mcpgw-client Python package (in-tree, standard library only).
 
-The wheel is the pure-Python package ``mcpgw_client`` plus two prebuilt files of the same
+The wheel is the pure-Python package ``mcpgw_client`` plus three prebuilt files of the same
 release, so ``pip install mcpgw-client`` needs no compiler, no build step and no environment
 variable:
 
 - ``mcpgw_client/_lib/libmcpgw.so``, the host library, loaded with ctypes;
 - ``mcpgw_client/_bin/mcpgw-gateway``, the static gateway for Linux x86_64 sandboxes, which
-  ``ensure_gateway_binary()`` installs into a sandbox by default.
+  ``ensure_gateway_binary()`` installs into a sandbox by default;
+- ``mcpgw_client/_bin/mcpgw``, the static host endpoint (``python -m mcpgw_client mcp ...``),
+  which finds the gateway next to it.
 
 Where they come from, for each: a config setting (``pip wheel --config-settings lib=PATH
---config-settings gateway=PATH``), else the environment (``MCPGW_WHEEL_LIB``,
-``MCPGW_WHEEL_GATEWAY``), else, in a checkout of the mcpgw repository, its cargo outputs
-(``target/release/libmcpgw.so`` or ``target/debug/libmcpgw.so``; the static gateway of ``make
-static``). An sdist holds neither: building from it needs both named, and says so. Before
-anything is bundled, the library's ABI version and version and the gateway's version are
-checked against the package's, and the gateway must be static (it runs in images without a
-libc); the library's debug symbols are stripped from the copy when ``strip`` is available.
+--config-settings gateway=PATH --config-settings host=PATH``), else the environment
+(``MCPGW_WHEEL_LIB``, ``MCPGW_WHEEL_GATEWAY``, ``MCPGW_WHEEL_HOST``), else, in a checkout of the
+mcpgw repository, its cargo outputs (``target/release/libmcpgw.so`` or
+``target/debug/libmcpgw.so``; the static binaries of ``make static``). An sdist holds none of
+them: building from it needs all three named, and says so. Before anything is bundled, the
+library's ABI version and version and each binary's version are checked against the package's,
+and the binaries must be static (the gateway runs in images without a libc); the library's
+debug symbols are stripped from the copy when ``strip`` is available.
 
 The version is the workspace's (``Cargo.toml``) in a checkout, and the one the sdist's
 ``PKG-INFO`` records in an sdist: it is written nowhere else.
@@ -53,6 +56,7 @@ SRC = ROOT / "src" / PACKAGE
 REPO = ROOT.parent.parent
 LIB_NAME = "libmcpgw.so"
 GATEWAY_NAME = "mcpgw-gateway"
+HOST_NAME = "mcpgw"
 STATIC_TARGET = "x86_64-unknown-linux-gnu"
 # Members of every archive carry this time, so a rebuild gives the same bytes.
 EPOCH = (2026, 1, 1, 0, 0, 0)
@@ -88,13 +92,15 @@ def _abi_version() -> int:
 def _missing_native(version: str, what: str) -> FileNotFoundError:
     return FileNotFoundError(
         f"building mcpgw-client {version} needs {what}. This source distribution holds no native "
-        "code; it needs two files of the same mcpgw release: libmcpgw.so and the static "
-        f"mcpgw-gateway. Both are in the release tarball mcpgw-{version}-x86_64-linux-gnu.tar.gz "
-        f"(lib/libmcpgw.so.{version}, bin/mcpgw-gateway), or build them in the mcpgw repository "
-        "(`make artifacts`, or `sh mk/build-lib.sh release` and `make static`). Then pass them: "
-        "pip install --no-binary mcpgw-client --config-settings lib=PATH --config-settings "
-        "gateway=PATH mcpgw-client (or set MCPGW_WHEEL_LIB and MCPGW_WHEEL_GATEWAY). On Linux "
-        "x86_64 with glibc 2.34 or newer, the wheel needs none of this: pip install mcpgw-client"
+        "code; it needs three files of the same mcpgw release: libmcpgw.so, the static "
+        f"mcpgw-gateway and the static mcpgw. All are in the release tarball "
+        f"mcpgw-{version}-x86_64-linux-gnu.tar.gz (lib/libmcpgw.so.{version}, bin/mcpgw-gateway, "
+        "bin/mcpgw), or build them in the mcpgw repository (`make artifacts`, or `sh "
+        "mk/build-lib.sh release` and `make static`). Then pass them: pip install --no-binary "
+        "mcpgw-client --config-settings lib=PATH --config-settings gateway=PATH --config-settings "
+        "host=PATH mcpgw-client (or set MCPGW_WHEEL_LIB, MCPGW_WHEEL_GATEWAY and MCPGW_WHEEL_HOST). "
+        "On Linux x86_64 with glibc 2.34 or newer, the wheel needs none of this: pip install "
+        "mcpgw-client"
     )
 
 
@@ -104,11 +110,12 @@ def _missing_native(version: str, what: str) -> FileNotFoundError:
 _NATIVE = {
     "lib": ("MCPGW_WHEEL_LIB", [f"release/{LIB_NAME}", f"debug/{LIB_NAME}"], "sh mk/build-lib.sh release"),
     "gateway": ("MCPGW_WHEEL_GATEWAY", [f"{STATIC_TARGET}/release/{GATEWAY_NAME}"], "make static"),
+    "host": ("MCPGW_WHEEL_HOST", [f"{STATIC_TARGET}/release/{HOST_NAME}"], "make static"),
 }
 
 
 def _find_native(config_settings: dict[str, Any] | None, key: str, version: str) -> Path:
-    """The file to bundle as `key` ("lib" or "gateway"): as named, else a checkout's build."""
+    """The file to bundle as `key` ("lib", "gateway" or "host"): as named, else a checkout's build."""
     env, built, builder = _NATIVE[key]
     value = (config_settings or {}).get(key) or os.environ.get(env)
     if value:
@@ -154,15 +161,16 @@ def _is_static_elf(data: bytes) -> bool:
     return all(struct.unpack_from("<I", data, phoff + i * phentsize)[0] != pt_interp for i in range(phnum))
 
 
-def _check_gateway(path: Path, version: str) -> bytes:
+def _check_static(path: Path, name: str, version: str) -> bytes:
+    """The bytes of the static executable `name` at `path`, once it says it is of `version`."""
     data = path.read_bytes()
     if not _is_static_elf(data):
-        raise ValueError(f"{path} is not a static x86_64 executable: bundle the gateway of `make static`")
+        raise ValueError(f"{path} is not a static x86_64 executable: bundle the {name} of `make static`")
     r = subprocess.run([str(path), "--version"], capture_output=True, text=True, check=False)
-    if r.returncode != 0 or r.stdout.strip() != f"{GATEWAY_NAME} {version}":
+    if r.returncode != 0 or r.stdout.strip() != f"{name} {version}":
         said = (r.stdout + r.stderr).strip() or f"exit {r.returncode}"
         raise ValueError(
-            f"{path} --version says {said!r}, the package is {version}: bundle the gateway of the same release"
+            f"{path} --version says {said!r}, the package is {version}: bundle the {name} of the same release"
         )
     return data
 
@@ -239,9 +247,11 @@ def build_wheel(
     project = _project()
     version, abi = _version(), _abi_version()
     lib_path = _find_native(config_settings, "lib", version)
-    gateway_path = _find_native(config_settings, "gateway", version)
     _check_library(lib_path, version, abi)
-    gateway_bytes = _check_gateway(gateway_path, version)
+    binaries = {
+        name: _check_static(_find_native(config_settings, key, version), name, version)
+        for key, name in (("gateway", GATEWAY_NAME), ("host", HOST_NAME))
+    }
     lib_bytes = _stripped(lib_path)
     tag = f"py3-none-{_platform_tag(lib_bytes)}"
     dist = _dist_name(project)
@@ -252,7 +262,7 @@ def build_wheel(
     for path in _sources():
         files.append((f"{PACKAGE}/{path.relative_to(SRC).as_posix()}", path.read_bytes(), 0o644))
     files.append((f"{PACKAGE}/_lib/{LIB_NAME}", lib_bytes, 0o755))
-    files.append((f"{PACKAGE}/_bin/{GATEWAY_NAME}", gateway_bytes, 0o755))
+    files += [(f"{PACKAGE}/_bin/{name}", data, 0o755) for name, data in binaries.items()]
     files.append((f"{dist_info}/METADATA", _metadata(project, version).encode(), 0o644))
     wheel_meta = f"Wheel-Version: 1.0\nGenerator: mcpgw_build\nRoot-Is-Purelib: false\nTag: {tag}\n"
     files.append((f"{dist_info}/WHEEL", wheel_meta.encode(), 0o644))
@@ -271,8 +281,8 @@ def build_wheel(
 
 
 def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
-    """The package's sources, without the native files: a wheel built from it needs ``lib`` and
-    ``gateway`` (see the module's doc); its PKG-INFO records the version."""
+    """The package's sources, without the native files: a wheel built from it needs ``lib``,
+    ``gateway`` and ``host`` (see the module's doc); its PKG-INFO records the version."""
     project = _project()
     version = _version()
     base = f"{_dist_name(project)}-{version}"

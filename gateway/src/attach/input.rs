@@ -12,7 +12,7 @@ use std::os::fd::FromRawFd;
 use bytes::Bytes;
 use http::Method;
 use http::uri::PathAndQuery;
-use mcpgw::wire::frame::HostFrame;
+use mcpgw::wire::frame::{HostFrame, quoted};
 use tokio::sync::mpsc;
 
 use super::stdio;
@@ -48,6 +48,24 @@ pub enum Input {
     Request(Call),
     /// Abandon a request.
     Cancel(u64),
+    /// Open a virtual MCP connection.
+    Open {
+        /// The connection's id.
+        id: u64,
+        /// `/mcps/{name}/connection` with its query.
+        path: PathAndQuery,
+    },
+    /// A JSON-RPC message for connection `id`, a slice of its line.
+    Message {
+        /// The connection's id.
+        id: u64,
+        /// The message's bytes, as the host sent them.
+        msg: Bytes,
+    },
+    /// Close a virtual MCP connection.
+    Close(u64),
+    /// A heartbeat (or a frame that needs no answer).
+    Ping,
     /// A line that is not a valid frame: the `error` frame to answer it with.
     Invalid {
         /// The id the line carried, when it could be read.
@@ -135,6 +153,32 @@ pub fn parse(line: Vec<u8>) -> Input {
     let request = match HostFrame::parse(text) {
         Ok(HostFrame::Request(r)) => r,
         Ok(HostFrame::Cancel { id }) => return Input::Cancel(id),
+        Ok(HostFrame::Ping) => return Input::Ping,
+        Ok(HostFrame::Open { id, path }) => {
+            return match target(&path) {
+                Ok(path) => Input::Open { id, path },
+                Err(e) => Input::Invalid {
+                    id: Some(id),
+                    message: format!("path {} is not a valid request target: {e}", quoted(&path)),
+                },
+            };
+        }
+        Ok(HostFrame::Message { id, msg }) => {
+            let at = msg.get().as_ptr() as usize - text.as_ptr() as usize;
+            let range = at..at + msg.get().len();
+            return Input::Message {
+                id,
+                msg: Bytes::from(line).slice(range),
+            };
+        }
+        Ok(HostFrame::Close { id }) => return Input::Close(id),
+        Ok(HostFrame::Resume { id, .. }) => {
+            return Input::Invalid {
+                id: Some(id),
+                message: "this attach does not carry resumes yet".into(),
+            };
+        }
+        Ok(HostFrame::Ack { .. }) => return Input::Ping,
         Err(e) => {
             return Input::Invalid {
                 id: e.id,
@@ -143,12 +187,7 @@ pub fn parse(line: Vec<u8>) -> Input {
         }
     };
     let method = Method::from_bytes(request.method.as_bytes()).expect("checked by the frame");
-    // A fragment would be cut off and raw non-ASCII sent as is: both are a host's encoding bug.
-    let target = match request.path.bytes().find(|&b| b == b'#' || !b.is_ascii()) {
-        Some(_) => Err("percent-encode # and every non-ASCII byte".to_string()),
-        None => PathAndQuery::try_from(&*request.path).map_err(|e| e.to_string()),
-    };
-    let path = match target {
+    let path = match target(&request.path) {
         Ok(p) => p,
         Err(e) => {
             return Input::Invalid {
@@ -171,6 +210,15 @@ pub fn parse(line: Vec<u8>) -> Input {
         body: body.map(|range| Bytes::from(line).slice(range)),
         stream,
     })
+}
+
+/// A frame's path as a request target. A fragment would be cut off and raw non-ASCII sent as
+/// is: both are a host's encoding bug.
+fn target(path: &str) -> Result<PathAndQuery, String> {
+    match path.bytes().find(|&b| b == b'#' || !b.is_ascii()) {
+        Some(_) => Err("percent-encode # and every non-ASCII byte".to_string()),
+        None => PathAndQuery::try_from(path).map_err(|e| e.to_string()),
+    }
 }
 
 /// What [`Splitter::split`] found.

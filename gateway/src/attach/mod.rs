@@ -9,6 +9,7 @@
 //! one `write` ([`output`]). Stdin or stdout that is a file gets a blocking thread instead. Before any of it, [`locate`] finds the gateway
 //! (and with `--launch` starts one) and checks that it is the one asked for.
 
+mod connection;
 mod input;
 mod locate;
 mod output;
@@ -86,12 +87,20 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         token_file: gateway.token_file.as_ref().map(|p| p.display().to_string()),
         launched: gateway.launched,
         max_frame_bytes: args.max_frame_bytes as u64,
+        heartbeat_ms: 0,
+        retention_ms: 0,
     });
     let flags = stdio::Restore::record();
     let (ending, written) = runtime.block_on(async {
         let (out, writer) = output::start(relay::encode(&hello));
         let frames = input::start(args.max_frame_bytes);
-        let relay = Arc::new(relay::Relay::new(client, &gateway, auth, out.clone()));
+        let relay = Arc::new(relay::Relay::new(
+            client,
+            &gateway,
+            auth,
+            out.clone(),
+            args.max_mcp_connections,
+        ));
         let ending = relay::run(relay, frames, args.max_in_flight, FLUSH_LIMIT).await;
         (ending, writer.finish(&out, FLUSH_LIMIT).await)
     });

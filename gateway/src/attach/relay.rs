@@ -36,12 +36,14 @@ const MAX_WAITING: usize = 64;
 pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 /// A keep-alive pool to the gateway, Nagle off (frames are small and latency is the point).
+/// Idle connections are dropped well before the gateway's own `--idle-timeout` (60 s) closes
+/// them: a request on a connection the gateway is closing fails with a reset.
 pub fn http_client() -> HttpClient {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     connector.set_connect_timeout(Some(Duration::from_secs(5)));
     Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(60))
+        .pool_idle_timeout(Duration::from_secs(30))
         .build(connector)
 }
 
@@ -82,6 +84,8 @@ pub struct Relay {
     authorization: Option<HeaderValue>,
     out: output::Sender,
     in_flight: Mutex<HashMap<u64, AbortHandle>>,
+    /// The virtual MCP connections.
+    connections: Arc<super::connection::Connections>,
 }
 
 impl Relay {
@@ -91,10 +95,19 @@ impl Relay {
         gateway: &Gateway,
         authorization: Option<HeaderValue>,
         out: output::Sender,
+        max_connections: usize,
     ) -> Relay {
+        let authority = Authority::try_from(gateway.addr.to_string()).expect("an address");
         Relay {
+            connections: super::connection::Connections::new(
+                client.clone(),
+                authority.clone(),
+                authorization.clone(),
+                out.clone(),
+                max_connections,
+            ),
             client,
-            authority: Authority::try_from(gateway.addr.to_string()).expect("an address"),
+            authority,
             addr: gateway.addr,
             gateway_pid: gateway.pid,
             authorization,
@@ -122,7 +135,7 @@ impl Relay {
         outbox: &mut Outbox,
     ) {
         let id = call.id;
-        if self.in_flight.lock().unwrap().contains_key(&id) || waiting.iter().any(|c| c.id == id) {
+        if self.in_use(id, waiting) {
             let message = format!("request id {id} is already in flight: this request was dropped");
             outbox.push(
                 &self.out,
@@ -136,6 +149,47 @@ impl Relay {
         match permits.clone().try_acquire_owned() {
             Ok(permit) if waiting.is_empty() => self.start(call, permit),
             _ => waiting.push_back(call),
+        }
+    }
+
+    /// Whether `id` belongs to a request or a connection in flight.
+    fn in_use(&self, id: u64, waiting: &VecDeque<Call>) -> bool {
+        self.in_flight.lock().unwrap().contains_key(&id)
+            || waiting.iter().any(|c| c.id == id)
+            || self.connections.contains(id)
+    }
+
+    /// `open`, `msg` and `close` of virtual MCP connections.
+    fn connection_frame(&self, input: Input, waiting: &VecDeque<Call>, outbox: &mut Outbox) {
+        let refused = match input {
+            Input::Open { id, path } => {
+                if self.in_use(id, waiting) {
+                    Some(GatewayFrame::Error {
+                        id: Some(id),
+                        message: format!("id {id} is already in flight: this open was refused")
+                            .into(),
+                    })
+                } else {
+                    self.connections.open(id, path).err()
+                }
+            }
+            Input::Message { id, msg } => {
+                (!self.connections.message(id, msg)).then(|| GatewayFrame::Error {
+                    id: None,
+                    message: format!("a msg frame for connection {id}, which is not open: dropped")
+                        .into(),
+                })
+            }
+            Input::Close(id) => {
+                if !self.connections.close(id) {
+                    tracing::debug!(id, "close for a connection not open: ignored");
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(frame) = refused {
+            outbox.push(&self.out, &frame);
         }
     }
 
@@ -292,7 +346,12 @@ impl Relay {
                     String::from_utf8_lossy(&line[..line.len().min(200)])
                 )
             })?;
-        self.send(&GatewayFrame::Chunk { id, chunk }).await;
+        self.send(&GatewayFrame::Chunk {
+            id,
+            chunk,
+            seq: None,
+        })
+        .await;
         Ok(())
     }
 
@@ -393,12 +452,17 @@ pub async fn run(
                 None => break Ending::Eof,
                 Some(Input::Request(call)) => relay.admit(call, &permits, &mut waiting, &mut outbox),
                 Some(Input::Cancel(id)) => relay.cancel(id, &mut waiting, &mut outbox),
+                Some(input @ (Input::Open { .. } | Input::Message { .. } | Input::Close(_))) => {
+                    relay.connection_frame(input, &waiting, &mut outbox)
+                }
+                Some(Input::Ping) => {}
                 Some(Input::Invalid { id, message }) => {
                     outbox.push(&relay.out, &GatewayFrame::Error { id, message: message.into() })
                 }
             },
         }
     };
+    relay.connections.close_all();
     if ending != Ending::OutputClosed {
         relay.cancel_all(waiting, &mut outbox);
         if tokio::time::timeout(limit, outbox.flush(&relay.out))

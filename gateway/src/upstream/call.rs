@@ -6,29 +6,27 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use mcpgw::wire::JsonObject;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    ProgressToken, ServerResult,
-};
-use rmcp::service::{PeerRequestOptions, ServiceError};
-use serde_json::{Value, json};
+use mcpgw::wire::jsonrpc;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
 
-use super::progress::ProgressSender;
+use super::hub::ProgressSender;
+use super::rpc::Reply;
 use super::session::Session;
-use super::{Upstream, error_chain, stdio};
+use super::{Upstream, stdio};
 use crate::error::{DeadlineSource, Error, py_repr};
 
 impl Upstream {
-    /// Calls `tool` and returns the upstream's `CallToolResult` as JSON. `deadline` (from the
-    /// request) can only shorten the MCP's `execution_timeout`; past it the upstream is sent
-    /// `notifications/cancelled`. Progress goes to `progress` when given.
+    /// Calls `tool` and returns the upstream's `CallToolResult` as it sent it. `deadline`
+    /// (from the request) can only shorten the MCP's `execution_timeout`; past it the upstream
+    /// is told to cancel. Progress goes to `progress` when given.
     pub async fn call(
         &self,
         tool: &str,
         arguments: Option<JsonObject>,
         deadline: Option<Duration>,
         progress: Option<ProgressSender>,
-    ) -> Result<Value, Error> {
+    ) -> Result<Box<RawValue>, Error> {
         let started = Instant::now();
         self.metrics.calls.fetch_add(1, Ordering::Relaxed);
         let result = async {
@@ -39,83 +37,44 @@ impl Upstream {
                 });
             }
             let (limit, source) = self.deadline(deadline);
-            let name = &self.name;
             self.with_session(|session| async move {
-                let mut params = CallToolRequestParams::new(tool.to_string());
-                params.arguments = arguments;
-                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-                let handle = session
-                    .peer
-                    .send_request_with_option(request, PeerRequestOptions::with_timeout(limit))
-                    .await
-                    .map_err(|e| {
-                        Error::Upstream(format!(
-                            "sending the call to {} failed: {}",
-                            py_repr(name),
-                            error_chain(&e)
-                        ))
-                    })?;
+                let id = session.peer.next_id();
+                let mut params = Map::new();
+                params.insert("name".into(), json!(tool));
+                if let Some(arguments) = arguments {
+                    params.insert("arguments".into(), Value::Object(arguments));
+                }
+                params.insert("_meta".into(), json!({"progressToken": id}));
+                let token = id.to_string();
+                if let Some(sender) = progress {
+                    session.hub.listen(&token, sender);
+                }
                 let mut guard = CallGuard {
                     session: session.clone(),
-                    id: Some(handle.id.clone()),
-                    token: handle.progress_token.clone(),
+                    id: Some(id),
+                    token,
                 };
-                if let Some(sender) = progress {
-                    session.routes.listen(handle.progress_token.clone(), sender);
-                }
-                let outcome = handle.await_response().await;
-                guard.id = None;
-                match outcome {
-                    Ok(ServerResult::CallToolResult(result)) => {
-                        Ok(serde_json::to_value(result).expect("serializable"))
+                let pending = session
+                    .peer
+                    .request_with_id(id, "tools/call", Some(&session.handshake.params(params)))
+                    .await;
+                let outcome = tokio::time::timeout(limit, pending.reply()).await;
+                let reply = match outcome {
+                    Ok(reply) => {
+                        guard.id = None;
+                        reply
                     }
-                    Ok(ServerResult::EmptyResult(_)) => Ok(json!({"content": []})),
-                    Ok(other) => match serde_json::to_value(other) {
-                        Ok(v @ Value::Object(_)) => Ok(v),
-                        _ => Err(Error::Upstream(format!(
-                            "{} answered the call with something that is not a tool result",
-                            py_repr(name)
-                        ))),
-                    },
-                    Err(ServiceError::Timeout { .. }) => Err(Error::Deadline {
-                        tool: tool.to_string(),
-                        mcp: name.clone(),
-                        limit,
-                        source,
-                    }),
-                    Err(ServiceError::McpError(e))
-                        if let Some(bytes) = e
-                            .data
-                            .as_ref()
-                            .and_then(|d| d.get(stdio::TOO_LARGE_KEY)?.as_u64()) =>
-                    {
-                        Err(Error::ReplyTooLarge {
-                            mcp: name.clone(),
+                    Err(_) => {
+                        // The guard tells the upstream to cancel.
+                        return Err(Error::Deadline {
                             tool: tool.to_string(),
-                            bytes,
-                            limit: self.settings.max_reply_bytes,
-                        })
+                            mcp: self.name.clone(),
+                            limit,
+                            source,
+                        });
                     }
-                    Err(ServiceError::McpError(e)) => Err(Error::Rpc {
-                        mcp: name.clone(),
-                        code: e.code.0,
-                        message: e.message.to_string(),
-                    }),
-                    Err(ServiceError::TransportClosed) | Err(ServiceError::TransportSend(_)) => {
-                        let report = session.death_report().await;
-                        self.note_death(report.clone());
-                        Err(Error::Died {
-                            mcp: name.clone(),
-                            tool: tool.to_string(),
-                            report,
-                        })
-                    }
-                    Err(e) => Err(Error::Upstream(format!(
-                        "the call to {} failed: {}",
-                        py_repr(name),
-                        error_chain(&e)
-                    ))),
-                }
+                };
+                self.outcome(&session, tool, reply).await
             })
             .await
         }
@@ -127,8 +86,152 @@ impl Upstream {
         result
     }
 
+    /// A `tools/call` answer as a result or the error it stands for.
+    async fn outcome(
+        &self,
+        session: &Session,
+        tool: &str,
+        reply: Reply,
+    ) -> Result<Box<RawValue>, Error> {
+        let name = &self.name;
+        match reply {
+            Reply::Ok(result) => {
+                #[derive(serde::Deserialize)]
+                struct Kind<'a> {
+                    #[serde(default, borrow, rename = "resultType")]
+                    result_type: Option<&'a str>,
+                }
+                let kind = serde_json::from_str::<Kind>(result.get()).ok();
+                match kind.as_ref().and_then(|k| k.result_type) {
+                    None | Some("complete") if result.get().starts_with('{') => Ok(result),
+                    Some("input_required") => Err(Error::Upstream(format!(
+                        "the tool {} of {} asked for more input (a multi round-trip request), \
+                         which a REST call cannot give: call it over an MCP connection",
+                        py_repr(tool),
+                        py_repr(name)
+                    ))),
+                    _ => Err(Error::Upstream(format!(
+                        "{} answered the call with something that is not a tool result",
+                        py_repr(name)
+                    ))),
+                }
+            }
+            Reply::Err(error) => {
+                #[derive(serde::Deserialize)]
+                struct Data {
+                    #[serde(default)]
+                    data: Value,
+                }
+                let data =
+                    serde_json::from_str::<Data>(error.get()).map_or(Value::Null, |d| d.data);
+                if let Some(bytes) = data.get(stdio::TOO_LARGE_KEY).and_then(Value::as_u64) {
+                    return Err(Error::ReplyTooLarge {
+                        mcp: name.clone(),
+                        tool: tool.to_string(),
+                        bytes,
+                        limit: self.settings.max_reply_bytes,
+                    });
+                }
+                let (code, message) = jsonrpc::error_parts(&error);
+                Err(Error::Rpc {
+                    mcp: name.clone(),
+                    code,
+                    message,
+                })
+            }
+            Reply::Closed(_) => {
+                let report = session.death_report().await;
+                self.note_death(report.clone());
+                Err(Error::Died {
+                    mcp: name.clone(),
+                    tool: tool.to_string(),
+                    report,
+                })
+            }
+        }
+    }
+
+    /// Sends `method` with `params` (a request the REST surface passes through: resources,
+    /// prompts) and returns the upstream's result as it sent it, within the MCP's deadline.
+    pub async fn ask(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+    ) -> Result<Box<RawValue>, Error> {
+        let (limit, _) = self.deadline(None);
+        let name = &self.name;
+        self.with_session(|session| async move {
+            let pending = session
+                .peer
+                .request(method, Some(&session.handshake.params(params)))
+                .await;
+            let id = pending.id;
+            match tokio::time::timeout(limit, pending.reply()).await {
+                Err(_) => {
+                    session
+                        .peer
+                        .cancel(id, "the request's deadline passed")
+                        .await;
+                    Err(Error::SetupTimeout {
+                        what: format!("{method} of {}", py_repr(name)),
+                        limit,
+                    })
+                }
+                Ok(Reply::Ok(result)) => Ok(result),
+                Ok(Reply::Err(error)) => {
+                    let (code, message) = jsonrpc::error_parts(&error);
+                    Err(Error::Rpc {
+                        mcp: name.clone(),
+                        code,
+                        message,
+                    })
+                }
+                Ok(Reply::Closed(_)) => Err(Error::Upstream(format!(
+                    "upstream {} {} during {method}",
+                    py_repr(name),
+                    session.death_report().await
+                ))),
+            }
+        })
+        .await
+    }
+
+    /// Every item under `key` of every page of the list `method`.
+    pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, Error> {
+        #[derive(serde::Deserialize)]
+        struct Page {
+            #[serde(default, rename = "nextCursor")]
+            next_cursor: Option<String>,
+        }
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..super::tools::MAX_PAGES {
+            let mut params = Map::new();
+            if let Some(c) = &cursor {
+                params.insert("cursor".into(), json!(c));
+            }
+            let page = self.ask(method, params).await?;
+            let mut value: Value = serde_json::from_str(page.get()).unwrap_or_default();
+            if let Some(Value::Array(list)) = value.get_mut(key).map(Value::take) {
+                items.extend(list);
+            }
+            match serde_json::from_str::<Page>(page.get())
+                .ok()
+                .and_then(|p| p.next_cursor)
+            {
+                Some(next) if !next.is_empty() => cursor = Some(next),
+                _ => return Ok(items),
+            }
+        }
+        Err(Error::Upstream(format!(
+            "the list {method} of {} did not end after {} pages",
+            py_repr(&self.name),
+            super::tools::MAX_PAGES
+        )))
+    }
+
     /// The effective deadline of a call and where it came from.
-    fn deadline(&self, requested: Option<Duration>) -> (Duration, DeadlineSource) {
+    pub(crate) fn deadline(&self, requested: Option<Duration>) -> (Duration, DeadlineSource) {
         match (self.spec.execution_timeout(), requested) {
             (Some(own), Some(r)) if r < own => (r, DeadlineSource::Request),
             (Some(own), _) => (own, DeadlineSource::ExecutionTimeout),
@@ -139,24 +242,25 @@ impl Upstream {
 }
 
 /// Cancels the call upstream when the caller goes away before its answer (the HTTP client
-/// disconnected, the handler future was dropped), and unroutes its progress.
+/// disconnected, the handler future was dropped, the deadline passed), and unroutes its
+/// progress.
 struct CallGuard {
     session: Arc<Session>,
-    id: Option<rmcp::model::RequestId>,
-    token: ProgressToken,
+    id: Option<u64>,
+    token: String,
 }
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        self.session.routes.forget(&self.token);
+        self.session.hub.forget(&self.token);
         if let Some(id) = self.id.take() {
             let peer = self.session.peer.clone();
             tokio::spawn(async move {
-                let params = CancelledNotificationParam::new(
-                    Some(id),
-                    Some("the gateway's caller went away".into()),
-                );
-                let _ = peer.notify_cancelled(params).await;
+                peer.cancel(
+                    id,
+                    "the gateway's caller went away, or the call's deadline passed",
+                )
+                .await;
             });
         }
     }

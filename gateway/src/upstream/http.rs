@@ -1,26 +1,27 @@
-//! Streamable HTTP upstreams: rmcp's transport over a reqwest client whose runtime headers can be
-//! replaced while the session lives.
+//! Streamable HTTP upstreams: the gateway's own client of the transport (POST per message,
+//! answers as JSON or event streams, the session id, the `GET` stream of legacy sessions),
+//! over a reqwest client whose runtime headers can be replaced while the session lives.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use futures::stream::BoxStream;
+use futures::StreamExt;
+use futures::future::BoxFuture;
 use mcpgw::wire::HttpConfig;
-use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::ClientJsonRpcMessage;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::{
-    SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
-    StreamableHttpPostResponse, StreamableHttpResponseLimits,
-};
-use sse_stream::Sse;
+use mcpgw::wire::jsonrpc;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use tokio::task::AbortHandle;
+
+use super::error_chain;
+use super::rpc::{Sink, Wire};
 
 /// A header map shared between the gateway (which replaces it) and the transport (which reads
 /// it on every request).
 pub type SharedHeaders = Arc<RwLock<HashMap<HeaderName, HeaderValue>>>;
 
-/// Turns validated string headers into typed ones.
+/// Turns headers checked by the registration validator (`validate_headers`, which also refuses
+/// the names the transport sets) into typed ones.
 pub fn header_map(
     headers: &BTreeMap<String, String>,
 ) -> Result<HashMap<HeaderName, HeaderValue>, String> {
@@ -29,9 +30,6 @@ pub fn header_map(
         .map(|(k, v)| {
             let name = HeaderName::from_bytes(k.as_bytes())
                 .map_err(|_| format!("header {k:?} is invalid"))?;
-            if rmcp_reserved(&name) {
-                return Err(format!("header {k:?} is owned by the MCP transport"));
-            }
             let value = HeaderValue::from_str(v)
                 .map_err(|_| format!("header {k:?} has an invalid value"))?;
             Ok((name, value))
@@ -39,137 +37,18 @@ pub fn header_map(
         .collect()
 }
 
-/// The headers rmcp sets itself and refuses from callers.
-fn rmcp_reserved(name: &HeaderName) -> bool {
-    [
-        "accept",
-        "mcp-session-id",
-        "last-event-id",
-        "mcp-protocol-version",
-    ]
-    .contains(&name.as_str())
-}
-
-/// A reqwest client that adds the current runtime headers to each request; they override the
-/// spec's static headers of the same name.
-#[derive(Clone)]
-pub struct HeaderedClient {
-    inner: reqwest::Client,
-    runtime: SharedHeaders,
-}
-
-impl HeaderedClient {
-    fn merged(
-        &self,
-        mut headers: HashMap<HeaderName, HeaderValue>,
-    ) -> HashMap<HeaderName, HeaderValue> {
-        let runtime = self.runtime.read().unwrap();
-        headers.extend(runtime.iter().map(|(k, v)| (k.clone(), v.clone())));
-        headers
-    }
-}
-
-impl StreamableHttpClient for HeaderedClient {
-    type Error = reqwest::Error;
-
-    async fn post_message(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let headers = self.merged(custom_headers);
-        self.inner
-            .post_message(uri, message, session_id, auth_header, headers)
-            .await
-    }
-
-    async fn post_message_with_response_limits(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        limits: StreamableHttpResponseLimits,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let headers = self.merged(custom_headers);
-        self.inner
-            .post_message_with_response_limits(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                headers,
-                limits,
-            )
-            .await
-    }
-
-    async fn delete_session(
-        &self,
-        uri: Arc<str>,
-        session_id: Arc<str>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<(), StreamableHttpError<Self::Error>> {
-        let headers = self.merged(custom_headers);
-        self.inner
-            .delete_session(uri, session_id, auth_header, headers)
-            .await
-    }
-
-    async fn get_stream(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        let headers = self.merged(custom_headers);
-        self.inner
-            .get_stream(uri, session_id, last_event_id, auth_header, headers)
-            .await
-    }
-
-    async fn get_stream_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        let headers = self.merged(custom_headers);
-        self.inner
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id,
-                last_event_id,
-                auth_header,
-                headers,
-                max_sse_event_size,
-            )
-            .await
-    }
-}
-
 /// How long the plain request of [`diagnose`] may take at most.
 const DIAGNOSE_LIMIT: Duration = Duration::from_secs(10);
 
-/// Asks the server once more, plainly, why it cannot be reached: rmcp's transport error keeps
-/// only reqwest's summary ("error sending request"), while the cause a person can act on
+/// Asks the server once more, plainly, why it cannot be reached: a failed exchange's error may
+/// keep only reqwest's summary ("error sending request"), while the cause a person can act on
 /// (connection refused, an untrusted certificate) sits further down the chain. Only on the
 /// failure path.
 pub async fn diagnose(config: &HttpConfig) -> Option<String> {
     let client = client_builder(config).ok()?.build().ok()?;
     let limit = super::http_timeout(config).map_or(DIAGNOSE_LIMIT, |t| t.min(DIAGNOSE_LIMIT));
     match tokio::time::timeout(limit, client.get(config.url.as_str()).send()).await {
-        Ok(Err(e)) => Some(super::error_chain(&e)),
+        Ok(Err(e)) => Some(error_chain(&e)),
         _ => None,
     }
 }
@@ -184,25 +63,367 @@ pub fn client_builder(config: &HttpConfig) -> Result<reqwest::ClientBuilder, Str
     Ok(builder)
 }
 
-/// Builds the transport for one session: static headers from the spec, runtime headers from
-/// `runtime`, the spec's `timeout` bounding how long a connection may take to open, and
-/// `max_reply_bytes` bounding one response or event.
-pub fn transport(
+/// One streamable HTTP session's sending half. Every message is a POST; a request's answer
+/// comes in the POST's response (one JSON message, or an event stream carrying the request's
+/// notifications, the upstream's requests it caused and the reply), read by a task of its own.
+/// A legacy session also keeps the `GET` stream open for what the server sends unasked.
+pub struct HttpWire(Arc<Inner>);
+
+struct Inner {
+    client: reqwest::Client,
+    url: Arc<str>,
+    static_headers: HashMap<HeaderName, HeaderValue>,
+    runtime: SharedHeaders,
+    session_id: RwLock<Option<HeaderValue>>,
+    version: RwLock<Option<String>>,
+    max_reply_bytes: usize,
+    sink: Sink,
+    /// The answer streams of requests in flight, to close one (a modern cancellation).
+    streams: Mutex<HashMap<u64, AbortHandle>>,
+    get_stream: Mutex<Option<AbortHandle>>,
+}
+
+/// How much of an error response's body an error message quotes.
+const ERROR_BODY_BYTES: usize = 2048;
+
+/// A session's transport: static headers from the spec, runtime headers from `runtime` (read
+/// on every request), the spec's `timeout` bounding how long a connection may take to open,
+/// and `max_reply_bytes` bounding one response or event.
+pub fn connect(
     config: &HttpConfig,
     runtime: SharedHeaders,
     max_reply_bytes: usize,
-) -> Result<StreamableHttpClientTransport<HeaderedClient>, String> {
+    sink: Sink,
+) -> Result<HttpWire, String> {
     let static_headers = header_map(config.headers.as_ref().unwrap_or(&BTreeMap::new()))
         .map_err(|e| format!("mcp_config.headers: {e}"))?;
-    let inner = client_builder(config)?
+    let client = client_builder(config)?
         .build()
         .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
-    let transport_config = StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
-        .custom_headers(static_headers)
-        .max_sse_event_size(max_reply_bytes)
-        .max_json_response_size(max_reply_bytes);
-    Ok(StreamableHttpClientTransport::with_client(
-        HeaderedClient { inner, runtime },
-        transport_config,
-    ))
+    Ok(HttpWire(Arc::new(Inner {
+        client,
+        url: config.url.as_str().into(),
+        static_headers,
+        runtime,
+        session_id: RwLock::new(None),
+        version: RwLock::new(None),
+        max_reply_bytes,
+        sink,
+        streams: Mutex::new(HashMap::new()),
+        get_stream: Mutex::new(None),
+    })))
+}
+
+/// A header value as 2026-07-28 carries names: plain when it is visible ASCII without spaces
+/// at its ends, else `=?base64?...?=`.
+fn header_safe(value: &str) -> Option<HeaderValue> {
+    use base64::Engine as _;
+    let plain = !value.is_empty()
+        && value.trim() == value
+        && value
+            .bytes()
+            .all(|b| b == b'\t' || (0x20..0x7f).contains(&b));
+    let text = if plain {
+        value.to_string()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+    };
+    HeaderValue::from_str(&text).ok()
+}
+
+impl Inner {
+    fn post(&self, body: Vec<u8>, method: &str, params: Option<&str>) -> reqwest::RequestBuilder {
+        let mut headers: HeaderMap = self
+            .static_headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (k, v) in self.runtime.read().unwrap().iter() {
+            headers.insert(k.clone(), v.clone());
+        }
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        if let Some(id) = self.session_id.read().unwrap().clone() {
+            headers.insert("mcp-session-id", id);
+        }
+        let version = match method {
+            "server/discover" => Some(jsonrpc::MODERN.to_string()),
+            _ => self.version.read().unwrap().clone(),
+        };
+        if let Some(v) = version
+            .as_deref()
+            .and_then(|v| HeaderValue::from_str(v).ok())
+        {
+            headers.insert("mcp-protocol-version", v);
+        }
+        if version.as_deref().is_some_and(jsonrpc::is_modern) && !method.is_empty() {
+            if let Some(m) = header_safe(method) {
+                headers.insert("mcp-method", m);
+            }
+            if matches!(method, "tools/call" | "prompts/get" | "resources/read")
+                && let Some(name) = params.and_then(named)
+                && let Some(v) = header_safe(&name)
+            {
+                headers.insert("mcp-name", v);
+            }
+        }
+        self.client.post(&*self.url).headers(headers).body(body)
+    }
+
+    /// Reads what answered a POST (or the GET stream) and delivers it; `origin` is the request
+    /// it answers.
+    async fn answer(&self, response: reqwest::Response, origin: Option<u64>) {
+        if let Some(id) = response.headers().get("mcp-session-id") {
+            *self.session_id.write().unwrap() = Some(id.clone());
+        }
+        let status = response.status();
+        let kind = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if status.is_success() && kind.starts_with("text/event-stream") {
+            let too_large = super::sse::CloseReason::default();
+            let bytes = super::sse::bounded_events(
+                response.bytes_stream(),
+                self.max_reply_bytes,
+                too_large.clone(),
+            );
+            let mut events = sse_stream::SseStream::from_bytes_stream(bytes);
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(sse) if matches!(sse.event.as_deref(), None | Some("message")) => {
+                        if let Some(data) = sse.data.filter(|d| !d.trim().is_empty()) {
+                            self.sink.deliver(&data, origin);
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        let reason = too_large.lock().unwrap().clone();
+                        if let (Some(id), Some(reason)) = (origin, reason) {
+                            let error =
+                                jsonrpc::error_object(jsonrpc::code::INTERNAL_ERROR, &reason, None);
+                            self.sink.fail(id, error);
+                        } else {
+                            tracing::debug!("an event stream of {} broke off: {e}", self.url);
+                        }
+                        break;
+                    }
+                }
+            }
+            // A stream that ended without answering its request fails it (a late answer on
+            // the GET stream is not to be waited for).
+            if let Some(id) = origin {
+                let error = jsonrpc::error_object(
+                    jsonrpc::code::INTERNAL_ERROR,
+                    &format!("{}: the answer stream ended without a reply", self.url),
+                    None,
+                );
+                self.sink.fail(id, error);
+            }
+            return;
+        }
+        if status.as_u16() == 202 && origin.is_none() {
+            return;
+        }
+        if status.as_u16() == 404 && self.session_id.read().unwrap().is_some() {
+            self.sink.close(&format!(
+                "{} ended the session (HTTP 404 for its session id)",
+                self.url
+            ));
+            return;
+        }
+        let limit = if status.is_success() {
+            self.max_reply_bytes
+        } else {
+            ERROR_BODY_BYTES.max(self.max_reply_bytes.min(1 << 16))
+        };
+        let body = match read_limited(response, limit).await {
+            Ok(body) => body,
+            Err(len) => {
+                if let Some(id) = origin {
+                    self.sink.fail(id, super::stdio::too_large(len, limit));
+                }
+                return;
+            }
+        };
+        let text = String::from_utf8_lossy(&body);
+        if !text.trim().is_empty()
+            && let Ok(jsonrpc::Message::Response { .. }) = jsonrpc::parse(&text)
+        {
+            self.sink.deliver(&text, origin);
+            return;
+        }
+        if let Some(id) = origin {
+            let shown: String = text.chars().take(ERROR_BODY_BYTES).collect();
+            let message = match status.is_success() {
+                true => format!(
+                    "{}: the answer was not a JSON-RPC reply: {shown:?}",
+                    self.url
+                ),
+                false => format!("{}: HTTP {status}: {}", self.url, shown.trim()),
+            };
+            self.sink.fail(
+                id,
+                jsonrpc::error_object(jsonrpc::code::INTERNAL_ERROR, &message, None),
+            );
+        }
+    }
+
+    /// Keeps the `GET` stream of a legacy session open while the session lives.
+    async fn listen(self: Arc<Self>) {
+        while !self.sink.is_closed() {
+            let mut get = self
+                .client
+                .get(&*self.url)
+                .header(ACCEPT, "text/event-stream");
+            for (k, v) in self
+                .static_headers
+                .iter()
+                .chain(self.runtime.read().unwrap().iter())
+            {
+                get = get.header(k.clone(), v.clone());
+            }
+            if let Some(id) = self.session_id.read().unwrap().clone() {
+                get = get.header("mcp-session-id", id);
+            }
+            if let Some(v) = self.version.read().unwrap().clone() {
+                get = get.header("mcp-protocol-version", v);
+            }
+            match get.send().await {
+                Ok(r) if r.status().is_success() => self.answer(r, None).await,
+                // 405: the server offers no such stream.
+                _ => return,
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+}
+
+/// `params.name`, or `params.uri`, of a request.
+fn named(params: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: Option<String>,
+        uri: Option<String>,
+    }
+    let n: Named = serde_json::from_str(params).ok()?;
+    n.name.or(n.uri)
+}
+
+/// A body of at most `limit` bytes, or its length so far when it is longer.
+async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, usize> {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        body.extend_from_slice(&chunk);
+        if body.len() > limit {
+            return Err(body.len());
+        }
+    }
+    Ok(body)
+}
+
+impl Wire for HttpWire {
+    fn send(
+        &self,
+        message: Vec<u8>,
+        request: Option<u64>,
+        method: &str,
+        params: Option<&str>,
+    ) -> BoxFuture<'static, Result<(), String>> {
+        let inner = self.0.clone();
+        let post = inner.post(message, method, params);
+        let Some(id) = request else {
+            // Notifications and answers: accepted (202) or refused, nothing to read.
+            return Box::pin(async move {
+                let r = post.send().await.map_err(|e| error_chain(&e))?;
+                match r.status() {
+                    s if s.is_success() => Ok(()),
+                    s if s.as_u16() == 404 && inner.session_id.read().unwrap().is_some() => {
+                        inner
+                            .sink
+                            .close(&format!("{} ended the session (HTTP 404)", inner.url));
+                        Err(format!("HTTP {s}"))
+                    }
+                    s => Err(format!("HTTP {s}")),
+                }
+            });
+        };
+        let task_inner = inner.clone();
+        let task = tokio::spawn(async move {
+            match post.send().await {
+                Ok(r) => task_inner.answer(r, Some(id)).await,
+                Err(e) => {
+                    let message = format!("{}: {}", task_inner.url, error_chain(&e));
+                    task_inner.sink.fail(
+                        id,
+                        jsonrpc::error_object(jsonrpc::code::INTERNAL_ERROR, &message, None),
+                    );
+                }
+            }
+            task_inner.streams.lock().unwrap().remove(&id);
+        });
+        inner
+            .streams
+            .lock()
+            .unwrap()
+            .insert(id, task.abort_handle());
+        // The task may have ended already: then it found no entry to remove.
+        if task.is_finished() {
+            inner.streams.lock().unwrap().remove(&id);
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn close_stream(&self, id: u64) -> bool {
+        let modern = self
+            .0
+            .version
+            .read()
+            .unwrap()
+            .as_deref()
+            .is_some_and(jsonrpc::is_modern);
+        match self.0.streams.lock().unwrap().remove(&id) {
+            Some(stream) if modern => {
+                stream.abort();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn handshaken(&self, version: &str) {
+        *self.0.version.write().unwrap() = Some(version.to_string());
+        if !jsonrpc::is_modern(version) {
+            let task = tokio::spawn(self.0.clone().listen());
+            *self.0.get_stream.lock().unwrap() = Some(task.abort_handle());
+        }
+    }
+
+    fn shut(&self) -> BoxFuture<'static, ()> {
+        let inner = self.0.clone();
+        if let Some(get) = inner.get_stream.lock().unwrap().take() {
+            get.abort();
+        }
+        for (_, stream) in inner.streams.lock().unwrap().drain() {
+            stream.abort();
+        }
+        Box::pin(async move {
+            let Some(id) = inner.session_id.read().unwrap().clone() else {
+                return;
+            };
+            let delete = inner
+                .client
+                .delete(&*inner.url)
+                .header("mcp-session-id", id);
+            let _ = tokio::time::timeout(Duration::from_secs(2), delete.send()).await;
+        })
+    }
 }

@@ -49,6 +49,10 @@ pub struct LineReader<R> {
     json: bool,
     /// The current line is junk.
     junk: bool,
+    /// `line` holds the whole line the last call announced: the next call starts a new one.
+    /// Until then, what `line` holds is a line still being read, which a call that was
+    /// cancelled (its future dropped at its one await) leaves for the next.
+    announced: bool,
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
@@ -61,6 +65,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             over: None,
             json: false,
             junk: false,
+            announced: false,
         }
     }
 
@@ -80,9 +85,13 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         &self.line
     }
 
-    /// Reads the next line. Cancel-safe: what was read of a line stays for the next call.
+    /// Reads the next line. Cancel-safe: the one await is `fill_buf`, which consumes nothing,
+    /// and every byte consumed is in `line` (or counted in `over`) at once, so a call dropped
+    /// at any point leaves what it read of a line for the next call.
     pub async fn next(&mut self) -> io::Result<Next> {
-        self.recycle();
+        if std::mem::take(&mut self.announced) {
+            self.recycle();
+        }
         loop {
             let buf = self.reader.fill_buf().await?;
             if buf.is_empty() {
@@ -121,7 +130,10 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 return Ok(match self.over.take() {
                     Some(over) if std::mem::take(&mut self.junk) => Next::Junk(over),
                     Some(over) => Next::Oversized(over),
-                    None => Next::Line,
+                    None => {
+                        self.announced = true;
+                        Next::Line
+                    }
                 });
             }
         }
@@ -218,5 +230,146 @@ mod tests {
         assert!(matches!(reader.next().await.unwrap(), Next::Line));
         assert_eq!(reader.line(), b"small\n");
         assert!(reader.line.capacity() < RELEASE_ABOVE);
+    }
+
+    /// A small deterministic generator, so a failing case can be replayed from its seed.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            // xorshift64*
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A pipe that hands out its bytes in pieces of random length and is often not ready.
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+        rng: Rng,
+    }
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            if self.rng.below(3) == 0 {
+                cx.waker().wake_by_ref();
+                return std::task::Poll::Pending;
+            }
+            let left = self.data.len() - self.at;
+            let n = (self.rng.below(300) as usize + 1)
+                .min(left)
+                .min(buf.remaining());
+            let at = self.at;
+            buf.put_slice(&self.data[at..at + n]);
+            self.at += n;
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    /// What a reader gives for `input`, each line or event as text.
+    fn describe(next: Next, line: &[u8]) -> String {
+        match next {
+            Next::Line => String::from_utf8_lossy(line).into_owned(),
+            Next::Junk(o) => format!("junk {}", o.len),
+            Next::Oversized(o) => {
+                format!("oversized {} {:?}", o.len, &o.head[..o.head.len().min(8)])
+            }
+            Next::Eof => "eof".into(),
+        }
+    }
+
+    /// Reads everything, dropping the `next()` future after a random number of polls each
+    /// time (a `select!` whose other branch won), as the task that owns a reader may.
+    fn read_with_cancellations(input: &[u8], max: usize, seed: u64) -> Vec<String> {
+        use std::future::Future as _;
+        let waker = futures::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut rng = Rng(seed | 1);
+        let pipe = Trickle {
+            data: input.to_vec(),
+            at: 0,
+            rng: Rng(seed.rotate_left(17) | 1),
+        };
+        let mut reader = LineReader::new(pipe, max).json();
+        // A small buffer, so lines span many fills.
+        reader.reader = BufReader::with_capacity(64, reader.reader.into_inner());
+        let mut out = Vec::new();
+        loop {
+            let polls = rng.below(4) + 1;
+            let mut outcome = None;
+            {
+                let mut fut = std::pin::pin!(reader.next());
+                for _ in 0..polls {
+                    if let std::task::Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+                        outcome = Some(r.unwrap());
+                        break;
+                    }
+                }
+            }
+            if let Some(next) = outcome {
+                let eof = matches!(next, Next::Eof);
+                out.push(describe(next, reader.line()));
+                if eof {
+                    return out;
+                }
+            }
+        }
+    }
+
+    fn read_plainly(input: &[u8], max: usize) -> Vec<String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut reader = LineReader::new(input, max).json();
+            let mut out = Vec::new();
+            loop {
+                let next = reader.next().await.unwrap();
+                let eof = matches!(next, Next::Eof);
+                out.push(describe(next, reader.line()));
+                if eof {
+                    return out;
+                }
+            }
+        })
+    }
+
+    #[test]
+    fn lines_survive_any_split_and_any_cancellation() {
+        for seed in 1..400u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+            let mut input = Vec::new();
+            for i in 0..rng.below(12) + 1 {
+                match rng.below(6) {
+                    0 => input.extend(format!("junk line {i}\n").as_bytes()),
+                    1 => input.extend(vec![b'x'; rng.below(3000) as usize]),
+                    2 => input.push(b'\n'),
+                    _ => {
+                        let text = "p".repeat(rng.below(2000) as usize);
+                        input.extend(
+                            format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"result\":\"{text}\"}}\n")
+                                .as_bytes(),
+                        );
+                    }
+                }
+            }
+            let max = 1500;
+            assert_eq!(
+                read_with_cancellations(&input, max, seed),
+                read_plainly(&input, max),
+                "seed {seed}"
+            );
+        }
     }
 }

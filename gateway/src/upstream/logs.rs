@@ -89,11 +89,11 @@ impl UpstreamLog {
     }
 
     /// Logs one `notifications/message` of the upstream.
-    pub fn message(&self, level: &dyn std::fmt::Debug, data: &serde_json::Value) {
+    pub fn message(&self, level: &str, data: &serde_json::Value) {
         if let Some(suppressed) = self.admit() {
             self.summary(suppressed);
             let text = data.to_string();
-            tracing::info!(mcp = %self.name, level = ?level, "upstream log: {}", cut(&text));
+            tracing::info!(mcp = %self.name, level = %level, "upstream log: {}", cut(&text));
         }
     }
 

@@ -4,18 +4,21 @@
 //! - [`supervisor`]: the restart policy (pure) and the supervision that applies it;
 //! - [`tools`]: the tool list, cached or fetched;
 //! - [`call`]: tool calls with their deadlines and cancellation;
-//! - [`stdio`], [`http`], [`sse`]: the transports; [`progress`]: progress routing.
+//! - [`rpc`]: the gateway's JSON-RPC client of a session, which keeps every message as the
+//!   upstream wrote it; [`hub`]: where what the upstream sends on its own goes;
+//! - [`stdio`], [`http`], [`sse`]: the transports.
 //!
-//! Calls take the current session without holding any lock across the call; rmcp multiplexes
-//! concurrent requests on one session by JSON-RPC id. Only reconnecting is serialised, per
+//! Calls take the current session without holding any lock across the call; the session
+//! multiplexes concurrent requests by JSON-RPC id. Only reconnecting is serialised, per
 //! upstream, so a slow or crashing upstream never stalls another.
 
 pub mod call;
 pub mod http;
+pub mod hub;
 pub mod lines;
 pub mod logs;
 pub mod process;
-pub mod progress;
+pub mod rpc;
 pub mod session;
 pub mod sse;
 pub mod stdio;
@@ -72,6 +75,9 @@ pub struct Upstream {
     log: Arc<logs::UpstreamLog>,
     health: Mutex<Health>,
     closed: AtomicBool,
+    /// The client capabilities new sessions declare: what the virtual connections' hosts
+    /// declared (nothing while none did).
+    capabilities: Mutex<serde_json::Value>,
     /// Calls, errors and latency, for `/metrics`.
     pub metrics: crate::metrics::UpstreamMetrics,
 }
@@ -104,6 +110,7 @@ impl Upstream {
                 policy: RestartPolicy::default(),
             }),
             closed: AtomicBool::new(false),
+            capabilities: Mutex::new(serde_json::json!({})),
             metrics: Default::default(),
             spec,
         });
@@ -150,6 +157,7 @@ impl Upstream {
 
     /// Starts a new session within the setup limit.
     async fn open_session(&self) -> Result<Arc<Session>, String> {
+        let capabilities = self.capabilities.lock().unwrap().clone();
         session::open(session::Opening {
             name: &self.name,
             config: &self.spec.mcp_config,
@@ -158,6 +166,7 @@ impl Upstream {
             limit: self.setup_limit(),
             max_reply_bytes: self.settings.max_reply_bytes,
             log: &self.log,
+            capabilities,
         })
         .await
     }

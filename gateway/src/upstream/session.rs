@@ -1,74 +1,123 @@
 //! A session with an upstream: opening it (spawn a stdio child, or connect over streamable HTTP
-//! or legacy SSE, then the MCP handshake, within a limit), what it receives on its own (tool list
-//! changes, log messages), and closing it.
+//! or legacy SSE, then the handshake of the newest revision the upstream offers, within a
+//! limit), and closing it.
+//!
+//! The revision: a server of 2026-07-28 has no `initialize`; it answers `server/discover`, and
+//! every request carries its revision and the client's capabilities in `_meta`. The gateway
+//! asks `server/discover` first (stdio and streamable HTTP; legacy SSE predates it) and falls
+//! back to `initialize` on anything but a discovery result, as the revision's backward
+//! compatibility rules say.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcpgw::wire::McpConfig;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
-use rmcp::{ClientHandler, ServiceExt};
+use mcpgw::wire::jsonrpc::{self, LEGACY, MODERN, code};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
 
+use super::hub::Hub;
 use super::logs::UpstreamLog;
-use super::progress::{ProgressRoutes, ProgressTap};
+use super::rpc::{Peer, Pending, Reply, Sink, Wire};
 use super::stdio::ChildProcess;
-use super::tools::{ToolCache, fetch_tools};
-use super::{error_chain, http, sse, stdio};
+use super::tools::ToolCache;
+use super::{http, sse, stdio};
 
-/// Receives what the upstream sends on its own: tool list changes. (Progress and log messages
-/// are taken out by the transport tap.)
-#[derive(Clone)]
-pub struct Handler {
-    name: Arc<str>,
-    tools: Arc<ToolCache>,
+/// How long a `server/discover` probe waits before taking the server for a legacy one (some
+/// legacy servers answer nothing to a request before `initialize`).
+const PROBE_LIMIT: Duration = Duration::from_secs(3);
+
+/// What the gateway calls itself to upstreams.
+pub fn client_info() -> Value {
+    json!({"name": "mcpgw-gateway", "version": env!("CARGO_PKG_VERSION")})
 }
 
-impl ClientHandler for Handler {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("mcpgw-gateway", env!("CARGO_PKG_VERSION")),
-        )
+/// What the handshake learnt of the upstream.
+#[derive(Debug, Clone)]
+pub struct Handshake {
+    /// The revision in use.
+    pub version: String,
+    /// The server's capabilities.
+    pub capabilities: Value,
+    /// The server's name and version (`serverInfo`).
+    pub server_info: Value,
+    /// The server's instructions.
+    pub instructions: Option<String>,
+    /// The capabilities the gateway declared (legacy revisions declare them once).
+    pub declared: Value,
+    /// The `initialize` or `server/discover` result as the server sent it.
+    pub result: Arc<RawValue>,
+}
+
+impl Handshake {
+    /// Whether the upstream speaks 2026-07-28 (no session; `_meta` on every request).
+    pub fn is_modern(&self) -> bool {
+        jsonrpc::is_modern(&self.version)
     }
 
-    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        // Refresh on a task of its own: awaiting a request from inside a notification handler
-        // would hold up the session's message loop that must deliver the answer.
-        let (name, tools, peer) = (self.name.clone(), self.tools.clone(), context.peer);
-        tokio::spawn(async move {
-            match fetch_tools(&peer).await {
-                Ok(list) => {
-                    tracing::info!(mcp = %name, tools = list.len(), "tool list changed upstream; refreshed");
-                    tools.set(list);
-                }
-                Err(e) => tracing::warn!(mcp = %name, "refreshing the tool list failed: {e}"),
+    /// `params` as the gateway's own requests send them: with the revision's `_meta` for a
+    /// modern upstream (the gateway's REST calls declare no capabilities).
+    pub fn params(&self, mut params: Map<String, Value>) -> String {
+        if self.is_modern() {
+            let meta = params
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(meta) = meta {
+                meta.insert(jsonrpc::META_PROTOCOL_VERSION.into(), json!(self.version));
+                meta.insert(jsonrpc::META_CLIENT_CAPABILITIES.into(), json!({}));
+                meta.insert(jsonrpc::META_CLIENT_INFO.into(), client_info());
             }
-        });
+        }
+        Value::Object(params).to_string()
+    }
+
+    /// Whether the server promised `notifications/tools/list_changed`.
+    pub fn announces_tool_changes(&self) -> bool {
+        self.capabilities["tools"]["listChanged"] == json!(true)
     }
 }
 
 /// One live connection to the upstream.
 pub struct Session {
-    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
     /// Sends requests and notifications to the upstream.
-    pub peer: Peer<RoleClient>,
+    pub peer: Arc<Peer>,
+    /// Routes what the upstream sends on its own.
+    pub hub: Arc<Hub>,
     child: Option<ChildProcess>,
-    /// Where the progress of this session's calls goes.
-    pub routes: Arc<ProgressRoutes>,
-    /// The server promised `notifications/tools/list_changed`, so the cached list stays true.
-    pub announces_tool_changes: bool,
-    /// Why the transport ended, when it ended the session itself (e.g. an oversized event).
-    closed_because: CloseReason,
+    /// What the handshake learnt.
+    pub handshake: Handshake,
+    /// A modern upstream's `subscriptions/listen` for the gateway's own tool list (and the
+    /// list changes legacy hosts expect unasked): kept open for the session's life.
+    _listen: std::sync::Mutex<Option<Pending>>,
+    /// Resource subscriptions of a legacy upstream: how many connections hold each.
+    subscriptions: tokio::sync::Mutex<HashMap<String, usize>>,
+    /// The `logging/setLevel` of each connection, and the level the upstream was set to.
+    levels: tokio::sync::Mutex<(HashMap<u64, String>, Option<String>)>,
 }
 
-/// Why a transport ended the session, set by the transport.
-pub type CloseReason = Arc<std::sync::Mutex<Option<String>>>;
+/// The levels of `notifications/message`, least severe first.
+pub const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// Where `level` stands among [`LEVELS`] (0 for one not there).
+pub fn severity(level: &str) -> usize {
+    LEVELS.iter().position(|l| *l == level).unwrap_or(0)
+}
 
 impl Session {
     /// Whether the transport is open and the child (if any) has not exited.
     pub fn alive(&self) -> bool {
-        !self.peer.is_transport_closed()
+        !self.peer.is_closed()
             && self
                 .child
                 .as_ref()
@@ -80,12 +129,111 @@ impl Session {
         self.child.as_ref().map(|c| c.pid)
     }
 
+    /// Whether the server promised `notifications/tools/list_changed`.
+    pub fn announces_tool_changes(&self) -> bool {
+        self.handshake.announces_tool_changes()
+    }
+
+    /// Subscribes the session to `uri` for a connection: the upstream is asked once, however
+    /// many connections hold the subscription. The error is the upstream's.
+    pub async fn subscribe(&self, uri: &str) -> Result<(), Box<RawValue>> {
+        let mut held = self.subscriptions.lock().await;
+        let count = held.entry(uri.to_string()).or_default();
+        *count += 1;
+        if *count > 1 {
+            return Ok(());
+        }
+        let params = json!({"uri": uri}).to_string();
+        match self
+            .peer
+            .request("resources/subscribe", Some(&params))
+            .await
+            .reply()
+            .await
+        {
+            Reply::Ok(_) => Ok(()),
+            failed => {
+                held.remove(uri);
+                Err(match failed {
+                    Reply::Err(e) => e,
+                    Reply::Closed(reason) => {
+                        jsonrpc::error_object(code::INTERNAL_ERROR, &reason, None)
+                    }
+                    Reply::Ok(_) => unreachable!("matched above"),
+                })
+            }
+        }
+    }
+
+    /// A connection lets go of its subscription to `uri`; the last one unsubscribes upstream.
+    pub async fn unsubscribe(&self, uri: &str) {
+        let mut held = self.subscriptions.lock().await;
+        let Some(count) = held.get_mut(uri) else {
+            return;
+        };
+        *count -= 1;
+        if *count == 0 {
+            held.remove(uri);
+            let params = json!({"uri": uri}).to_string();
+            let _ = self
+                .peer
+                .request("resources/unsubscribe", Some(&params))
+                .await
+                .reply()
+                .await;
+        }
+    }
+
+    /// Sets connection `connection`'s log level; the upstream gets the most verbose level any
+    /// connection asked for. The error is the upstream's.
+    pub async fn set_level(&self, connection: u64, level: &str) -> Result<(), Box<RawValue>> {
+        let mut levels = self.levels.lock().await;
+        levels.0.insert(connection, level.to_string());
+        self.apply_levels(&mut levels).await
+    }
+
+    /// Connection `connection` ended: its level no longer counts.
+    pub async fn forget_level(&self, connection: u64) {
+        let mut levels = self.levels.lock().await;
+        if levels.0.remove(&connection).is_some() {
+            let _ = self.apply_levels(&mut levels).await;
+        }
+    }
+
+    async fn apply_levels(
+        &self,
+        levels: &mut (HashMap<u64, String>, Option<String>),
+    ) -> Result<(), Box<RawValue>> {
+        let Some(wanted) = levels.0.values().min_by_key(|l| severity(l)).cloned() else {
+            return Ok(());
+        };
+        if levels.1.as_deref() == Some(wanted.as_str()) {
+            return Ok(());
+        }
+        let params = json!({"level": wanted}).to_string();
+        match self
+            .peer
+            .request("logging/setLevel", Some(&params))
+            .await
+            .reply()
+            .await
+        {
+            Reply::Ok(_) => {
+                levels.1 = Some(wanted);
+                Ok(())
+            }
+            Reply::Err(e) => Err(e),
+            Reply::Closed(reason) => {
+                Err(jsonrpc::error_object(code::INTERNAL_ERROR, &reason, None))
+            }
+        }
+    }
+
     /// Closes the session: the transport first (a stdio server sees EOF), then whatever of its
     /// processes is left.
     pub async fn close(&self) {
-        if let Some(mut service) = self.service.lock().await.take() {
-            let _ = service.close_with_timeout(Duration::from_secs(2)).await;
-        }
+        self._listen.lock().unwrap().take();
+        self.peer.shut("the session was closed").await;
         if let Some(child) = &self.child {
             child.terminate(Duration::from_millis(500)).await;
         }
@@ -93,12 +241,12 @@ impl Session {
 
     /// Why the session is gone, for error messages.
     pub async fn death_report(&self) -> String {
-        if let Some(reason) = self.closed_because.lock().unwrap().clone() {
-            return reason;
-        }
         match &self.child {
             Some(child) => format!("exited ({})", child.death_report().await),
-            None => "closed the connection".to_string(),
+            None => match self.peer.close_reason() {
+                r if r.is_empty() => "closed the connection".to_string(),
+                r => r,
+            },
         }
     }
 }
@@ -119,34 +267,58 @@ pub struct Opening<'a> {
     pub max_reply_bytes: usize,
     /// Where its log messages and stderr go.
     pub log: &'a Arc<UpstreamLog>,
+    /// The client capabilities to declare (what the host connections declared).
+    pub capabilities: Value,
 }
 
-/// Starts a new session: spawn or connect, then the MCP handshake, within `limit`. The error is
+/// Starts a new session: spawn or connect, then the handshake, within `limit`. The error is
 /// the reason, for a person.
 pub async fn open(o: Opening<'_>) -> Result<Arc<Session>, String> {
-    let routes = Arc::new(ProgressRoutes::default());
-    let closed_because = CloseReason::default();
-    let handler = Handler {
-        name: o.name.into(),
-        tools: o.tools.clone(),
-    };
+    let sink = Sink::default();
+    let hub = Hub::new(o.name, o.log.clone(), o.tools.clone());
     let limit = o.limit;
-    let (service, child) = match o.config {
+    let (wire, child, probe): (Box<dyn Wire>, _, _) = match o.config {
         McpConfig::Stdio(config) => {
-            let (child, transport) =
-                stdio::spawn(o.name, config, o.max_reply_bytes, o.log.clone())?;
-            match tokio::time::timeout(
+            let (child, wire) = stdio::spawn(
+                o.name,
+                config,
+                o.max_reply_bytes,
+                o.log.clone(),
+                sink.clone(),
+            )?;
+            (Box::new(wire), Some(child), true)
+        }
+        McpConfig::Http(config) if config.is_legacy_sse() => {
+            let connected = tokio::time::timeout(
                 limit,
-                handler.serve(ProgressTap::new(transport, routes.clone(), o.log.clone())),
+                sse::connect(o.name, config, o.max_reply_bytes, sink.clone()),
             )
             .await
-            {
-                Ok(Ok(service)) => (service, Some(child)),
-                outcome => {
-                    let reason = match outcome {
-                        Ok(Err(e)) => format!("initialize failed: {}", error_chain(&e)),
-                        _ => format!("no answer to initialize within {limit:?}"),
-                    };
+            .map_err(|_| format!("{}: no event stream within {limit:?}", config.url))?;
+            (Box::new(connected?), None, false)
+        }
+        McpConfig::Http(config) => {
+            let wire = http::connect(
+                config,
+                o.runtime_headers.clone(),
+                o.max_reply_bytes,
+                sink.clone(),
+            )?;
+            (Box::new(wire), None, true)
+        }
+    };
+    let peer = Peer::new(o.name, wire, &sink, hub.clone());
+    let shaken = tokio::time::timeout(limit, handshake(&peer, probe, &o.capabilities)).await;
+    let handshake = match shaken {
+        Ok(Ok(h)) => h,
+        failed => {
+            let reason = match failed {
+                Ok(Err(e)) => format!("initialize failed: {e}"),
+                _ => format!("no answer to initialize within {limit:?}"),
+            };
+            peer.shut("the handshake failed").await;
+            return Err(match (&child, o.config) {
+                (Some(child), _) => {
                     let report = if child.exit_status().is_some()
                         || child.wait_exit(Duration::from_millis(200)).await.is_some()
                     {
@@ -155,74 +327,185 @@ pub async fn open(o: Opening<'_>) -> Result<Arc<Session>, String> {
                         String::new()
                     };
                     child.terminate(Duration::ZERO).await;
-                    return Err(format!("{reason}{report}"));
+                    format!("{reason}{report}")
                 }
-            }
-        }
-        McpConfig::Http(config) if config.is_legacy_sse() => {
-            let opened = tokio::time::timeout(limit, async {
-                let transport =
-                    sse::connect(o.name, config, o.max_reply_bytes, closed_because.clone()).await?;
-                handler
-                    .serve(ProgressTap::new(transport, routes.clone(), o.log.clone()))
-                    .await
-                    .map_err(|e| error_chain(&e))
-            })
-            .await;
-            match opened {
-                Ok(Ok(service)) => (service, None),
-                Ok(Err(e)) => return Err(format!("{}: {e}", config.url)),
-                Err(_) => {
-                    return Err(format!(
-                        "{}: no answer to initialize within {limit:?}",
-                        config.url
-                    ));
-                }
-            }
-        }
-        McpConfig::Http(config) => {
-            let transport = http::transport(config, o.runtime_headers.clone(), o.max_reply_bytes)?;
-            match tokio::time::timeout(
-                limit,
-                handler.serve(ProgressTap::new(transport, routes.clone(), o.log.clone())),
-            )
-            .await
-            {
-                Ok(Ok(service)) => (service, None),
-                Ok(Err(e)) => {
-                    // A plain request names the cause (refused, untrusted certificate) better
-                    // than the transport's summary; the summary covers the rest (the server
-                    // answered, but not as an MCP server).
-                    return Err(match http::diagnose(config).await {
-                        Some(cause) => format!("cannot reach {}: {cause}", config.url),
-                        None => format!("{}: {}", config.url, error_chain(&e)),
-                    });
-                }
-                Err(_) => {
-                    return Err(format!(
-                        "{}: no answer to initialize within {limit:?}",
-                        config.url
-                    ));
-                }
-            }
+                (None, McpConfig::Http(config)) => match http::diagnose(config).await {
+                    Some(cause) if !config.is_legacy_sse() => {
+                        format!("cannot reach {}: {cause}", config.url)
+                    }
+                    _ => format!("{}: {reason}", config.url),
+                },
+                (None, _) => reason,
+            });
         }
     };
-    let peer = service.peer().clone();
-    let announces_tool_changes = peer
-        .peer_info()
-        .and_then(|info| {
-            info.capabilities
-                .tools
-                .as_ref()
-                .and_then(|t| t.list_changed)
-        })
-        .unwrap_or(false);
+    peer.wire().handshaken(&handshake.version);
+    let _ = hub.handshake.set(handshake.clone());
+    let listen = if handshake.is_modern() {
+        open_listen(&peer, &handshake).await
+    } else {
+        None
+    };
+    // When the transport ends, the session's connections learn why.
+    let (watch_peer, watch_hub) = (peer.clone(), hub.clone());
+    tokio::spawn(async move {
+        watch_peer.closed().await;
+        watch_hub.session_ended(&watch_peer.close_reason());
+    });
     Ok(Arc::new(Session {
-        service: tokio::sync::Mutex::new(Some(service)),
         peer,
+        hub,
         child,
-        routes,
-        announces_tool_changes,
-        closed_because,
+        handshake,
+        _listen: std::sync::Mutex::new(listen),
+        subscriptions: Default::default(),
+        levels: Default::default(),
     }))
+}
+
+/// A modern upstream's list changes reach the gateway only on a `subscriptions/listen`
+/// stream: one is opened for every list change the server offers.
+async fn open_listen(peer: &Arc<Peer>, handshake: &Handshake) -> Option<Pending> {
+    let caps = &handshake.capabilities;
+    let mut filter = Map::new();
+    for (capability, flag) in [
+        ("tools", "toolsListChanged"),
+        ("prompts", "promptsListChanged"),
+        ("resources", "resourcesListChanged"),
+    ] {
+        if caps[capability]["listChanged"] == json!(true) {
+            filter.insert(flag.into(), json!(true));
+        }
+    }
+    if filter.is_empty() {
+        return None;
+    }
+    let mut params = Map::new();
+    params.insert("notifications".into(), Value::Object(filter));
+    Some(
+        peer.request("subscriptions/listen", Some(&handshake.params(params)))
+            .await,
+    )
+}
+
+#[derive(Deserialize)]
+struct Discovered {
+    #[serde(default, rename = "supportedVersions")]
+    supported_versions: Vec<String>,
+    #[serde(default)]
+    capabilities: Value,
+    #[serde(default)]
+    instructions: Option<String>,
+    #[serde(default, rename = "_meta")]
+    meta: Value,
+}
+
+#[derive(Deserialize)]
+struct Initialized {
+    #[serde(rename = "protocolVersion")]
+    protocol_version: String,
+    #[serde(default)]
+    capabilities: Value,
+    #[serde(default, rename = "serverInfo")]
+    server_info: Value,
+    #[serde(default)]
+    instructions: Option<String>,
+}
+
+fn error_text(error: &RawValue) -> String {
+    let (code, message) = jsonrpc::error_parts(error);
+    format!("{message} (JSON-RPC error {code})")
+}
+
+/// The newest revision both sides speak: `server/discover` first (when `probe`), else or
+/// then `initialize` declaring `capabilities`.
+async fn handshake(
+    peer: &Arc<Peer>,
+    probe: bool,
+    capabilities: &Value,
+) -> Result<Handshake, String> {
+    let discovered = |raw: Box<RawValue>| -> Option<Handshake> {
+        let d = serde_json::from_str::<Discovered>(raw.get()).ok()?;
+        d.supported_versions
+            .iter()
+            .any(|v| v == MODERN)
+            .then(|| Handshake {
+                version: MODERN.into(),
+                capabilities: d.capabilities,
+                server_info: d.meta[jsonrpc::META_SERVER_INFO].clone(),
+                instructions: d.instructions,
+                declared: capabilities.clone(),
+                result: raw.into(),
+            })
+    };
+    // A probe with no answer yet: a slow server may still answer it after `initialize`
+    // failed (a modern server refuses `initialize`).
+    let mut unanswered = None;
+    if probe {
+        let params = json!({"_meta": {
+            jsonrpc::META_PROTOCOL_VERSION: MODERN,
+            jsonrpc::META_CLIENT_CAPABILITIES: capabilities,
+            jsonrpc::META_CLIENT_INFO: client_info(),
+        }})
+        .to_string();
+        let asked = peer.request("server/discover", Some(&params)).await;
+        let mut reply = Box::pin(asked.reply());
+        match tokio::time::timeout(PROBE_LIMIT, &mut reply).await {
+            Ok(Reply::Ok(raw)) => {
+                if let Some(h) = discovered(raw) {
+                    return Ok(h);
+                }
+            }
+            Ok(Reply::Closed(reason)) => return Err(reason),
+            // An error (a modern server without this revision answers -32022; a legacy one
+            // whatever it answers before `initialize`): `initialize` it is.
+            Ok(Reply::Err(_)) => {}
+            Err(_) => unanswered = Some(reply),
+        }
+    }
+    match legacy_handshake(peer, capabilities).await {
+        Err(e) if unanswered.is_some() => match unanswered.expect("checked").await {
+            Reply::Ok(raw) => discovered(raw).ok_or(e),
+            _ => Err(e),
+        },
+        done => done,
+    }
+}
+
+/// `initialize`, then `notifications/initialized`.
+async fn legacy_handshake(peer: &Arc<Peer>, capabilities: &Value) -> Result<Handshake, String> {
+    let params = json!({
+        "protocolVersion": LEGACY[0],
+        "capabilities": capabilities,
+        "clientInfo": client_info(),
+    })
+    .to_string();
+    let raw = match peer
+        .request("initialize", Some(&params))
+        .await
+        .reply()
+        .await
+    {
+        Reply::Ok(raw) => raw,
+        Reply::Err(e) => return Err(error_text(&e)),
+        Reply::Closed(reason) => return Err(reason),
+    };
+    let init: Initialized = serde_json::from_str(raw.get())
+        .map_err(|e| format!("the server's initialize result is malformed: {e}"))?;
+    if !LEGACY.contains(&init.protocol_version.as_str()) {
+        return Err(format!(
+            "the server answered initialize with protocol version {:?}, which the gateway does not speak ({})",
+            init.protocol_version,
+            LEGACY.join(", ")
+        ));
+    }
+    peer.notify("notifications/initialized", None).await?;
+    Ok(Handshake {
+        version: init.protocol_version,
+        capabilities: init.capabilities,
+        server_info: init.server_info,
+        instructions: init.instructions,
+        declared: capabilities.clone(),
+        result: raw.into(),
+    })
 }

@@ -1,43 +1,42 @@
-//! Legacy SSE upstreams (the 2024-11-05 "HTTP+SSE" transport), which rmcp 3.x no longer
-//! speaks: the client holds one `GET` event stream open; the server's first event, `endpoint`,
+//! Legacy SSE upstreams (the 2024-11-05 "HTTP+SSE" transport): the client holds one `GET` event stream open; the server's first event, `endpoint`,
 //! names where to `POST` messages; replies and notifications arrive as `message` events.
 //!
 //! One event may be at most `--max-reply-bytes` long: the stream is measured before it is
 //! parsed, and a server that sends a longer event (or one endless line) is disconnected, which
-//! fails its calls with that reason.
-
-use std::sync::Arc;
+//! fails its calls with that reason. (Streamable HTTP's event streams are bounded the same way.)
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use mcpgw::wire::HttpConfig;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
-use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::Transport;
 use sse_stream::{Sse, SseStream};
+use tokio::sync::mpsc;
 
-use super::session::CloseReason;
+use super::rpc::{Sink, Wire, queue};
 
 type Events = BoxStream<'static, Result<Sse, sse_stream::Error>>;
 
-/// One legacy SSE session.
-pub struct SseTransport {
-    name: Arc<str>,
-    client: reqwest::Client,
-    endpoint: Url,
-    headers: HeaderMap,
-    events: Option<Events>,
+/// Messages queued for POSTing; beyond, senders wait.
+const QUEUE: usize = 256;
+
+/// One legacy SSE session's sending half: one task POSTs the queued messages in order (the
+/// server reads them in the order they come), another owns the event stream.
+pub struct SseWire {
+    posts: mpsc::Sender<Vec<u8>>,
+    events: tokio::task::AbortHandle,
 }
 
-/// Opens the event stream and waits for the `endpoint` event. No event may be longer than
-/// `max_event_bytes`; when one is, the reason goes to `closed_because`.
+/// Opens the event stream, waits for the `endpoint` event, and starts the tasks: what the
+/// stream carries goes to `sink`. No event may be longer than `max_event_bytes`; a server that
+/// sends one is disconnected with that reason.
 pub async fn connect(
     name: &str,
     config: &HttpConfig,
     max_event_bytes: usize,
-    closed_because: CloseReason,
-) -> Result<SseTransport, String> {
+    sink: Sink,
+) -> Result<SseWire, String> {
     let url = Url::parse(&config.url).map_err(|e| format!("{:?} is not a URL: {e}", config.url))?;
     let headers: HeaderMap =
         super::http::header_map(config.headers.as_ref().unwrap_or(&Default::default()))
@@ -57,7 +56,8 @@ pub async fn connect(
     if !response.status().is_success() {
         return Err(format!("GET {url}: HTTP {}", response.status()));
     }
-    let bytes = bounded_events(response.bytes_stream(), max_event_bytes, closed_because);
+    let too_large = CloseReason::default();
+    let bytes = bounded_events(response.bytes_stream(), max_event_bytes, too_large.clone());
     let mut events: Events = SseStream::from_bytes_stream(bytes).boxed();
     let endpoint = loop {
         match events.next().await {
@@ -81,81 +81,77 @@ pub async fn connect(
             }
         }
     };
-    Ok(SseTransport {
-        name: name.into(),
-        client,
-        endpoint,
-        headers,
-        events: Some(events),
+    let name: std::sync::Arc<str> = name.into();
+    let reader_sink = sink.clone();
+    let events = tokio::spawn(async move {
+        let reason = loop {
+            match events.next().await {
+                Some(Ok(sse)) if matches!(sse.event.as_deref(), None | Some("message")) => {
+                    if let Some(data) = sse.data {
+                        reader_sink.deliver(&data, None);
+                    }
+                }
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => {
+                    tracing::warn!(mcp = %name, "the event stream failed: {e}");
+                    break too_large
+                        .lock()
+                        .unwrap()
+                        .clone()
+                        .unwrap_or_else(|| format!("its event stream failed: {e}"));
+                }
+                None => break "closed its event stream".to_string(),
+            }
+        };
+        reader_sink.close(&reason);
     })
-}
-
-impl Transport<RoleClient> for SseTransport {
-    type Error = std::io::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let (client, endpoint, headers) = (
-            self.client.clone(),
-            self.endpoint.clone(),
-            self.headers.clone(),
-        );
-        async move {
-            let body = serde_json::to_vec(&item)?;
-            let response = client
+    .abort_handle();
+    let (posts, mut queue) = mpsc::channel::<Vec<u8>>(QUEUE);
+    tokio::spawn(async move {
+        while let Some(body) = queue.recv().await {
+            let sent = client
                 .post(endpoint.clone())
-                .headers(headers)
+                .headers(headers.clone())
                 .header(CONTENT_TYPE, "application/json")
                 .body(body)
                 .send()
-                .await
-                .map_err(std::io::Error::other)?;
-            if response.status().is_success() {
-                Ok(())
-            } else {
-                Err(std::io::Error::other(format!(
-                    "POST {endpoint}: HTTP {}",
-                    response.status()
-                )))
-            }
+                .await;
+            let failure = match sent {
+                Ok(r) if r.status().is_success() => continue,
+                Ok(r) => format!("POST {endpoint}: HTTP {}", r.status()),
+                Err(e) => format!("POST {endpoint}: {}", super::error_chain(&e)),
+            };
+            sink.close(&failure);
+            return;
         }
+    });
+    Ok(SseWire { posts, events })
+}
+
+impl Wire for SseWire {
+    fn send(
+        &self,
+        message: Vec<u8>,
+        _request: Option<u64>,
+        _method: &str,
+        _params: Option<&str>,
+    ) -> BoxFuture<'static, Result<(), String>> {
+        queue(&self.posts, message, "the session's event stream has ended")
     }
 
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let events = self.events.as_mut()?;
-        loop {
-            match events.next().await? {
-                Ok(sse) if matches!(sse.event.as_deref(), None | Some("message")) => {
-                    let Some(data) = sse.data else { continue };
-                    match serde_json::from_str(&data) {
-                        Ok(msg) => return Some(msg),
-                        Err(e) => {
-                            let shown: String = data.chars().take(200).collect();
-                            tracing::warn!(mcp = %self.name, "ignoring an event that is not JSON-RPC ({e}): {shown:?}");
-                        }
-                    }
-                }
-                Ok(_) => continue,
-                Err(e) => {
-                    tracing::warn!(mcp = %self.name, "the event stream failed: {e}");
-                    return None;
-                }
-            }
-        }
-    }
-
-    async fn close(&mut self) -> Result<(), Self::Error> {
+    fn shut(&self) -> BoxFuture<'static, ()> {
         // Dropping the stream closes the GET; the server ends the session.
-        self.events = None;
-        Ok(())
+        self.events.abort();
+        Box::pin(async {})
     }
 }
 
+/// Why a stream was cut, set by [`bounded_events`].
+pub type CloseReason = std::sync::Arc<std::sync::Mutex<Option<String>>>;
+
 /// Ends `bytes` with an error as soon as one event (the bytes between blank lines) grows past
 /// `max`, so the parser never buffers more than that.
-fn bounded_events<S>(
+pub fn bounded_events<S>(
     bytes: S,
     max: usize,
     closed_because: CloseReason,

@@ -1,7 +1,7 @@
 //! Stdio upstreams: the child process in its own process group, its stderr, and the JSON-RPC line
 //! transport over its stdin/stdout.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,18 +10,17 @@ use std::time::Duration;
 use mcpgw::wire::{EncodingErrorHandler, StdioConfig};
 use serde_json::json;
 
+use futures::future::BoxFuture;
+use mcpgw::wire::jsonrpc;
+use serde_json::value::RawValue;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, watch};
+
 use super::lines::{LineReader, Next};
 use super::logs::UpstreamLog;
 use super::process;
-use rmcp::model::{
-    CallToolResult, ClientNotification, ClientRequest, ErrorCode, ErrorData, JsonRpcError,
-    JsonRpcMessage, NumberOrString, RequestId, ServerResult,
-};
-use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::Transport;
-use tokio::io::AsyncWriteExt;
-use tokio::process::{ChildStdin, ChildStdout, Command};
-use tokio::sync::watch;
+use super::rpc::{Sink, Wire, queue};
 
 /// Process groups of children not yet seen gone, so that an exit that skips the orderly close
 /// still ends them.
@@ -73,14 +72,15 @@ impl StderrTail {
 const MAX_STDERR_LINE: usize = 64 * 1024;
 
 /// Spawns the child in a new process group with piped stdio; its stderr goes to the log (at
-/// the upstream's rate) and a tail buffer, its exit is watched. One message on its stdout may
-/// be at most `max_reply_bytes` long.
+/// the upstream's rate) and a tail buffer, its exit is watched, and what it writes to stdout
+/// goes to `sink`. One message on its stdout may be at most `max_reply_bytes` long.
 pub fn spawn(
     name: &str,
     config: &StdioConfig,
     max_reply_bytes: usize,
     log: Arc<UpstreamLog>,
-) -> Result<(ChildProcess, StdioTransport), String> {
+    sink: Sink,
+) -> Result<(ChildProcess, StdioWire), String> {
     let tag = process::new_tag();
     let mut cmd = Command::new(&config.command);
     cmd.args(config.args.iter().flatten())
@@ -148,13 +148,14 @@ pub fn spawn(
         let _ = exit_tx.send(status.ok());
     });
 
-    let transport = StdioTransport {
-        name: name.into(),
-        lines: LineReader::new(stdout, max_reply_bytes).json(),
-        encoding: config.encoding_error_handler,
-        writer: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
-        calls: Arc::default(),
-    };
+    let transport = start_wire(
+        name,
+        stdin,
+        stdout,
+        max_reply_bytes,
+        config.encoding_error_handler,
+        sink,
+    );
     Ok((
         ChildProcess {
             pid,
@@ -284,186 +285,137 @@ fn signal_group(pgid: u32, signal: libc::c_int) {
     }
 }
 
-/// JSON-RPC over a child's stdin/stdout, one message a line.
-///
-/// rmcp ships a similar transport; this one adds what a gateway needs: the spec's
-/// `encoding_error_handler`, garbage lines logged with the MCP's name instead of dropped silently,
-/// and a malformed reply turned into an error for its request instead of leaving it to hang.
-pub struct StdioTransport {
-    name: Arc<str>,
-    lines: LineReader<ChildStdout>,
+/// JSON-RPC over a child's stdin/stdout, one message a line: one task owns stdin and writes
+/// what [`StdioWire`] queues, one owns stdout and hands each line to the session. Beyond
+/// plain lines: the spec's `encoding_error_handler`, garbage lines logged with the MCP's name,
+/// and a reply too large to hold turned into an error for its request.
+pub struct StdioWire {
+    lines: mpsc::Sender<Vec<u8>>,
+    /// Closing it closes the child's stdin (the writer task ends).
+    stop: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+}
+
+/// Messages queued for stdin; beyond, senders wait (and the child with them).
+const STDIN_QUEUE: usize = 256;
+
+/// Starts the tasks that own the child's stdin and stdout; messages read go to `sink`.
+fn start_wire(
+    name: &str,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    max_reply_bytes: usize,
     encoding: EncodingErrorHandler,
-    writer: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
-    /// Ids of the `tools/call` requests in flight: their replies parse straight into a
-    /// `CallToolResult`. rmcp's generic reply type is an untagged union of some twenty shapes
-    /// tried in turn, which was a fifth of the gateway's CPU under load.
-    calls: Arc<Mutex<HashSet<RequestId>>>,
-}
-
-/// A JSON-RPC reply with its result left unparsed.
-#[derive(serde::Deserialize)]
-struct Reply<'a> {
-    id: RequestId,
-    #[serde(borrow)]
-    result: &'a serde_json::value::RawValue,
-}
-
-impl StdioTransport {
-    /// Parses one line; `None` when it is to be skipped.
-    fn parse(&self, raw: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            return None;
-        }
-        let decoded;
-        let text: &str = match std::str::from_utf8(raw) {
-            Ok(t) => t,
-            Err(_) => match self.encoding {
-                EncodingErrorHandler::Strict => {
-                    tracing::warn!(mcp = %self.name, "dropping a stdout line that is not UTF-8 (encoding_error_handler: strict)");
-                    return None;
-                }
-                EncodingErrorHandler::Replace => {
-                    decoded = String::from_utf8_lossy(raw).into_owned();
-                    &decoded
-                }
-                EncodingErrorHandler::Ignore => {
-                    decoded = String::from_utf8_lossy(raw).replace('\u{FFFD}', "");
-                    &decoded
-                }
-            },
-        };
-        if !self.calls.lock().unwrap().is_empty()
-            && let Ok(reply) = serde_json::from_str::<Reply>(text)
-            && self.calls.lock().unwrap().remove(&reply.id)
-            && let Ok(result) = serde_json::from_str::<CallToolResult>(reply.result.get())
-        {
-            return Some(JsonRpcMessage::response(
-                ServerResult::CallToolResult(result),
-                reply.id,
-            ));
-        }
-        match serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(text) {
-            Ok(msg) => {
-                if let JsonRpcMessage::Response(r) = &msg {
-                    self.calls.lock().unwrap().remove(&r.id);
-                } else if let JsonRpcMessage::Error(JsonRpcError { id: Some(id), .. }) = &msg {
-                    self.calls.lock().unwrap().remove(id);
-                }
-                Some(msg)
-            }
-            Err(e) => {
-                let value: Option<serde_json::Value> = serde_json::from_str(text).ok();
-                let id = value
-                    .as_ref()
-                    .and_then(|v| v.get("id"))
-                    .and_then(|id| serde_json::from_value::<NumberOrString>(id.clone()).ok());
-                let is_reply = value
-                    .as_ref()
-                    .is_some_and(|v| v.get("result").is_some() || v.get("error").is_some());
-                match (id, is_reply) {
-                    // A reply we cannot read: fail its request now rather than let it wait.
-                    (Some(id), true) => {
-                        tracing::warn!(mcp = %self.name, "malformed reply to request {id}: {e}");
-                        Some(JsonRpcMessage::Error(JsonRpcError::new(
-                            Some(id),
-                            ErrorData::new(
-                                ErrorCode::INTERNAL_ERROR,
-                                format!("the upstream sent a malformed reply: {e}"),
-                                None,
-                            ),
-                        )))
-                    }
-                    _ if value.as_ref().is_some_and(|v| v.get("method").is_some()) => {
-                        tracing::debug!(mcp = %self.name, "ignoring a message rmcp does not model: {e}");
-                        None
-                    }
-                    _ => {
-                        let shown: String = text.chars().take(200).collect();
-                        tracing::warn!(mcp = %self.name, "ignoring a stdout line that is not JSON-RPC: {shown:?}");
-                        None
-                    }
-                }
-            }
-        }
-    }
-}
-
-impl Transport<RoleClient> for StdioTransport {
-    type Error = std::io::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let writer = self.writer.clone();
-        match &item {
-            JsonRpcMessage::Request(r)
-                if matches!(r.request, ClientRequest::CallToolRequest(_)) =>
-            {
-                self.calls.lock().unwrap().insert(r.id.clone());
-            }
-            JsonRpcMessage::Notification(n) => {
-                if let ClientNotification::CancelledNotification(c) = &n.notification
-                    && let Some(id) = &c.params.request_id
-                {
-                    self.calls.lock().unwrap().remove(id);
-                }
-            }
-            _ => {}
-        }
-        async move {
-            let mut line = serde_json::to_vec(&item)?;
-            line.push(b'\n');
-            let mut guard = writer.lock().await;
-            let stdin = guard.as_mut().ok_or_else(|| {
-                std::io::Error::new(
-                    std::io::ErrorKind::NotConnected,
-                    "the upstream's stdin is closed",
-                )
-            })?;
-            stdin.write_all(&line).await?;
-            stdin.flush().await
-        }
-    }
-
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+    sink: Sink,
+) -> StdioWire {
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(STDIN_QUEUE);
+    let (stop_tx, mut stop) = tokio::sync::oneshot::channel::<()>();
+    let writer_sink = sink.clone();
+    tokio::spawn(async move {
+        let mut stdin = tokio::io::BufWriter::new(stdin);
         loop {
-            match self.lines.next().await {
+            let line = tokio::select! {
+                line = rx.recv() => line,
+                _ = &mut stop => None,
+            };
+            let Some(mut line) = line else { break };
+            line.push(b'\n');
+            let mut written = stdin.write_all(&line).await;
+            // Everything queued goes out in one flush.
+            while written.is_ok()
+                && let Ok(mut more) = rx.try_recv()
+            {
+                more.push(b'\n');
+                written = stdin.write_all(&more).await;
+            }
+            if let Err(e) = match written {
+                Ok(()) => stdin.flush().await,
+                Err(e) => Err(e),
+            } {
+                writer_sink.close(&format!("writing to its stdin failed: {e}"));
+                break;
+            }
+        }
+        // Dropping stdin is the polite way to ask a stdio server to exit.
+    });
+    let name: Arc<str> = name.into();
+    tokio::spawn(async move {
+        let mut lines = LineReader::new(stdout, max_reply_bytes).json();
+        loop {
+            match lines.next().await {
                 Ok(Next::Line) => {
-                    if let Some(msg) = self.parse(self.lines.line()) {
-                        return Some(msg);
+                    if let Some(text) = decode(&name, lines.line(), encoding) {
+                        sink.deliver(&text, None);
                     }
                 }
                 Ok(Next::Junk(o)) => {
                     let shown = String::from_utf8_lossy(&o.head[..o.head.len().min(200)]);
-                    tracing::warn!(mcp = %self.name, bytes = o.len, "ignoring a stdout line that is not JSON-RPC: {shown:?}");
+                    tracing::warn!(mcp = %name, bytes = o.len, "ignoring a stdout line that is not JSON-RPC: {shown:?}");
                 }
                 Ok(Next::Oversized(o)) => {
-                    let limit = self.lines.max();
+                    let limit = lines.max();
                     let id = reply_id(&o.head, &o.tail);
-                    tracing::error!(mcp = %self.name, bytes = o.len, "dropping a message larger than --max-reply-bytes ({limit}){}",
-                        id.as_ref().map_or(String::new(), |id| format!("; failing request {id}")));
+                    tracing::error!(mcp = %name, bytes = o.len, "dropping a message larger than --max-reply-bytes ({limit}){}",
+                        id.map_or(String::new(), |id| format!("; failing request {id}")));
                     if let Some(id) = id {
-                        self.calls.lock().unwrap().remove(&id);
-                        return Some(too_large(id, o.len, limit));
+                        sink.fail(id, too_large(o.len, limit));
                     }
                 }
-                Ok(Next::Eof) => return None,
+                Ok(Next::Eof) => {
+                    sink.close("closed its stdout");
+                    return;
+                }
                 Err(e) => {
-                    tracing::warn!(mcp = %self.name, "reading the upstream's stdout failed: {e}");
-                    return None;
+                    sink.close(&format!("reading its stdout failed: {e}"));
+                    return;
                 }
             }
         }
+    });
+    StdioWire {
+        lines: tx,
+        stop: Mutex::new(Some(stop_tx)),
+    }
+}
+
+/// One line as text, per the spec's `encoding_error_handler`; `None` when it is to be skipped.
+fn decode(name: &str, raw: &[u8], encoding: EncodingErrorHandler) -> Option<String> {
+    let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
+    let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+    let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
+    if raw.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    match std::str::from_utf8(raw) {
+        Ok(t) => Some(t.to_owned()),
+        Err(_) => match encoding {
+            EncodingErrorHandler::Strict => {
+                tracing::warn!(mcp = %name, "dropping a stdout line that is not UTF-8 (encoding_error_handler: strict)");
+                None
+            }
+            EncodingErrorHandler::Replace => Some(String::from_utf8_lossy(raw).into_owned()),
+            EncodingErrorHandler::Ignore => {
+                Some(String::from_utf8_lossy(raw).replace('\u{FFFD}', ""))
+            }
+        },
+    }
+}
+
+impl Wire for StdioWire {
+    fn send(
+        &self,
+        message: Vec<u8>,
+        _request: Option<u64>,
+        _method: &str,
+        _params: Option<&str>,
+    ) -> BoxFuture<'static, Result<(), String>> {
+        queue(&self.lines, message, "the upstream's stdin is closed")
     }
 
-    async fn close(&mut self) -> Result<(), Self::Error> {
-        // Dropping stdin is the polite way to ask a stdio server to exit.
-        self.writer.lock().await.take();
-        Ok(())
+    fn shut(&self) -> BoxFuture<'static, ()> {
+        if let Some(stop) = self.stop.lock().unwrap().take() {
+            let _ = stop.send(());
+        }
+        Box::pin(async {})
     }
 }
 
@@ -473,21 +425,18 @@ pub const TOO_LARGE_KEY: &str = "mcpgw_reply_bytes";
 /// `error.data` key: the limit a reply was larger than.
 pub const TOO_LARGE_LIMIT_KEY: &str = "mcpgw_max_reply_bytes";
 
-/// The error that answers request `id` in place of a reply of `len` bytes, over `limit`.
-fn too_large(id: RequestId, len: usize, limit: usize) -> RxJsonRpcMessage<RoleClient> {
-    JsonRpcMessage::Error(JsonRpcError::new(
-        Some(id),
-        ErrorData::new(
-            ErrorCode::INTERNAL_ERROR,
-            format!("the reply was {len} bytes, more than --max-reply-bytes ({limit})"),
-            Some(json!({TOO_LARGE_KEY: len, TOO_LARGE_LIMIT_KEY: limit})),
-        ),
-    ))
+/// The error that answers a request in place of a reply of `len` bytes, over `limit`.
+pub fn too_large(len: usize, limit: usize) -> Box<RawValue> {
+    jsonrpc::error_object(
+        jsonrpc::code::INTERNAL_ERROR,
+        &format!("the reply was {len} bytes, more than --max-reply-bytes ({limit})"),
+        Some(&json!({TOO_LARGE_KEY: len, TOO_LARGE_LIMIT_KEY: limit})),
+    )
 }
 
 /// The id of a JSON-RPC reply known only by the first and last bytes of its line: a member
 /// `"id"` before the `"result"` or `"error"` member at the start, or the last member at the end.
-fn reply_id(head: &[u8], tail: &[u8]) -> Option<RequestId> {
+fn reply_id(head: &[u8], tail: &[u8]) -> Option<u64> {
     let head = String::from_utf8_lossy(head);
     let body_at = ["\"result\"", "\"error\""]
         .iter()
@@ -504,16 +453,11 @@ fn reply_id(head: &[u8], tail: &[u8]) -> Option<RequestId> {
     (rest.trim() == "}").then_some(id)
 }
 
-/// The id value after `"id"` (`: 7` or `: "a"`), and what follows it.
-fn id_value(after_key: &str) -> Option<(RequestId, &str)> {
+/// The id value after `"id"` (`: 7`; the gateway's ids are numbers), and what follows it.
+fn id_value(after_key: &str) -> Option<(u64, &str)> {
     let v = after_key.trim_start().strip_prefix(':')?.trim_start();
-    let end = if let Some(quoted) = v.strip_prefix('"') {
-        quoted.find('"')? + 2
-    } else {
-        v.find(|c: char| !(c.is_ascii_digit() || c == '-'))
-            .unwrap_or(v.len())
-    };
-    let id = serde_json::from_str::<NumberOrString>(&v[..end]).ok()?;
+    let end = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let id = v[..end].parse().ok()?;
     Some((id, &v[end..]))
 }
 
@@ -523,7 +467,7 @@ mod tests {
 
     #[test]
     fn the_id_of_a_reply_too_large_to_read_is_found_at_either_end() {
-        let n = |i| Some(NumberOrString::Number(i));
+        let n = Some;
         assert_eq!(
             reply_id(
                 br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"#,
@@ -538,10 +482,7 @@ mod tests {
             ),
             n(12)
         );
-        assert_eq!(
-            reply_id(br#"{"id":"a-1","error":{"#, b"}"),
-            Some(NumberOrString::String("a-1".into()))
-        );
+        assert_eq!(reply_id(br#"{"id":"a-1","error":{"#, b"}"), None);
         // Not a reply, or no id to be found: nothing to fail.
         assert_eq!(
             reply_id(br#"{"method":"notifications/message","params":"#, b"}}"),

@@ -148,8 +148,8 @@ impl Upstream {
             Ok(session) => {
                 self.health.lock().unwrap().policy.restarted(Instant::now());
                 tracing::info!(mcp = %self.name, "upstream restarted");
-                if !session.announces_tool_changes
-                    && let Ok(tools) = fetch_tools(&session.peer).await
+                if !session.announces_tool_changes()
+                    && let Ok(tools) = fetch_tools(&session.peer, &session.handshake).await
                 {
                     self.tools.set(tools);
                 }
@@ -209,9 +209,87 @@ impl Upstream {
         result
     }
 
+    /// The session a virtual connection whose host declared `capabilities` uses, and whether
+    /// it is the connection's alone (a stateless MCP's, to close with it). A legacy upstream
+    /// declares client capabilities once, at `initialize`: the gateway declares the union of
+    /// what its connections' hosts declared, so when a host declares one the running session
+    /// did not, and no other connection uses that session, the session is started again
+    /// declaring it (calls in flight on the old one fail, naming why).
+    pub async fn session_declaring(
+        &self,
+        capabilities: &serde_json::Value,
+    ) -> Result<(Arc<Session>, bool), Error> {
+        {
+            let mut union = self.capabilities.lock().unwrap();
+            merge(&mut union, capabilities);
+        }
+        let (session, one_off) = self.session().await?;
+        let covered =
+            |s: &Session| s.handshake.is_modern() || covers(&s.handshake.declared, capabilities);
+        if one_off || covered(&session) || !session.hub.connections().is_empty() {
+            return Ok((session, one_off));
+        }
+        let _turn = self.reconnect.lock().await;
+        if let Some(live) = self.live_session()
+            && (covered(&live) || !live.hub.connections().is_empty())
+        {
+            return Ok((live, false));
+        }
+        let old = self.session.lock().unwrap().take();
+        if let Some(old) = old {
+            tracing::info!(mcp = %self.name, "starting the upstream again to declare the client capabilities a connection's host declared");
+            old.peer.close("the upstream was started again to declare the capabilities of a new MCP connection");
+            old.close().await;
+        }
+        match self.open_session().await {
+            Ok(session) => {
+                if let Ok(tools) = fetch_tools(&session.peer, &session.handshake).await {
+                    self.tools.set(tools);
+                }
+                self.install(session.clone());
+                Ok((session, false))
+            }
+            Err(reason) => {
+                let mut health = self.health.lock().unwrap();
+                health.last_error = Some(reason.clone());
+                health.state = McpState::Failed;
+                Err(Error::RestartFailed {
+                    mcp: self.name.clone(),
+                    reason,
+                })
+            }
+        }
+    }
+
     /// Whether calls can be served now without (re)connecting first.
     pub fn is_up(&self) -> bool {
         !self.spec.is_stateful || self.live_session().is_some()
+    }
+}
+
+/// Adds what `more` declares to `union` (capabilities are objects of objects).
+fn merge(union: &mut serde_json::Value, more: &serde_json::Value) {
+    let (Some(union), Some(more)) = (union.as_object_mut(), more.as_object()) else {
+        return;
+    };
+    for (k, v) in more {
+        match union.get_mut(k) {
+            Some(existing) if existing.is_object() && v.is_object() => merge(existing, v),
+            Some(_) => {}
+            None => {
+                union.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// Whether `declared` declares everything `wanted` does.
+fn covers(declared: &serde_json::Value, wanted: &serde_json::Value) -> bool {
+    match (declared.as_object(), wanted.as_object()) {
+        (Some(d), Some(w)) => w
+            .iter()
+            .all(|(k, v)| d.get(k).is_some_and(|dv| !v.is_object() || covers(dv, v))),
+        _ => true,
     }
 }
 

@@ -5,12 +5,17 @@
 use std::sync::{Arc, RwLock};
 
 use mcpgw::wire::Tool;
-use rmcp::service::{Peer, RoleClient};
+use mcpgw::wire::jsonrpc;
+use serde::Deserialize;
+use serde_json::{Map, json};
 
 use super::Upstream;
-use super::error_chain;
-use super::session::Session;
+use super::rpc::{Peer, Reply};
+use super::session::{Handshake, Session};
 use crate::error::{Error, py_repr};
+
+/// Pages of a tool list followed at most: a server whose cursors never end is cut off.
+pub(super) const MAX_PAGES: usize = 1000;
 
 /// The tool list as last fetched.
 #[derive(Default)]
@@ -28,18 +33,50 @@ impl ToolCache {
     }
 }
 
+#[derive(Deserialize)]
+struct Page {
+    #[serde(default)]
+    tools: Vec<serde_json::Value>,
+    #[serde(default, rename = "nextCursor")]
+    next_cursor: Option<String>,
+}
+
 /// Every tool of the session's server (all pages), as the server described them.
-pub async fn fetch_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, String> {
-    let tools = peer.list_all_tools().await.map_err(|e| error_chain(&e))?;
-    tools
-        .into_iter()
-        .map(|t| {
-            let name = t.name.to_string();
-            serde_json::to_value(t)
-                .and_then(serde_json::from_value)
-                .map_err(|e| format!("tool {name:?} is malformed: {e}"))
-        })
-        .collect()
+pub async fn fetch_tools(peer: &Arc<Peer>, handshake: &Handshake) -> Result<Vec<Tool>, String> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let mut params = Map::new();
+        if let Some(c) = &cursor {
+            params.insert("cursor".into(), json!(c));
+        }
+        let page = match peer
+            .request("tools/list", Some(&handshake.params(params)))
+            .await
+            .reply()
+            .await
+        {
+            Reply::Ok(raw) => serde_json::from_str::<Page>(raw.get())
+                .map_err(|e| format!("the tool list is malformed: {e}"))?,
+            Reply::Err(e) => {
+                let (code, message) = jsonrpc::error_parts(&e);
+                return Err(format!("{message} (JSON-RPC error {code})"));
+            }
+            Reply::Closed(reason) => return Err(reason),
+        };
+        for t in page.tools {
+            let name = t["name"].as_str().unwrap_or_default().to_string();
+            tools.push(
+                serde_json::from_value(t)
+                    .map_err(|e| format!("tool {name:?} is malformed: {e}"))?,
+            );
+        }
+        match page.next_cursor {
+            Some(next) if !next.is_empty() => cursor = Some(next),
+            _ => return Ok(tools),
+        }
+    }
+    Err(format!("the tool list did not end after {MAX_PAGES} pages"))
 }
 
 impl Upstream {
@@ -47,7 +84,7 @@ impl Upstream {
     /// lists them). Served from the cache when the server announces list changes, else fetched.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
         let current = self.live_session();
-        let cached_is_true = current.is_some_and(|s| s.announces_tool_changes);
+        let cached_is_true = current.is_some_and(|s| s.announces_tool_changes());
         let tools = if cached_is_true {
             self.tools.get()
         } else {
@@ -69,7 +106,7 @@ impl Upstream {
     /// Lists the session's tools within the setup limit.
     pub(super) async fn list_within_limit(&self, session: &Session) -> Result<Vec<Tool>, Error> {
         let limit = self.setup_limit();
-        match tokio::time::timeout(limit, fetch_tools(&session.peer)).await {
+        match tokio::time::timeout(limit, fetch_tools(&session.peer, &session.handshake)).await {
             Ok(listed) => listed.map_err(|e| {
                 Error::Upstream(format!(
                     "listing the tools of {} failed: {e}",

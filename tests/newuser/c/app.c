@@ -1,5 +1,6 @@
 /* A new user's first program against an installed libmcpgw: the "sandbox" is this machine
- * (`sh -c`, through proc.c from share/mcpgw/), the gateway the installed one.
+ * (the host driver's `local` backend), run by host_loop.c from share/mcpgw/; the gateway is the
+ * installed one.
  *
  *   app GATEWAY TESTSERVER
  *
@@ -7,25 +8,24 @@
  * stops the gateway. Prints `answer: ...` and exits 0 when all went as expected. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <host_loop.h>
 #include <mcpgw.h>
-#include <proc.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Runs the op `*op` (prepared with result `prepared`) through the exec callback, then frees
- * it; on success `*chunk_out` (may be NULL) receives a tool call's chunk. */
-static int run(const mcpgw_client *client, mcpgw_result prepared, mcpgw_op **op,
-               mcpgw_tool_chunk **chunk_out) {
-    mcpgw_result rc = prepared == MCPGW_RESULT_OK ? mcpgw_client_run(client, *op) : prepared;
-    if (rc == MCPGW_RESULT_OK && chunk_out) rc = mcpgw_op_tool_chunk(*op, chunk_out, NULL);
+/* Runs one operation (JSON) to its end; prints its failure. On success `chunk_out` (may be
+ * NULL) receives a tool call's result. */
+static int run(host_loop *loop, const char *op, mcpgw_tool_chunk **chunk_out) {
+    host_loop_result r;
+    mcpgw_result rc = host_loop_run(loop, op, NULL, NULL, &r);
+    if (rc == MCPGW_RESULT_OK && chunk_out)
+        rc = mcpgw_tool_chunk_from_json(r.json, chunk_out, NULL);
     if (rc != MCPGW_RESULT_OK)
-        fprintf(stderr, "%s failed (%s): %s\n", *op ? mcpgw_op_name(*op) : "prepare",
-                mcpgw_result_name(rc),
-                *op ? mcpgw_error_message(mcpgw_op_error(*op)) : mcpgw_result_message(rc));
-    mcpgw_op_free(*op);
-    *op = NULL;
+        fprintf(stderr, "%s failed (%s): %s\n", op, mcpgw_result_name(rc),
+                r.message ? r.message : mcpgw_result_message(rc));
+    host_loop_result_free(&r);
     return rc == MCPGW_RESULT_OK ? 0 : 1;
 }
 
@@ -35,34 +35,33 @@ int main(int argc, char **argv) {
         return 2;
     }
     printf("libmcpgw %s (ABI %u)\n", mcpgw_version(), mcpgw_abi_version());
-    mcpgw_client_config *cfg = NULL;
-    mcpgw_client *client = NULL;
+    /* Paths go into JSON as JSON strings. */
+    char *gateway = host_loop_json_string(argv[1]), *server = host_loop_json_string(argv[2]);
+    char config[4096], add[4096];
+    snprintf(config, sizeof config, "{\"backend\":{\"kind\":\"local\"},\"gateway_path\":%s}",
+             gateway);
+    snprintf(add, sizeof add,
+             "{\"op\":\"add_mcp\",\"spec\":{\"name\":\"test\",\"mcp_config\":"
+             "{\"type\":\"stdio_mcp\",\"command\":%s,\"args\":[\"stdio\"]}}}",
+             server);
+    free(gateway);
+    free(server);
+    host_loop *loop = NULL;
     mcpgw_error *err = NULL;
-    if (mcpgw_client_config_new(&cfg) != MCPGW_RESULT_OK ||
-        mcpgw_client_config_set_gateway_path(cfg, argv[1]) != MCPGW_RESULT_OK ||
-        mcpgw_client_config_set_exec_stdin(cfg, true) != MCPGW_RESULT_OK ||
-        mcpgw_client_new(cfg, proc_exec_local, NULL, NULL, &client, &err) != MCPGW_RESULT_OK) {
-        fprintf(stderr, "client: %s\n", err ? mcpgw_error_message(err) : "config failed");
+    if (host_loop_new(config, &loop, &err) != MCPGW_RESULT_OK) {
+        fprintf(stderr, "host_loop_new: %s\n", mcpgw_error_message(err));
         mcpgw_error_free(err);
-        mcpgw_client_config_free(cfg);
         return 1;
     }
-    mcpgw_client_config_free(cfg);
 
     int status = 1;
-    mcpgw_op *op = NULL;
     mcpgw_tool_chunk *chunk = NULL;
-    char spec[4096];
-    snprintf(spec, sizeof spec,
-             "{\"name\":\"test\",\"mcp_config\":{\"type\":\"stdio_mcp\",\"command\":\"%s\","
-             "\"args\":[\"stdio\"]}}",
-             argv[2]);
-    if (run(client, mcpgw_client_prepare_start_gateway(client, NULL, &op), &op, NULL)) goto out;
-    if (run(client, mcpgw_client_prepare_add_mcp(client, NULL, spec, &op), &op, NULL) ||
-        run(client,
-            mcpgw_client_prepare_call_tool(client, NULL, "test", "echo",
-                                           "{\"text\":\"hello from a new user\"}", &op),
-            &op, &chunk))
+    if (run(loop, "{\"op\":\"start_gateway\"}", NULL)) goto out;
+    if (run(loop, add, NULL) ||
+        run(loop,
+            "{\"op\":\"call_tool\",\"mcp\":\"test\",\"tool\":\"echo\","
+            "\"arguments\":{\"text\":\"hello from a new user\"}}",
+            &chunk))
         goto stop;
     const mcpgw_block *block = NULL;
     const char *text = NULL;
@@ -77,8 +76,8 @@ int main(int argc, char **argv) {
     }
     mcpgw_tool_chunk_free(chunk);
 stop:
-    if (run(client, mcpgw_client_prepare_stop_gateway(client, NULL, &op), &op, NULL)) status = 1;
+    if (run(loop, "{\"op\":\"stop_gateway\"}", NULL)) status = 1;
 out:
-    mcpgw_client_free(client);
+    host_loop_free(loop);
     return status;
 }

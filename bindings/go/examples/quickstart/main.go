@@ -48,7 +48,7 @@ func run(gateway, server string) error {
 		return err
 	}
 	defer os.RemoveAll(sandbox)
-	client, err := mcpgw.NewClient(mcpgw.LocalExec(sandbox),
+	client, err := mcpgw.NewClient(mcpgw.Local(sandbox),
 		mcpgw.WithGatewayPath(gateway),
 		mcpgw.WithStateDir(filepath.Join(sandbox, "state")),
 		mcpgw.WithScope("quickstart", "session-1"))
@@ -137,9 +137,9 @@ func run(gateway, server string) error {
 	status, _ := json.Marshal(specs[0].Status)
 	fmt.Printf("MCP %s: %s\n", specs[0].Name, status)
 
-	// From here on every call goes over one long-lived exec (here a local pipe; DockerSession
-	// for `docker exec -i`), with live progress and real cancellation.
-	hello, err := client.OpenSession(ctx, mcpgw.LocalSession(sandbox))
+	// From here on every call goes over one long-lived exec (here a local pipe; `docker exec -i`
+	// with the Docker backend), with live progress and real cancellation.
+	hello, err := client.OpenSession(ctx)
 	if err != nil {
 		return err
 	}
@@ -154,10 +154,19 @@ func run(gateway, server string) error {
 		return err
 	}
 	fmt.Printf("slow: %s\n", chunk.Text())
+	for chunk, err := range client.CallToolStream(ctx, "test", "slow", map[string]any{"seconds": 0.3, "steps": 2}) {
+		if err != nil {
+			return err
+		}
+		fmt.Printf("slow, streamed: last %v, %q\n", chunk.IsLast, chunk.Text())
+	}
 	if err := client.RemoveMCP(ctx, "test"); err != nil {
 		return err
 	}
 	// Closes the session, then stops the gateway: nothing is left running in the sandbox.
+	if err := client.CloseSession(ctx); err != nil {
+		return err
+	}
 	if err := client.StopGateway(ctx); err != nil {
 		return err
 	}

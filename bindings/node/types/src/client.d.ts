@@ -1,21 +1,11 @@
-import { Session } from './session.js';
-import type { ExecFn } from './exec.js';
-import type { BinaryStatus, GatewayInfo, Health, McpEntry, McpSpec, Tool, ToolChunk } from './wire.js';
-import type { AttachOptions, OpenChannel } from './session.js';
+import { Connection } from './connection.js';
+import type { Backend } from './backends.js';
+import type { BinaryStatus, GatewayInfo, Health, Hello, McpEntry, McpSpec, Tool, ToolChunk } from './wire.js';
+import type { ConnectOptions } from './connection.js';
 export type ClientOptions = {
     /**
-     * runs commands inside the sandbox: `localExec()`, `dockerExec(c)`,
-     * `kubectlExec(pod)` or your own
-     */
-    exec: ExecFn;
-    /**
-     * whether `exec` passes a command's stdin; default `exec.stdin`
-     * (the ready-made execs set it). Then the gateway binary and large bodies take one command.
-     */
-    execStdin?: boolean;
-    /**
-     * the gateway binary inside the sandbox; a bare name is looked up
-     * on PATH. Default `mcpgw-gateway`.
+     * the gateway binary inside the sandbox; a bare name is looked
+     * up on PATH. Default `mcpgw-gateway`.
      */
     gatewayPath?: string;
     /**
@@ -23,99 +13,195 @@ export type ClientOptions = {
      */
     host?: string;
     /**
-     * 0 (default): `startGateway` picks a free port. Non-zero with
-     * `tokenFile`: use a gateway that already runs.
+     * 0 (default): `startGateway` (or a session) launches a gateway.
+     * Non-zero, with `tokenFile`: use the gateway that runs there.
      */
     port?: number;
     /**
-     * the gateway's token file inside the sandbox. Default
-     * `<stateDir>/token`.
+     * the gateway's token file inside the sandbox
      */
     tokenFile?: string;
     /**
-     * the per-launch directory inside the sandbox (token file, log).
+     * the per-launch directory inside the sandbox (token, log).
      * Default `/tmp/mcpgw-<16 hex>`.
      */
     stateDir?: string;
     /**
-     * the instance nonce of a running gateway, checked by `health`
+     * the instance nonce of a running gateway
      */
     instanceNonce?: string;
     /**
-     * where large request bodies are staged inside the sandbox when
-     * `exec` passes no stdin. Default the state directory, else /tmp.
+     * how requests reach the gateway inside the
+     * sandbox; detected once when absent
+     */
+    transport?: 'curl' | 'built_in';
+    /**
+     * where large bodies are staged when the backend passes no stdin
      */
     stagingDir?: string;
     /**
-     * how requests reach the gateway: curl when
-     * present (`auto`, the default), always curl, or the gateway's built-in client
-     */
-    transport?: 'auto' | 'curl' | 'builtin';
-    /**
-     * the timeout of calls that set none, in milliseconds. Default 60000.
-     */
-    timeoutMs?: number;
-    /**
-     * the longest command handed to `exec` (at least 4096;
-     * default 120 KiB). Larger bodies go on stdin, or are staged.
+     * the longest command text handed to the backend
      */
     maxCommandBytes?: number;
     /**
-     * the default agent part of the MCPs' scope. Default `""`.
-     */
-    agentId?: string;
-    /**
-     * the default session part of the MCPs' scope. Default `""`.
-     */
-    sessionId?: string;
-};
-export type CallOptions = {
-    /**
-     * aborts the call: it rejects with AbortError at once; a
-     * one-shot command is told to stop, a call over a session gets a cancel frame (the gateway
-     * sends `notifications/cancelled` upstream)
-     */
-    signal?: AbortSignal;
-    /**
-     * bounds each command of the call, in milliseconds; for a tool
-     * call also the gateway's deadline. 0 or absent: the client's timeout.
+     * the time limit of an operation that sets none. Default 60000.
      */
     timeoutMs?: number;
     /**
-     * the agent part of the MCPs' scope; overrides the client's
+     * how long a session channel may take to say hello (a launch
+     * included). Default 60000.
+     */
+    openTimeoutMs?: number;
+    /**
+     * how long an answer over a session may take beyond its
+     * operation's own limit. Default 5000.
+     */
+    answerGraceMs?: number;
+    /**
+     * how long a closed channel may take to exit before it is
+     * killed. Default 5000.
+     */
+    closeGraceMs?: number;
+    /**
+     * whether a lost session channel is opened again (its tool calls
+     * then resume). Default true.
+     */
+    reopen?: boolean;
+    /**
+     * how many failed opens in a row end the session. Default 5.
+     */
+    reopenAttempts?: number;
+    /**
+     * how often attach pings when idle (0: attach's default)
+     */
+    heartbeatMs?: number;
+    /**
+     * how long the channel may stay silent before it is
+     * declared lost (0: three heartbeats)
+     */
+    heartbeatTimeoutMs?: number;
+    /**
+     * what the driver says that concerns no call (a
+     * channel opened again, a frame for a call no longer waited for), for a log. The same lines go
+     * to `NODE_DEBUG=mcpgw`.
+     */
+    onNotice?: (text: string) => void;
+};
+export type CallOptions = {
+    /**
+     * cancels the call: it rejects with CancelledError (the
+     * signal's reason as `cause`); its command is killed, or the gateway cancels it upstream
+     */
+    signal?: AbortSignal;
+    /**
+     * the operation's time limit, in milliseconds; for a tool call
+     * also the gateway's deadline. Absent: the client's `timeoutMs`.
+     */
+    timeoutMs?: number;
+    /**
+     * the agent part of the MCPs' scope. Default `""`.
      */
     agentId?: string;
     /**
-     * the session part of the MCPs' scope; overrides the client's
+     * the session part of the MCPs' scope. Default `""`.
      */
     sessionId?: string;
 };
+export type CallToolOptions = CallOptions & {
+    onProgress?: (chunk: ToolChunk) => void;
+};
+/** @import { Backend } from './backends.js' */
+/** @import { BinaryStatus, GatewayInfo, Health, Hello, McpEntry, McpSpec, Tool, ToolChunk } from './wire.js' */
+/** @import { ConnectOptions } from './connection.js' */
 /**
- * A client of one mcpgw gateway in one sandbox. Every method returns a Promise and never blocks
- * the event loop. Calls may run concurrently. With a session attached (`attach`), every REST
- * call goes over its one long-lived channel; else each call runs its commands through `exec`.
+ * Settings of a {@link Client}, each the library's `HostConfig` key of the same name in
+ * snake_case (`gatewayPath` is `gateway_path`); every one is optional.
+ *
+ * @typedef {object} ClientOptions
+ * @property {string} [gatewayPath] the gateway binary inside the sandbox; a bare name is looked
+ *   up on PATH. Default `mcpgw-gateway`.
+ * @property {string} [host] the loopback address the gateway listens on. Default `127.0.0.1`.
+ * @property {number} [port] 0 (default): `startGateway` (or a session) launches a gateway.
+ *   Non-zero, with `tokenFile`: use the gateway that runs there.
+ * @property {string} [tokenFile] the gateway's token file inside the sandbox
+ * @property {string} [stateDir] the per-launch directory inside the sandbox (token, log).
+ *   Default `/tmp/mcpgw-<16 hex>`.
+ * @property {string} [instanceNonce] the instance nonce of a running gateway
+ * @property {'curl' | 'built_in'} [transport] how requests reach the gateway inside the
+ *   sandbox; detected once when absent
+ * @property {string} [stagingDir] where large bodies are staged when the backend passes no stdin
+ * @property {number} [maxCommandBytes] the longest command text handed to the backend
+ * @property {number} [timeoutMs] the time limit of an operation that sets none. Default 60000.
+ * @property {number} [openTimeoutMs] how long a session channel may take to say hello (a launch
+ *   included). Default 60000.
+ * @property {number} [answerGraceMs] how long an answer over a session may take beyond its
+ *   operation's own limit. Default 5000.
+ * @property {number} [closeGraceMs] how long a closed channel may take to exit before it is
+ *   killed. Default 5000.
+ * @property {boolean} [reopen] whether a lost session channel is opened again (its tool calls
+ *   then resume). Default true.
+ * @property {number} [reopenAttempts] how many failed opens in a row end the session. Default 5.
+ * @property {number} [heartbeatMs] how often attach pings when idle (0: attach's default)
+ * @property {number} [heartbeatTimeoutMs] how long the channel may stay silent before it is
+ *   declared lost (0: three heartbeats)
+ * @property {(text: string) => void} [onNotice] what the driver says that concerns no call (a
+ *   channel opened again, a frame for a call no longer waited for), for a log. The same lines go
+ *   to `NODE_DEBUG=mcpgw`.
+ */
+/**
+ * Per-call options.
+ *
+ * @typedef {object} CallOptions
+ * @property {AbortSignal} [signal] cancels the call: it rejects with CancelledError (the
+ *   signal's reason as `cause`); its command is killed, or the gateway cancels it upstream
+ * @property {number} [timeoutMs] the operation's time limit, in milliseconds; for a tool call
+ *   also the gateway's deadline. Absent: the client's `timeoutMs`.
+ * @property {string} [agentId] the agent part of the MCPs' scope. Default `""`.
+ * @property {string} [sessionId] the session part of the MCPs' scope. Default `""`.
+ */
+/**
+ * Per-call options of a tool call.
+ *
+ * @typedef {CallOptions & {onProgress?: (chunk: ToolChunk) => void}} CallToolOptions
+ * `onProgress` receives each progress chunk as the server reports it (over a session); a
+ * callback that throws cancels the call, which rejects with what it threw.
+ */
+/** The options that are `HostConfig` keys (in camelCase). */
+export declare const CONFIG_OPTIONS: readonly string[];
+/**
+ * A client of one mcpgw gateway in one sandbox. Every method returns a promise and never blocks
+ * the event loop; calls may run concurrently. One host driver steers them all: one-shot
+ * commands through the backend, or, once `openSession()` opened it, one long-lived channel.
  */
 export declare class Client {
     #private;
     /**
-     * Throws InvalidArgumentError for bad options, or an Error when libmcpgw cannot be loaded.
+     * Throws InvalidArgumentError for a bad backend or option (the library names what is wrong),
+     * or an Error when libmcpgw cannot be loaded.
      *
-     * @param {ClientOptions} options
+     * @param {Backend} backend `local()`, `docker(container)`, `podman(container)`,
+     *   `kubectl(pod)`, `argv(prefix)` or `exec(run)`
+     * @param {ClientOptions} [options]
      */
-    constructor(options: ClientOptions);
-    /**
-     * The gateway's port once known (configured, launched, or learned from a session), else 0.
-     *
-     * @returns {number}
-     */
-    get port(): number;
+    constructor(backend: Backend, options?: ClientOptions);
+    /** The gateway's port once known (configured, launched, or told by a session), else 0. */
+    get port(): any;
     /** Whether `close()` was called. */
     get closed(): boolean;
-    /** The attached session while it is open, else null (calls then go one-shot through `exec`). */
-    get session(): Session | null;
     /**
-     * Launches the gateway in the sandbox (one command; the token is minted there) and confirms it
-     * answers. Resolves with `{port, pid, token_file, instance_nonce, state_dir}`.
+     * What the driver knows: the session (`off`, `opening`, `open`), the gateway it launched
+     * (`{port, pid, token_file, instance_nonce, state_dir}` or null), the channel's hello.
+     *
+     * @returns {{session: 'off' | 'opening' | 'open', gateway: GatewayInfo | null, hello: Hello | null}}
+     */
+    state(): {
+        session: 'off' | 'opening' | 'open';
+        gateway: GatewayInfo | null;
+        hello: Hello | null;
+    };
+    /**
+     * Launches the gateway in the sandbox (one command; the token is minted there) and confirms
+     * it answers.
      *
      * @param {CallOptions} [opts]
      * @returns {Promise<GatewayInfo>}
@@ -130,16 +216,15 @@ export declare class Client {
      */
     stopGateway(opts?: CallOptions): Promise<void>;
     /**
-     * Installs the gateway binary read from `hostPath` (on the host; by default the one this
-     * package bundles, {@link gatewayBinary}) at `gatewayPath` (absolute) in the sandbox unless an
-     * identical one is there (SHA-256). With an exec that passes stdin the binary travels in one
-     * command; else in staged pieces. The file is read and hashed on a worker thread.
+     * Installs the gateway binary read from `binaryPath` (on the host; by default the one this
+     * package bundles, {@link gatewayBinary}) at `gatewayPath` in the sandbox, unless an identical
+     * one is there (SHA-256): in one command when the backend passes stdin, else in staged pieces.
      *
-     * @param {string} [hostPath]
+     * @param {string} [binaryPath]
      * @param {CallOptions} [opts]
      * @returns {Promise<BinaryStatus>}
      */
-    ensureGatewayBinary(hostPath?: string, opts?: CallOptions): Promise<BinaryStatus>;
+    ensureGatewayBinary(binaryPath?: string, opts?: CallOptions): Promise<BinaryStatus>;
     /**
      * Asks whether the gateway is up, checking its instance nonce when known.
      *
@@ -148,8 +233,15 @@ export declare class Client {
      */
     health(opts?: CallOptions): Promise<Health>;
     /**
-     * Registers an MCP server in the scope; resolves once the gateway has connected it and listed
-     * its tools.
+     * The MCP servers of the scope: each spec as registered, with the gateway's `status`.
+     *
+     * @param {CallOptions} [opts]
+     * @returns {Promise<McpEntry[]>}
+     */
+    listMcps(opts?: CallOptions): Promise<McpEntry[]>;
+    /**
+     * Registers an MCP server in the scope; resolves once the gateway has connected it and
+     * listed its tools.
      *
      * @param {McpSpec} spec
      * @param {CallOptions} [opts]
@@ -165,44 +257,37 @@ export declare class Client {
      */
     removeMcp(name: string, opts?: CallOptions): Promise<void>;
     /**
-     * The MCP servers of the scope: each spec as registered, with the gateway's `status`.
-     *
-     * @param {CallOptions} [opts]
-     * @returns {Promise<McpEntry[]>}
-     */
-    listMcps(opts?: CallOptions): Promise<McpEntry[]>;
-    /**
      * The tools of an MCP server, as it described them.
      *
-     * @param {string} name
+     * @param {string} mcp
      * @param {CallOptions} [opts]
      * @returns {Promise<Tool[]>}
      */
-    listTools(name: string, opts?: CallOptions): Promise<Tool[]>;
+    listTools(mcp: string, opts?: CallOptions): Promise<Tool[]>;
     /**
-     * Calls a tool and resolves with its ToolChunk. A tool that reports an error resolves with
-     * `state: "error"`; failures to call it reject.
+     * Calls a tool and resolves with its last ToolChunk. A tool that reports an error resolves
+     * with `state: "error"`; failures to call it reject. `opts.onProgress` receives each progress
+     * chunk as it happens (over a session).
      *
      * @param {string} mcp
      * @param {string} tool
      * @param {Record<string, unknown> | null} [args]
-     * @param {CallOptions} [opts]
+     * @param {CallToolOptions} [opts]
      * @returns {Promise<ToolChunk>}
      */
-    callTool(mcp: string, tool: string, args?: Record<string, unknown> | null, opts?: CallOptions): Promise<ToolChunk>;
+    callTool(mcp: string, tool: string, args?: Record<string, unknown> | null, opts?: CallToolOptions): Promise<ToolChunk>;
     /**
-     * Calls a tool and yields its chunks as they happen: over a session, each progress chunk
-     * (`is_last: false`, see `progressOf`) as the server reports it, then the final chunk; without
-     * one, only the final chunk. The call starts when iteration begins; leaving the loop early
-     * (`break`) or aborting `opts.signal` cancels it.
+     * Calls a tool and yields its chunks: each progress chunk as the server reports it (over a
+     * session; one-shot only the last), then the last chunk. The call starts when iteration
+     * begins; leaving the loop early (`break`) or aborting `opts.signal` cancels it.
      *
      * @param {string} mcp
      * @param {string} tool
      * @param {Record<string, unknown> | null} [args]
-     * @param {CallOptions} [opts]
+     * @param {CallToolOptions} [opts]
      * @returns {AsyncGenerator<ToolChunk, void, undefined>}
      */
-    callToolStream(mcp: string, tool: string, args?: Record<string, unknown> | null, opts?: CallOptions): AsyncGenerator<ToolChunk, void, undefined>;
+    callToolStream(mcp: string, tool: string, args?: Record<string, unknown> | null, opts?: CallToolOptions): AsyncGenerator<ToolChunk, void, undefined>;
     /**
      * Replaces the runtime headers of a streamable-HTTP MCP server (`{}` clears them) without
      * reconnecting it.
@@ -214,30 +299,39 @@ export declare class Client {
      */
     setRuntimeHeaders(mcp: string, headers: Record<string, string>, opts?: CallOptions): Promise<void>;
     /**
-     * Opens a session channel and routes every REST call of this client over it (`health`,
-     * `listMcps`, `addMcp`, `removeMcp`, `listTools`, `callTool`, `callToolStream`,
-     * `setRuntimeHeaders`; starting, stopping and installing the gateway stay one-shot). `open`
-     * runs the session's command in the sandbox with stdin and stdout piped and returns the
-     * channel (a child process, `{stdin, stdout}`, or a duplex stream); `localSession`,
-     * `dockerSession` and `kubectlSession` do it for you. When the client knows no gateway, the
-     * channel launches one first (one exec gives a ready session; `stopGateway` then stops it).
+     * Opens the session channel (`mcpgw-gateway attach` through the backend, launching the
+     * gateway when the client knows none) and resolves with its hello; from then on every REST
+     * operation travels over it. Calls made meanwhile wait for it. A channel that is lost is
+     * opened again (option `reopen`), its tool calls resumed.
      *
-     * The session is used at once: calls made before the channel answers are queued and written
-     * when it does. Resolves with the Session once it answered; rejects with SessionLostError when
-     * the channel died first (queued calls then go one-shot through `exec`). When the channel dies
-     * later, calls in flight fail with SessionLostError and later calls go one-shot, until
-     * `attach` is called again, or, with `reopen: true`, the next call opens a new channel itself.
-     *
-     * @param {OpenChannel} open
-     * @param {AttachOptions} [options]
-     * @returns {Promise<Session>}
+     * @param {CallOptions} [opts]
+     * @returns {Promise<Hello>}
      */
-    attach(open: OpenChannel, options?: AttachOptions): Promise<Session>;
+    openSession(opts?: CallOptions): Promise<Hello>;
     /**
-     * Frees the native client. Idempotent. Calls already under way finish normally (their
-     * operations do not need the client); new calls throw InvalidStateError. Closes an attached
-     * session (without waiting: `await client.session?.close()` first to wait for its channel to
-     * exit). Does not stop the gateway: call `stopGateway()` first for that.
+     * Closes the session channel: calls it carries fail with SessionLostError; later calls go
+     * one-shot. The gateway keeps running.
+     *
+     * @param {CallOptions} [opts]
+     * @returns {Promise<void>}
      */
-    close(): void;
+    closeSession(opts?: CallOptions): Promise<void>;
+    /**
+     * Opens a virtual MCP connection to MCP `mcp` over the session: raw JSON-RPC both ways, the
+     * gateway being the MCP server. Throws InvalidStateError when no session is open or opening.
+     *
+     * @param {string} mcp
+     * @param {ConnectOptions} [opts]
+     * @returns {Connection}
+     */
+    connect(mcp: string, opts?: ConnectOptions): Connection;
+    /**
+     * Closes the client: new calls reject with InvalidStateError; the session (if any) is closed;
+     * one-shot calls under way finish. Resolves once every process the client started has ended
+     * and its native driver is freed. Idempotent. Does not stop the gateway: `stopGateway()`
+     * first for that.
+     *
+     * @returns {Promise<void>}
+     */
+    close(): Promise<void>;
 }

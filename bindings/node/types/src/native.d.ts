@@ -1,20 +1,6 @@
-/** The ABI version this binding was written against (`MCPGW_ABI_VERSION` in mcpgw.h). */
-export declare const ABI_VERSION = 2;
-/** `mcpgw_transport` values. */
-export declare const TRANSPORT: Readonly<{
-    auto: 0;
-    curl: 1;
-    builtin: 2;
-}>;
-/** `mcpgw_session_event_kind` values. */
-export declare const EVENT: Readonly<{
-    OPENED: 1;
-    PROGRESS: 2;
-    FINISHED: 3;
-    UNSENT: 4;
-    NOTICE: 5;
-    LOST: 6;
-}>;
+import { ABI_VERSION } from './ffi.js';
+export { ABI_VERSION };
+import type { Spec } from './procs.js';
 /** The directory of the package's bundled library for this platform, e.g. `prebuilds/linux-x64`. */
 export declare function prebuildDir(platform?: NodeJS.Platform, arch?: NodeJS.Architecture): string;
 /**
@@ -47,15 +33,84 @@ export declare function gatewayCandidates(arch?: string): string[];
  */
 export declare function gatewayBinary(arch?: string): string;
 /**
- * Loads the library once per process, checks its ABI version, declares its functions and reads
- * its result codes. Throws an Error naming every path tried when none holds a loadable library
- * of the expected ABI.
+ * Loads the library once per process, checks its ABI version, declares its functions and checks
+ * its result codes against the header's. Throws an Error naming every path tried when none
+ * holds a loadable library of the expected ABI.
  *
- * @returns {any} the declared functions, plus `path`, `RESULT` (code by name) and `codes`
- *   (name and message by code)
+ * @returns {any} the declared functions (by their C names), plus `path` and `codes` (the
+ *   library's result codes: number to name and message)
  */
 export declare function native(): any;
+/**
+ * Every result code of the loaded library, ascending: its number, its name after
+ * `MCPGW_RESULT_` and its static text, as the library has them.
+ *
+ * @returns {{code: number, name: string, message: string}[]}
+ */
+export declare function resultCodes(): {
+    code: number;
+    name: string;
+    message: string;
+}[];
+/** Native objects this binding holds right now, by kind; see `nativeStats`. */
+export declare const live: {
+    hosts: number;
+    actions: number;
+    errors: number;
+    strings: number;
+    chunks: number;
+};
+export type NativeStats = {
+    /**
+     * host drivers (one per open client)
+     */
+    hosts: number;
+    /**
+     * actions being handled (freed once read)
+     */
+    actions: number;
+    /**
+     * error objects being read
+     */
+    errors: number;
+    /**
+     * strings being read
+     */
+    strings: number;
+    /**
+     * tool chunks being read
+     */
+    chunks: number;
+};
+/**
+ * Native objects the binding holds right now, by kind; all zero once every client is closed.
+ *
+ * @typedef {object} NativeStats
+ * @property {number} hosts host drivers (one per open client)
+ * @property {number} actions actions being handled (freed once read)
+ * @property {number} errors error objects being read
+ * @property {number} strings strings being read
+ * @property {number} chunks tool chunks being read
+ */
+/**
+ * How many native objects the binding holds at this moment, by kind. Each is freed exactly
+ * once: actions, strings, errors and chunks as soon as they are read, a client's host driver
+ * when the client is closed (or, as a backstop, garbage-collected). Meant for leak checks.
+ *
+ * @returns {NativeStats}
+ */
+export declare function nativeStats(): NativeStats;
 /** A copy of `len` bytes of native memory at `ptr` (borrowed, not freed here). */
 export declare function copyBytes(ptr: any, len: any): Buffer<ArrayBuffer>;
-/** A NUL-terminated string at `ptr`, decoded; the caller still owns the memory. */
-export declare function decodeCString(ptr: any): any;
+/** Takes an owned `char *`: decodes it, frees it once. */
+export declare function takeString(n: any, ptr: any): any;
+/** Takes an owned `mcpgw_error *`: reads it, frees it once, returns the typed error. */
+export declare function takeError(n: any, err: any): import("./mcpgw-error.js").McpgwError;
+/** A copy of the bytes an action carries (borrowed from it). */
+export declare function actionBytes(n: any, action: any): Buffer<ArrayBuffer>;
+/**
+ * What a RUN or OPEN action asks for, copied out of the action.
+ *
+ * @returns {Spec}
+ */
+export declare function actionSpec(n: any, action: any): Spec;

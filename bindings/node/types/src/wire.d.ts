@@ -215,6 +215,15 @@ export type Hello = {
      * the longest line `attach` accepts
      */
     max_frame_bytes: number;
+    /**
+     * how often attach pings when idle (0: it does not)
+     */
+    heartbeat_ms?: number;
+    /**
+     * how long the gateway keeps a call whose channel ended, for
+     * a new channel to resume it (0: it does not)
+     */
+    retention_ms?: number;
 };
 /**
  * The decoded bytes of a data block with inline (base64) data; `null` for a text block or a

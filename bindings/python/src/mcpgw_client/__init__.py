@@ -1,34 +1,37 @@
 """mcpgw_client: the Python binding of libmcpgw, the host-side client of mcpgw-gateway.
 
-The gateway runs inside a sandbox (Docker container, Kubernetes pod, E2B sandbox, bubblewrap,
-a namespace) and owns the MCP servers there; this package reaches it only by running commands
-in the sandbox through an exec function you give it, so the sandbox publishes no port::
+The gateway runs inside a sandbox (Docker or podman container, Kubernetes pod, E2B sandbox,
+bubblewrap, a namespace) and owns the MCP servers there; this package reaches it only through
+the sandbox's own exec (a command per operation, or one long-lived session channel), so the
+sandbox publishes no port::
 
     import mcpgw_client as mcpgw
 
-    async with mcpgw.AsyncClient(mcpgw.DockerExec("box1")) as client:
+    async with mcpgw.AsyncClient(mcpgw.docker("box1")) as client:
         await client.start_gateway()
         await client.add_mcp({"name": "fs", "mcp_config": {"type": "stdio_mcp", "command": "mcp-fs"}})
         chunk = await client.call_tool("fs", "read_file", {"path": "/etc/hostname"})
 
-Results are the gateway's JSON (see :mod:`mcpgw_client.wire`); failures raise the typed
-exceptions of :mod:`mcpgw_client.errors` (``mcpgw_client.NotFoundError``,
-``mcpgw_client.DeadlineError``, ...), one per result code of the library.
-:mod:`mcpgw_client.agentscope` makes AgentScope 2.0 workspaces use it.
+Results are the gateway's JSON (see :mod:`mcpgw_client.wire`); failures raise the typed exceptions of
+:mod:`mcpgw_client.errors` (``mcpgw.NotFoundError``, ``mcpgw.DeadlineError``, ``mcpgw.BackendError``,
+...), one per result code of the library. :mod:`mcpgw_client.agentscope` makes AgentScope 2.0
+workspaces use it.
 
 The library (``libmcpgw.so``) is loaded at import: the one bundled in the wheel, or the one
 ``MCPGW_LIB`` names. The wheel also carries the static gateway for the sandbox
-(:func:`gateway_binary`), which ``ensure_gateway_binary()`` installs when given no path.
+(:func:`gateway_binary`), which ``ensure_gateway_binary()`` installs when given no path, and
+the ``mcpgw`` command (:func:`host_binary`; ``python -m mcpgw_client mcp ...`` runs it).
 """
 
 from __future__ import annotations
 
 from . import errors
-from ._native import ABI_VERSION, VERSION, gateway_binary, lib
-from .client import AsyncClient, Client, Transport
-from .errors import ERROR_CLASSES, RESULT, McpgwError, error_class
-from .exec import ArgvExec, DockerExec, ExecFailure, ExecResult, ExecTimeout, KubectlExec, LocalExec
-from .session import AsyncSession
+from ._native import ABI_VERSION, VERSION, gateway_binary, host_binary, lib
+from .backends import Backend, Channel, ExecResult, argv, docker, exec, kubectl, local, podman
+from .blocking import BlockingConnection, Client
+from .client import AsyncClient, Options, Transport
+from .connection import Connection
+from .errors import ERROR_CLASSES, RESULT, BackendError, McpgwError, error_class
 from .wire import (
     BinaryInfo,
     Block,
@@ -56,7 +59,7 @@ def library_version() -> str:
 
 
 def __getattr__(name: str) -> type[McpgwError]:
-    # The exception classes are built from the library's codes: mcpgw_client.NotFoundError, ...
+    # The exception classes are built from the library's codes: mcpgw.NotFoundError, ...
     return errors.__getattr__(name)
 
 
@@ -68,33 +71,39 @@ __all__ = [
     "ABI_VERSION",
     "LIBRARY_PATH",
     "RESULT",
-    "ArgvExec",
     "AsyncClient",
-    "AsyncSession",
+    "Backend",
+    "BackendError",
     "BinaryInfo",
     "Block",
+    "BlockingConnection",
+    "Channel",
     "Client",
+    "Connection",
     "DataBlock",
-    "DockerExec",
-    "ExecFailure",
     "ExecResult",
-    "ExecTimeout",
     "GatewayInfo",
     "Health",
-    "KubectlExec",
-    "LocalExec",
     "McpSpec",
     "McpgwError",
+    "Options",
     "Progress",
     "TextBlock",
     "Tool",
     "ToolChunk",
     "Transport",
     "__version__",
+    "argv",
     "block_bytes",
+    "docker",
     "error_class",
+    "exec",
     "gateway_binary",
+    "host_binary",
+    "kubectl",
     "library_version",
+    "local",
+    "podman",
     "progress_of",
     "text_of",
 ]

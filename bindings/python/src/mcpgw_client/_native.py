@@ -1,11 +1,11 @@
-"""The ctypes declarations of libmcpgw (include/mcpgw.h), the search for the shared library and
-for the bundled gateway binary, and the package's version.
+"""The ctypes declarations of libmcpgw, the search for the shared library and for the bundled
+executables (the gateway, the ``mcpgw`` command), and the package's version.
 
-Loaded once, at import: the library's ABI version and version are checked then, so a mismatch
-is an ImportError that says what to do, not a crash later. Nothing here holds state besides the
-loaded library; ownership of what the library returns is handled by the callers.
-
-Only the sans-IO half of the C ABI is declared: no Python callback ever crosses into C.
+The declarations are the C prototypes of ``include/mcpgw.h`` as text, turned into ctypes types
+here by one small table of C types; the tests compare each one with the header, declaration by
+declaration, so they cannot drift. Loaded once, at import: the library's ABI version and
+version are checked then, so a mismatch is an ImportError that says what to do, not a crash
+later. Only the host driver's half of the C ABI is declared: no Python callback crosses into C.
 """
 
 from __future__ import annotations
@@ -13,28 +13,22 @@ from __future__ import annotations
 import ctypes
 import importlib.metadata
 import os
+import re
 import tomllib
 from collections.abc import Mapping
-from ctypes import (
-    POINTER,
-    c_bool,
-    c_char_p,
-    c_size_t,
-    c_uint16,
-    c_uint32,
-    c_uint64,
-    c_void_p,
-)
+from ctypes import POINTER, c_bool, c_char_p, c_int32, c_int64, c_size_t, c_uint16, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 from typing import Any
 
 #: The ABI version this package was written against (`MCPGW_ABI_VERSION` in mcpgw.h).
-ABI_VERSION = 2
+ABI_VERSION = 3
 #: The distribution's name on PyPI (the import package is ``mcpgw_client``).
 DISTRIBUTION = "mcpgw-client"
 
 LIBRARY_NAME = "libmcpgw.so"
 GATEWAY_NAME = "mcpgw-gateway"
+#: The host endpoint's command (crate host/).
+HOST_NAME = "mcpgw"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -70,6 +64,128 @@ def _version() -> str:
 #: The package's version; the library must have the same major and minor version.
 VERSION = _version()
 
+#: Every function this package calls, exactly as include/mcpgw.h declares it.
+DECLARATIONS = """
+const char *mcpgw_result_message(uint32_t result);
+const char *mcpgw_result_name(uint32_t result);
+void mcpgw_result_codes(const uint32_t **codes_out, size_t *len_out);
+const char *mcpgw_version(void);
+uint32_t mcpgw_abi_version(void);
+void mcpgw_string_free(char *s);
+mcpgw_result mcpgw_error_code(const mcpgw_error *error);
+const char *mcpgw_error_message(const mcpgw_error *error);
+uint16_t mcpgw_error_http_status(const mcpgw_error *error);
+const char *mcpgw_error_detail(const mcpgw_error *error);
+void mcpgw_error_free(mcpgw_error *error);
+mcpgw_result mcpgw_host_new(const char *config_json, mcpgw_host **host_out, mcpgw_error **error_out);
+void mcpgw_host_free(mcpgw_host *host);
+mcpgw_result mcpgw_host_submit(mcpgw_host *host, const char *op_json, uint64_t *id_out, mcpgw_error **error_out);
+bool mcpgw_host_cancel(mcpgw_host *host, uint64_t id);
+mcpgw_result mcpgw_host_open_connection(mcpgw_host *host, const char *mcp, const char *agent_id,
+                                        const char *session_id, uint64_t *id_out, mcpgw_error **error_out);
+mcpgw_result mcpgw_host_send(mcpgw_host *host, uint64_t conn, const uint8_t *msg, size_t len,
+                             mcpgw_error **error_out);
+bool mcpgw_host_close_connection(mcpgw_host *host, uint64_t conn);
+void mcpgw_host_on_exit(mcpgw_host *host, uint64_t proc, int32_t exit_code, const uint8_t *out, size_t out_len,
+                        const uint8_t *err, size_t err_len);
+void mcpgw_host_on_exec_failed(mcpgw_host *host, uint64_t proc, const char *reason);
+void mcpgw_host_on_data(mcpgw_host *host, uint64_t proc, const uint8_t *data, size_t len);
+void mcpgw_host_on_stderr(mcpgw_host *host, uint64_t proc, const uint8_t *data, size_t len);
+void mcpgw_host_on_eof(mcpgw_host *host, uint64_t proc);
+void mcpgw_host_on_timeout(mcpgw_host *host);
+int64_t mcpgw_host_timeout_ms(const mcpgw_host *host);
+mcpgw_action *mcpgw_host_next_action(mcpgw_host *host);
+char *mcpgw_host_state_json(const mcpgw_host *host);
+void mcpgw_action_free(mcpgw_action *action);
+mcpgw_action_kind mcpgw_action_get_kind(const mcpgw_action *action);
+uint64_t mcpgw_action_proc(const mcpgw_action *action);
+uint64_t mcpgw_action_id(const mcpgw_action *action);
+size_t mcpgw_action_argc(const mcpgw_action *action);
+const char *mcpgw_action_argv(const mcpgw_action *action, size_t i);
+const char *mcpgw_action_shell(const mcpgw_action *action);
+const char *mcpgw_action_cwd(const mcpgw_action *action);
+mcpgw_stdin_kind mcpgw_action_stdin_kind(const mcpgw_action *action);
+const uint8_t *mcpgw_action_bytes(const mcpgw_action *action, size_t *len_out);
+uint32_t mcpgw_action_timeout_ms(const mcpgw_action *action);
+mcpgw_result mcpgw_action_result(const mcpgw_action *action);
+const char *mcpgw_action_text(const mcpgw_action *action);
+uint16_t mcpgw_action_status(const mcpgw_action *action);
+"""
+
+#: The enum values of the header this package uses (checked against it by the tests).
+ACTION_KINDS = {
+    "RUN": 1,
+    "OPEN": 2,
+    "WRITE": 3,
+    "CLOSE_INPUT": 4,
+    "KILL": 5,
+    "PROGRESS": 6,
+    "DONE": 7,
+    "CONNECTION_OPENED": 8,
+    "CONNECTION_MESSAGE": 9,
+    "CONNECTION_CLOSED": 10,
+    "NOTICE": 11,
+}
+STDIN_KINDS = {"NULL": 0, "BYTES": 1, "HOLD": 2}
+
+_SCALARS: dict[str, Any] = {
+    "void": None,
+    "bool": c_bool,
+    "int32_t": c_int32,
+    "int64_t": c_int64,
+    "uint16_t": c_uint16,
+    "uint32_t": c_uint32,
+    "uint64_t": c_uint64,
+    "size_t": c_size_t,
+    "mcpgw_result": c_uint32,
+    "mcpgw_action_kind": c_uint32,
+    "mcpgw_stdin_kind": c_uint32,
+    # Borrowed text: ctypes copies it into bytes at once.
+    "const char *": c_char_p,
+    # Owned text (freed with mcpgw_string_free) and borrowed bytes: read back by address.
+    "char *": c_void_p,
+    "const uint32_t **": POINTER(POINTER(c_uint32)),
+    "uint64_t *": POINTER(c_uint64),
+    "size_t *": POINTER(c_size_t),
+}
+_DECLARATION = re.compile(r"(?P<ret>[\w ]+?\**)\s*\b(?P<name>mcpgw_\w+)\((?P<args>[^()]*)\)")
+
+
+def normal_type(text: str) -> str:
+    """A C type with its spacing made canonical: ``const char *``, ``mcpgw_host **``."""
+    return " ".join(text.replace("*", " * ").split()).replace("* *", "**").replace("* *", "**")
+
+
+def c_type(text: str, *, argument: bool) -> Any:
+    """The ctypes type of a C type of the header (`argument`: as a parameter)."""
+    text = normal_type(text)
+    if text in _SCALARS:
+        return _SCALARS[text]
+    if text == "const uint8_t *":
+        # Bytes handed in are passed as they are; bytes handed out are read by address.
+        return c_char_p if argument else c_void_p
+    if re.fullmatch(r"(const )?mcpgw_\w+ \*", text):
+        return c_void_p
+    if re.fullmatch(r"mcpgw_\w+ \*\*", text):
+        return POINTER(c_void_p)
+    raise ValueError(f"no ctypes type for the C type {text!r}")
+
+
+def parse_declarations(text: str) -> dict[str, tuple[str, list[str]]]:
+    """The function prototypes among the statements of `text` (C without comments or
+    preprocessor lines), by name: (return type, parameter types), each made canonical."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    for statement in " ".join(text.split()).split(";"):
+        # What follows the last brace: a prototype after an enum's or extern block's brace.
+        m = _DECLARATION.fullmatch(re.split(r"[{}]", statement)[-1].strip())
+        if m is None:
+            continue
+        params = [] if m["args"].strip() == "void" else [p.strip() for p in m["args"].split(",")]
+        # The parameter's name goes; its type stays.
+        types = [re.sub(r"\b\w+$", "", p) for p in params]
+        out[m["name"]] = (normal_type(m["ret"]), [normal_type(t) for t in types])
+    return out
+
 
 def library_candidates(env: Mapping[str, str] | None = None) -> list[Path]:
     """Where the shared library is looked for, in order: `MCPGW_LIB` alone when it is set (an
@@ -87,114 +203,42 @@ def library_candidates(env: Mapping[str, str] | None = None) -> list[Path]:
     return candidates
 
 
-def gateway_candidates(env: Mapping[str, str] | None = None) -> list[Path]:
-    """Where :func:`gateway_binary` looks, in order: the static gateway bundled in the wheel,
-    else, in a checkout, the repository's static build (``make static``)."""
-    candidates = [_PACKAGE_DIR / "_bin" / GATEWAY_NAME]
+def bundled_candidates(name: str, env: Mapping[str, str] | None = None) -> list[Path]:
+    """Where the bundled static executable `name` (``mcpgw-gateway``, ``mcpgw``) is looked for,
+    in order: the wheel's ``_bin/``, else, in a checkout, the repository's static build
+    (``make static``)."""
+    candidates = [_PACKAGE_DIR / "_bin" / name]
     repo = _checkout()
     if repo is not None:
         target = _target_dir(repo, os.environ if env is None else env)
-        candidates.append(target / "x86_64-unknown-linux-gnu" / "release" / GATEWAY_NAME)
+        candidates.append(target / "x86_64-unknown-linux-gnu" / "release" / name)
     return candidates
+
+
+def _bundled(name: str) -> str:
+    candidates = bundled_candidates(name)
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        raise FileNotFoundError(
+            f"no bundled {name}: tried {', '.join(str(p) for p in candidates)}; the wheel "
+            f"carries one (pip install {DISTRIBUTION}), a checkout builds it with `make static`"
+        )
+    return str(path)
 
 
 def gateway_binary() -> str:
     """The host path of the static ``mcpgw-gateway`` (Linux x86_64, no libc needed) of this
     package's release: the one the wheel bundles. ``ensure_gateway_binary()`` installs it into
     a sandbox when given no path. Raises FileNotFoundError naming every path tried."""
-    candidates = gateway_candidates()
-    path = next((p for p in candidates if p.is_file()), None)
-    if path is None:
-        raise FileNotFoundError(
-            f"no bundled mcpgw-gateway: tried {', '.join(str(p) for p in candidates)}; the wheel "
-            f"carries one (pip install {DISTRIBUTION}), a checkout builds it with `make static`"
-        )
-    return str(path)
+    return _bundled(GATEWAY_NAME)
 
 
-# Argument and result types of every function used, by name: (restype, argtypes).
-_P = c_void_p  # an opaque handle, or a pointer read back with ctypes.string_at
-_PP = POINTER(c_void_p)
-_R = c_uint32  # mcpgw_result
-_SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
-    "mcpgw_version": (c_char_p, []),
-    "mcpgw_abi_version": (c_uint32, []),
-    "mcpgw_result_message": (c_char_p, [c_uint32]),
-    "mcpgw_result_name": (c_char_p, [c_uint32]),
-    "mcpgw_result_codes": (None, [POINTER(POINTER(c_uint32)), POINTER(c_size_t)]),
-    "mcpgw_string_free": (None, [_P]),
-    # configuration
-    "mcpgw_client_config_new": (_R, [_PP]),
-    "mcpgw_client_config_free": (None, [_P]),
-    "mcpgw_client_config_set_gateway_path": (_R, [_P, c_char_p]),
-    "mcpgw_client_config_set_host": (_R, [_P, c_char_p]),
-    "mcpgw_client_config_set_port": (_R, [_P, c_uint16]),
-    "mcpgw_client_config_set_token_file": (_R, [_P, c_char_p]),
-    "mcpgw_client_config_set_state_dir": (_R, [_P, c_char_p]),
-    "mcpgw_client_config_set_instance_nonce": (_R, [_P, c_char_p]),
-    "mcpgw_client_config_set_staging_dir": (_R, [_P, c_char_p]),
-    "mcpgw_client_config_set_transport": (_R, [_P, c_uint32]),
-    "mcpgw_client_config_set_timeout_ms": (_R, [_P, c_uint32]),
-    "mcpgw_client_config_set_max_command_bytes": (_R, [_P, c_size_t]),
-    "mcpgw_client_config_set_exec_stdin": (_R, [_P, c_bool]),
-    # client
-    "mcpgw_client_new": (_R, [_P, _P, _P, _P, _PP, _PP]),
-    "mcpgw_client_free": (None, [_P]),
-    "mcpgw_client_port": (c_uint16, [_P]),
-    "mcpgw_client_prepare_start_gateway": (_R, [_P, _P, _PP]),
-    "mcpgw_client_prepare_stop_gateway": (_R, [_P, _P, _PP]),
-    "mcpgw_client_prepare_ensure_gateway_binary": (_R, [_P, _P, c_char_p, _PP]),
-    "mcpgw_client_prepare_health": (_R, [_P, _P, _PP]),
-    "mcpgw_client_prepare_list_mcps": (_R, [_P, _P, _PP]),
-    "mcpgw_client_prepare_add_mcp": (_R, [_P, _P, c_char_p, _PP]),
-    "mcpgw_client_prepare_remove_mcp": (_R, [_P, _P, c_char_p, _PP]),
-    "mcpgw_client_prepare_list_tools": (_R, [_P, _P, c_char_p, _PP]),
-    "mcpgw_client_prepare_call_tool": (_R, [_P, _P, c_char_p, c_char_p, c_char_p, _PP]),
-    "mcpgw_client_prepare_set_runtime_headers": (_R, [_P, _P, c_char_p, c_char_p, _PP]),
-    # call options
-    "mcpgw_call_options_new": (_R, [_PP]),
-    "mcpgw_call_options_free": (None, [_P]),
-    "mcpgw_call_options_set_agent_id": (_R, [_P, c_char_p]),
-    "mcpgw_call_options_set_session_id": (_R, [_P, c_char_p]),
-    "mcpgw_call_options_set_timeout_ms": (_R, [_P, c_uint32]),
-    # operations, sans-IO
-    "mcpgw_op_command": (_R, [_P, _PP, POINTER(c_uint32)]),
-    "mcpgw_op_command_stdin": (_R, [_P, _PP, POINTER(c_size_t)]),
-    "mcpgw_op_complete": (_R, [_P, ctypes.c_int32, c_char_p, c_size_t, c_char_p, c_size_t]),
-    "mcpgw_op_fail_exec": (_R, [_P, c_char_p]),
-    "mcpgw_op_is_finished": (c_bool, [_P]),
-    "mcpgw_op_result": (_R, [_P]),
-    "mcpgw_op_error": (_P, [_P]),
-    "mcpgw_op_name": (c_char_p, [_P]),
-    "mcpgw_op_result_json": (_R, [_P, _PP]),
-    "mcpgw_op_free": (None, [_P]),
-    # errors
-    "mcpgw_error_code": (_R, [_P]),
-    "mcpgw_error_message": (c_char_p, [_P]),
-    "mcpgw_error_http_status": (c_uint16, [_P]),
-    "mcpgw_error_detail": (c_char_p, [_P]),
-    "mcpgw_error_free": (None, [_P]),
-    # chunks (progress chunks of a session are read as JSON)
-    "mcpgw_tool_chunk_to_json": (_R, [_P, _PP]),
-    # sessions, sans-IO
-    "mcpgw_session_open": (_R, [_P, _PP, _PP]),
-    "mcpgw_session_command": (c_char_p, [_P]),
-    "mcpgw_session_submit": (_R, [_P, _P, c_bool, POINTER(c_uint64)]),
-    "mcpgw_session_cancel": (c_bool, [_P, c_uint64]),
-    "mcpgw_session_output": (_R, [_P, _PP, POINTER(c_size_t)]),
-    "mcpgw_session_consume": (None, [_P, c_size_t]),
-    "mcpgw_session_feed": (_R, [_P, c_char_p, c_size_t]),
-    "mcpgw_session_feed_eof": (None, [_P, c_char_p]),
-    "mcpgw_session_close": (None, [_P]),
-    "mcpgw_session_is_lost": (c_bool, [_P]),
-    "mcpgw_session_next_event": (_R, [_P, _PP]),
-    "mcpgw_session_free": (None, [_P]),
-    "mcpgw_session_event_get_kind": (c_uint32, [_P]),
-    "mcpgw_session_event_id": (c_uint64, [_P]),
-    "mcpgw_session_event_chunk": (_P, [_P]),
-    "mcpgw_session_event_text": (c_char_p, [_P]),
-    "mcpgw_session_event_free": (None, [_P]),
-}
+def host_binary() -> str:
+    """The host path of the static ``mcpgw`` command of this package's release (``mcpgw mcp``:
+    an MCP server on this machine for a server inside a sandbox), which the wheel bundles next
+    to the gateway it installs; ``python -m mcpgw_client`` runs it. Raises FileNotFoundError
+    naming every path tried."""
+    return _bundled(HOST_NAME)
 
 
 class Library:
@@ -202,11 +246,10 @@ class Library:
 
     def __init__(self, path: Path, cdll: ctypes.CDLL) -> None:
         self.path = path
-        self._cdll = cdll
-        for name, (restype, argtypes) in _SIGNATURES.items():
+        for name, (ret, params) in parse_declarations(DECLARATIONS).items():
             fn = getattr(cdll, name)
-            fn.restype = restype
-            fn.argtypes = argtypes
+            fn.restype = c_type(ret, argument=False)
+            fn.argtypes = [c_type(p, argument=True) for p in params]
             setattr(self, name, fn)
 
     def __getattr__(self, name: str) -> Any:

@@ -9,10 +9,12 @@ the difference. Every request runs as a command through the workspace backend's
 inside the sandbox instead of a ``python3 -c`` shim: no Python runs in the sandbox for it, and a
 call costs one ``sh -c`` instead of a Python start-up plus a body file written and deleted.
 
-:func:`use_mcpgw` makes a sandboxed workspace (bubblewrap, Docker, E2B, Kubernetes) launch
-``mcpgw-gateway`` instead of its stock Python gateway (no venv, no ``pip install`` in the
-sandbox), always with a token the gateway mints into its own 0600 token file, also where the
-stock launch uses none (Docker, E2B, Kubernetes)::
+:func:`use_mcpgw` makes a sandboxed workspace (Bubblewrap, Docker, E2B, Kubernetes, OpenSandbox,
+Daytona) launch ``mcpgw-gateway`` instead of its stock Python gateway, always with a token the
+gateway mints into its own 0600 token file, also where the stock launch uses none (Docker, E2B,
+Kubernetes). What the workspace's bootstrap gives AgentScope's other tools (``uv``, ``uvx``,
+``rg``, the ``.venv`` interpreter) it still gets, from AgentScope's own bootstrap steps; what it
+installs for the Python gateway (fastapi, uvicorn, agentscope, ...) it does not::
 
     from mcpgw_client.agentscope import use_mcpgw
     workspace = use_mcpgw(DockerWorkspace(...), gateway_binary="/usr/local/lib/mcpgw-gateway")
@@ -22,13 +24,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import os
 import secrets
 import shlex
 import shutil
 import signal
+import sysconfig
+import tarfile
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
 import mcp.types
@@ -37,11 +43,14 @@ from agentscope.tool import ToolChunk as AsToolChunk
 from agentscope.workspace._gateway_client import GatewayMCPClient as _AsGatewayMCPClient
 from agentscope.workspace._gateway_client import GatewayMCPTool as _AsGatewayMCPTool
 
-from .client import AsyncClient, Transport, _prepare_start
+from .backends import ExecResult, OpenFn
+from .backends import exec as exec_backend
+from .client import AsyncClient, Transport
 from .errors import McpgwError
-from .exec import DockerExec, ExecFailure, ExecTimeout, KubectlExec, LocalExec
-from .session import Spawn
 from .wire import GatewayInfo
+
+#: Starts a command in the sandbox with stdin, stdout and stderr piped, and leaves it running.
+Spawn = OpenFn
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +84,15 @@ class BackendExec:
         self._stdin_dir: str | None = None
         #: Every argv handed to ``exec_shell``, when recording (see :attr:`record`).
         self.seen: list[list[str]] | None = None
+        #: Runs the next command instead of ``exec_shell`` (the launch in a kept process).
+        self.run_next: Callable[[str, float], Awaitable[ExecResult]] | None = None
 
     async def _stdin_file(self, data: bytes) -> str:
         if self._stdin_dir is None:
             d = f"{self.tmp_dir}/mcpgw-stdin-{secrets.token_hex(8)}"
             r = await self._exec(["sh", "-c", f"umask 077 && mkdir -p {shlex.quote(d)}"], 30.0)
             if r.exit_code != 0:
-                raise ExecFailure(f"cannot make {d} in the sandbox: {r.stderr.decode(errors='replace')}")
+                raise RuntimeError(f"cannot make {d} in the sandbox: {r.stderr.decode(errors='replace')}")
             self._stdin_dir = d
         path = f"{self._stdin_dir}/{secrets.token_hex(8)}"
         await self.backend.write_file(path, data)
@@ -93,6 +104,9 @@ class BackendExec:
         return await self.backend.exec_shell(argv, timeout=timeout)
 
     async def __call__(self, command: str, timeout: float, stdin: bytes | None = None) -> Any:
+        run_next, self.run_next = self.run_next, None
+        if run_next is not None:
+            return await run_next(command, timeout)
         if stdin is not None:
             path = shlex.quote(await self._stdin_file(stdin))
             command = f"{{ {command}\n}} <{path}; s=$?; rm -f {path}; exit $s"
@@ -100,8 +114,8 @@ class BackendExec:
         if getattr(result, "exit_code", None) == -1:
             said = bytes(getattr(result, "stderr", b"") or b"").decode(errors="replace").strip()
             if said == "timed out":
-                raise ExecTimeout(f"the backend's exec_shell timed out after {timeout:g} s")
-            raise ExecFailure(f"the backend's exec_shell failed: {said or 'exit status -1'}")
+                raise TimeoutError(f"the backend's exec_shell timed out after {timeout:g} s")
+            raise RuntimeError(f"the backend's exec_shell failed: {said or 'exit status -1'}")
         return result
 
 
@@ -263,6 +277,8 @@ class GatewayClient:
         self.gateway_path = gateway_path
         self.transport = transport
         self.exec = BackendExec(backend, tmp_dir=tmp_dir)
+        #: What starts the session channel's process (see :meth:`attach`).
+        self._spawn: Spawn | None = None
         self._client: AsyncClient | None = None
         self._client_lock = asyncio.Lock()
         #: Set when this client launched the gateway: it stops it on aclose.
@@ -272,7 +288,7 @@ class GatewayClient:
 
     def _new_client(self, **config: Any) -> AsyncClient:
         return AsyncClient(
-            self.exec,
+            exec_backend(self.exec, self._open_channel, passes_stdin=True),
             gateway_path=self.gateway_path,
             transport=self.transport,
             timeout=self.timeout,
@@ -325,6 +341,7 @@ class GatewayClient:
         tmp_dir: str = SANDBOX_TMP_DIR,
         transport: Transport | None = None,
         keep_alive: bool | None = None,
+        port: int = 0,
     ) -> GatewayClient:
         """Launches ``mcpgw-gateway`` through `backend` and returns the client of it.
 
@@ -334,6 +351,7 @@ class GatewayClient:
             gateway_binary: a host path of the binary to install at `gateway_path` first
                 (skipped when an identical file is there).
             state_dir: where the gateway keeps its token file and log in the sandbox.
+            port: the port to listen on in the sandbox; 0, a free one the gateway picks.
             keep_alive: run the launch in a process of the backend kept for the gateway's
                 lifetime, for backends whose every command is a sandbox of its own that dies
                 with it (bubblewrap: ``start_process``). Default: when the backend has
@@ -342,16 +360,16 @@ class GatewayClient:
         # The gateway binary is there (it is launched from it), and its built-in client starts
         # faster than curl: the requests use it unless told otherwise.
         gc = cls(
-            backend, 0, timeout=timeout, tmp_dir=tmp_dir, gateway_path=gateway_path, transport=transport or "builtin"
+            backend, 0, timeout=timeout, tmp_dir=tmp_dir, gateway_path=gateway_path, transport=transport or "built_in"
         )
-        client = gc._new_client(state_dir=state_dir)
+        client = gc._new_client(state_dir=state_dir, port=port or None)
         try:
             if gateway_binary is not None:
                 await client.ensure_gateway_binary(gateway_binary)
             if keep_alive is None:
                 keep_alive = callable(getattr(backend, "start_process", None))
             if keep_alive:
-                gc.keeper, info = await _start_kept(backend, client)
+                gc.keeper, info = await _start_kept(backend, client, gc.exec)
             else:
                 info = await client.start_gateway()
         except BaseException:
@@ -380,6 +398,11 @@ class GatewayClient:
 
     # ── the session channel ───────────────────────────────────────
 
+    async def _open_channel(self, command: str) -> Any:
+        if self._spawn is None:
+            raise RuntimeError("the session channel is opened with attach()")
+        return await self._spawn(command)
+
     async def attach(self, spawn: Spawn | None = None, *, open_timeout: float = 30.0) -> dict[str, Any]:
         """Opens a session channel (``mcpgw-gateway attach``, one long-lived process of the
         backend) that every request then goes over, instead of one ``exec_shell`` each. `spawn`
@@ -391,13 +414,15 @@ class GatewayClient:
                 f"no session channel is known for a {type(self.backend).__name__}: pass spawn, an async "
                 "function starting a command in the sandbox with stdin and stdout piped"
             )
+        self._spawn = spawn
         client = await self.client()
-        return await client.attach(spawn, open_timeout=open_timeout)
+        async with asyncio.timeout(open_timeout):
+            return await client.open_session()
 
     async def detach(self) -> None:
         """Closes the session channel; requests go back to one ``exec_shell`` each."""
         if self._client is not None:
-            await self._client.detach()
+            await self._client.close_session()
 
     # ── AgentScope's interface ────────────────────────────────────
 
@@ -456,29 +481,45 @@ def use_mcpgw(
     timeout: float | None = 30.0,
     transport: Transport | None = None,
     session: bool = False,
+    host_tools: bool = True,
 ) -> _W:
     """Makes a sandboxed AgentScope workspace (``BubblewrapWorkspace``, ``DockerWorkspace``,
-    ``E2BWorkspace``, ``K8sWorkspace``) run ``mcpgw-gateway`` instead of its stock gateway, and
-    returns it. Everything else of the workspace stays as it is.
+    ``E2BWorkspace``, ``K8sWorkspace``, ``OpenSandboxWorkspace``, ``DaytonaWorkspace``) run
+    ``mcpgw-gateway`` instead of its stock gateway, and returns it. Only the gateway and its
+    host client are replaced.
 
-    Its gateway set-up step is replaced by one that installs `gateway_binary` (a host path;
-    by default the binary is expected on the sandbox's PATH, or at `gateway_path`), launches it
-    with a token the gateway mints into its own 0600 token file, and binds the workspace's
-    gateway facade to :class:`GatewayClient`. No gateway venv is bootstrapped and no Python runs
-    in the sandbox for the gateway. With `session`, requests then go over one long-lived
-    session channel (:meth:`GatewayClient.attach`) where the backend has one, else one command
-    each as without.
+    Its gateway set-up step is replaced by one that first provides what the workspace's own
+    bootstrap provides besides the gateway (``uv``, ``uvx``, ``rg``, the ``.venv`` interpreter:
+    :func:`bootstrap`), then installs `gateway_binary` (a host path; by default the binary is
+    expected on the sandbox's PATH, or at `gateway_path`), launches it with a token the gateway
+    mints into its own 0600 token file, binds the workspace's gateway facade to
+    :class:`GatewayClient` and sets the workspace's gateway fields to the running gateway's
+    (:func:`describe_gateway`). A ``DockerWorkspace`` builds its image without the gateway's
+    part (:func:`gateway_free_image`). Nothing of the Python gateway (fastapi, uvicorn,
+    agentscope) is installed in the sandbox, and no Python runs there for it. With `session`,
+    requests then go over one long-lived session channel (:meth:`GatewayClient.attach`) where
+    the backend has one, else one command each as without. `host_tools` is passed to
+    :func:`bootstrap`.
     """
+    ws = cast(Any, workspace)
+    from agentscope.workspace import DockerWorkspace
+    from agentscope.workspace._sandboxed_base import SandboxedWorkspaceBase
+
+    if not isinstance(ws, SandboxedWorkspaceBase):
+        raise TypeError(
+            f"use_mcpgw swaps the gateway of a sandboxed workspace; a {type(ws).__name__} has none "
+            "(a LocalWorkspace takes gateway-backed MCP clients: GatewayClient.launch(...).make_client(spec))"
+        )
+    if isinstance(ws, DockerWorkspace):
+
+        async def build_or_reuse_image() -> None:
+            await _build_or_reuse_image(ws)
+
+        setattr(ws, "_build_or_reuse_image", build_or_reuse_image)  # noqa: B010 - an instance attribute
 
     async def setup_mcp_gateway() -> None:
-        ws = cast(Any, workspace)
         backend = ws.get_backend()
-        # The stock set-up also installs the Glob tool's helper: kept, the Glob tool needs it.
-        helper = getattr(ws, "_glob_helper_path", None)
-        if helper is not None:
-            from agentscope.workspace._utils import _read_glob_helper_bytes
-
-            await backend.write_file(helper, _read_glob_helper_bytes())
+        await bootstrap(ws, host_tools=host_tools)
         path = gateway_path
         if path is None:
             home = getattr(ws, "_gateway_home", None)
@@ -491,20 +532,254 @@ def use_mcpgw(
             gateway_binary=gateway_binary,
             timeout=timeout,
             transport=transport,
+            # Bubblewrap's explicit port (None there means a free one); the other kinds' port is
+            # a default (5600) a gateway left running by an earlier stock start may hold.
+            port=getattr(ws, "_gateway_port_input", None) or 0,
         )
         if session and channel_spawn(backend) is not None:
             try:
                 await gc.attach()
             except Exception as e:  # noqa: BLE001 - one command per request still works
                 log.warning("mcpgw: no session channel (%s); requests go one command each", e)
-        ws.gateway_port = gc.gateway_port
-        ws._gateway = gc
-        if gc.keeper is not None and hasattr(ws, "_gateway_process"):
-            # BubblewrapWorkspace ends it on close, as it ends its stock gateway.
-            ws._gateway_process = gc.keeper
+        describe_gateway(ws, gc)
 
-    setattr(workspace, "_setup_mcp_gateway", setup_mcp_gateway)  # noqa: B010 - an instance attribute on any workspace type
+    setattr(ws, "_setup_mcp_gateway", setup_mcp_gateway)  # noqa: B010 - an instance attribute
     return workspace
+
+
+def describe_gateway(workspace: Any, gateway: GatewayClient) -> None:
+    """Points `workspace`'s gateway fields at the running `gateway`: ``_gateway`` (the facade),
+    ``gateway_port``, ``_gateway_nonce`` (bubblewrap; what a health check of this gateway
+    expects), ``_gateway_process`` (bubblewrap: the kept process the gateway lives in, ended on
+    close). ``_gateway_token`` (bubblewrap) is cleared: the gateway minted its token into its
+    0600 file inside the sandbox, and the host never holds it."""
+    workspace._gateway = gateway
+    workspace.gateway_port = gateway.gateway_port
+    if hasattr(workspace, "_gateway_nonce"):
+        workspace._gateway_nonce = gateway.instance_nonce or ""
+    if hasattr(workspace, "_gateway_token"):
+        workspace._gateway_token = ""
+    if gateway.keeper is not None and hasattr(workspace, "_gateway_process"):
+        workspace._gateway_process = gateway.keeper
+
+
+# ── the workspace's bootstrap without the gateway's part ──────────
+#
+# AgentScope 2.0.11's workspaces bootstrap in one method that also launches their gateway
+# (``_setup_mcp_gateway``); their steps come from a seam of their own, ``_bootstrap_commands()``,
+# which is called here and filtered. The loop that runs the steps and the readiness checks around
+# it are AgentScope's, replicated without what concerns the gateway (its script, its imports).
+
+#: AgentScope's bubblewrap readiness probe (``_bootstrap_is_ready``) without the gateway's script
+#: and imports: the ``.venv`` interpreter, ``uv`` and ``rg`` in the workspace's bin directory.
+_BWRAP_READY = (
+    'test -x "$1" && "$1" --version >/dev/null 2>&1 && "$2" --version >/dev/null 2>&1 && "$3" --version >/dev/null 2>&1'
+)
+
+
+def bootstrap_commands(workspace: Any) -> list[str]:
+    """AgentScope's bootstrap commands of `workspace` (its ``_bootstrap_commands()``) without the
+    gateway's part: the install of the gateway's requirements (AgentScope's
+    ``_GATEWAY_BASE_REQUIREMENTS``: fastapi, uvicorn, mcp, httpx, ...) and of agentscope itself
+    into the ``.venv``. The workspace's ``extra_pip`` are still installed there (on bubblewrap
+    the ``.venv`` is first on every command's PATH). Every other step is AgentScope's as it is:
+    system packages, ``uv`` (with ``uvx``), ``rg``, ``uv venv``. Raises RuntimeError for a
+    package install it does not know, rather than run what it cannot tell apart."""
+    from agentscope.workspace._utils import _GATEWAY_BASE_REQUIREMENTS
+
+    base = " " + " ".join(shlex.quote(p) for p in _GATEWAY_BASE_REQUIREMENTS)
+    kept: list[str] = []
+    for command in cast(list[str], workspace._bootstrap_commands()):
+        if " pip install " not in command:
+            kept.append(command)
+            continue
+        if command.endswith(" --no-deps 'agentscope'"):
+            continue
+        head, found, extra = command.partition(base)
+        if not found:
+            raise RuntimeError(
+                f"{type(workspace).__name__}'s bootstrap has a package install mcpgw does not know "
+                f"(AgentScope newer than 2.0?): {command!r}"
+            )
+        if extra.strip():
+            kept.append(head + extra)
+    return kept
+
+
+async def bootstrap(workspace: Any, *, host_tools: bool = True) -> None:
+    """Provides what AgentScope's bootstrap of `workspace` provides besides its gateway, and
+    repairs it when it is broken, when AgentScope would:
+
+    - bubblewrap: when the ``.venv`` interpreter, ``uv`` or ``rg`` of the workspace does not
+      answer ``--version`` (AgentScope's readiness probe without the gateway's script and
+      imports), runs :func:`bootstrap_commands`. With `host_tools`, this host's ``uv``, ``uvx``
+      and ``rg`` (:func:`find_host_tools`; a bubblewrap sandbox runs the host's own system, so its
+      binaries run there) are first installed where missing, so AgentScope's steps, which
+      download only what does not answer, fetch nothing. Then writes the Glob tool's helper,
+      which AgentScope refreshes on every start.
+    - every other kind (Docker, E2B, Kubernetes, OpenSandbox, Daytona): when the Glob tool's
+      helper is missing, runs :func:`bootstrap_commands`, then writes the helper last, so an
+      interrupted bootstrap runs again (AgentScope writes its gateway script last for this).
+      Docker's steps are its image (:func:`gateway_free_image`); there are none here.
+    """
+    from agentscope.workspace import BubblewrapWorkspace
+    from agentscope.workspace._utils import _read_glob_helper_bytes
+
+    backend = workspace.get_backend()
+    helper = cast(str, workspace._glob_helper_path)
+    if isinstance(workspace, BubblewrapWorkspace):
+        home = workspace._gateway_home
+        probe = await backend.exec_shell(
+            ["sh", "-c", _BWRAP_READY, "sh", workspace._gateway_python, f"{home}/bin/uv", f"{home}/bin/rg"],
+            timeout=30.0,
+        )
+        if not probe.ok():
+            log.info("mcpgw: bootstrapping or repairing %s %r", type(workspace).__name__, workspace.workspace_id)
+            if host_tools:
+                await _install_missing(workspace, f"{home}/bin", find_host_tools())
+            await _run_bootstrap(workspace, bootstrap_commands(workspace))
+    elif not await backend.file_exists(helper):
+        log.info("mcpgw: bootstrapping %s %r", type(workspace).__name__, workspace.workspace_id)
+        await _run_bootstrap(workspace, bootstrap_commands(workspace))
+    else:
+        return
+    await backend.write_file(helper, _read_glob_helper_bytes())
+
+
+async def _run_bootstrap(workspace: Any, commands: list[str]) -> None:
+    """Runs bootstrap steps as AgentScope does: each through ``sh -c`` with the workspace's
+    step timeout, stopping at the first that fails."""
+    backend = workspace.get_backend()
+    for command in commands:
+        r = await backend.exec_shell(["sh", "-c", command], timeout=workspace._bootstrap_cmd_timeout)
+        if not r.ok():
+            raise RuntimeError(
+                f"{type(workspace).__name__} bootstrap failed (exit {r.exit_code}) for: {command!r}\n"
+                f"stderr: {r.stderr.decode(errors='replace')}\nstdout: {r.stdout.decode(errors='replace')}"
+            )
+
+
+#: The tools AgentScope's bootstrap installs for its builtin tools and stdio MCP servers.
+HOST_TOOLS = ("uv", "uvx", "rg")
+
+
+def find_host_tools() -> dict[str, str]:
+    """This host's ``uv``, ``uvx`` and ``rg`` executables by name, those found: from the ``uv``
+    Python package (``uv.find_uv_bin``), this interpreter's scripts directory (where
+    ``pip install uv ripgrep`` puts them), then PATH. Only native (ELF) executables count: a
+    wrapper such as a pyenv shim would not run in a sandbox."""
+    dirs = [sysconfig.get_path("scripts"), *os.environ.get("PATH", "").split(os.pathsep)]
+    with contextlib.suppress(ImportError, FileNotFoundError):
+        import uv
+
+        dirs.insert(0, os.path.dirname(uv.find_uv_bin()))
+    found: dict[str, str] = {}
+    for name in HOST_TOOLS:
+        for d in dirs:
+            path = os.path.join(d, name) if d else ""
+            if path and os.path.isfile(path) and os.access(path, os.X_OK) and _is_elf(path):
+                found[name] = path
+                break
+    return found
+
+
+def _is_elf(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+#: Names the tools of a bin directory that do not answer ``--version``.
+_MISSING = 'd=$1; shift; for t; do "$d/$t" --version >/dev/null 2>&1 || echo "$t"; done'
+#: Makes a written file executable and moves it in place, so a partial one never answers.
+_PLACE = 'chmod 755 "$1" && mv -f "$1" "$2"'
+
+
+async def _install_missing(workspace: Any, bin_dir: str, tools: dict[str, str]) -> None:
+    """Installs the host executables `tools` (name: host path) into `bin_dir` of the workspace
+    where the one there does not answer ``--version``."""
+    if not tools:
+        return
+    backend = workspace.get_backend()
+    r = await backend.exec_shell(["sh", "-c", _MISSING, "sh", bin_dir, *tools], timeout=30.0)
+    for name in r.stdout.decode(errors="replace").split():
+        if name not in tools:
+            continue
+        data = await asyncio.to_thread(Path(tools[name]).read_bytes)
+        partial = f"{bin_dir}/.{name}.{secrets.token_hex(6)}"
+        await backend.write_file(partial, data)
+        r = await backend.exec_shell(["sh", "-c", _PLACE, "sh", partial, f"{bin_dir}/{name}"], timeout=30.0)
+        if not r.ok():
+            raise RuntimeError(f"cannot install {name} at {bin_dir}/{name}: {r.stderr.decode(errors='replace')}")
+        log.info("mcpgw: installed this host's %s (%s) at %s/%s", name, tools[name], bin_dir, name)
+
+
+# ── Docker: the image is the bootstrap ────────────────────────────
+
+
+def gateway_free_image(workspace: Any) -> tuple[str, dict[str, bytes]]:
+    """The image a swapped ``DockerWorkspace`` runs, as ``(tag, build context files)``:
+    AgentScope's own Dockerfile template rendered as AgentScope renders it (``uv`` and ``uvx``,
+    ``ripgrep``, the ``.venv`` on PATH, the Glob tool's helper, the workspace's base image, Node
+    and ``extra_pip``) without the gateway's part: its ``requirements.txt`` holds only
+    ``extra_pip`` (not fastapi, uvicorn, mcp, ...) and agentscope is not installed. Tagged by
+    content like AgentScope's images, under ``agentscope-workspace-mcpgw``."""
+    from agentscope.workspace._docker._make_dockerfile import (
+        CONTAINER_WORKDIR,
+        GATEWAY_HOME,
+        IMAGE_REPO,
+        compute_image_tag,
+        render_dockerfile,
+    )
+    from agentscope.workspace._utils import _read_gateway_script_bytes, _read_glob_helper_bytes
+
+    dockerfile = render_dockerfile(
+        base_image=workspace.base_image,
+        gateway_home=GATEWAY_HOME,
+        container_workdir=CONTAINER_WORKDIR,
+        node_version=workspace.node_version,
+        install_agentscope_block="",
+    )
+    # The template copies these three in; the gateway script is never run.
+    files = {
+        "requirements.txt": "".join(f"{p}\n" for p in workspace.extra_pip).encode() or b"\n",
+        "_mcp_gateway_app.py": _read_gateway_script_bytes(),
+        "_glob_helper.py": _read_glob_helper_bytes(),
+    }
+    digest = compute_image_tag(dockerfile, files).rpartition(":")[2]
+    return f"{IMAGE_REPO}-mcpgw:{digest}", {"Dockerfile": dockerfile.encode(), **files}
+
+
+async def _build_or_reuse_image(workspace: Any) -> None:
+    """``DockerWorkspace._build_or_reuse_image`` for :func:`gateway_free_image`: reuses the
+    tag when the daemon has it, else builds it through the workspace's aiodocker client as
+    AgentScope builds its own."""
+    from aiodocker.exceptions import DockerError
+
+    tag, files = gateway_free_image(workspace)
+    workspace._image_tag = tag
+    docker = workspace._client
+    try:
+        await docker.images.inspect(tag)
+        return
+    except DockerError as e:
+        if e.status != 404:
+            raise
+    log.info("mcpgw: building %s for %s %r", tag, type(workspace).__name__, workspace.workspace_id)
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for name, data in files.items():
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    context.seek(0)
+    said: list[str] = []
+    async for chunk in docker.images.build(fileobj=context, encoding="identity", tag=tag, stream=True, rm=True):
+        if not isinstance(chunk, dict):
+            continue
+        if chunk.get("stream"):
+            said = [*said[-199:], str(chunk["stream"]).rstrip()]
+        if "error" in chunk:
+            raise RuntimeError(f"docker build of {tag} failed: {chunk['error']}\n" + "\n".join(said))
 
 
 def channel_spawn(backend: Any) -> Spawn | None:
@@ -526,16 +801,41 @@ def channel_spawn(backend: Any) -> Spawn | None:
 
         return spawn
     if type(backend).__name__ == "LocalBackend":
-        return LocalExec().spawn
+        return _spawner([])
     container = getattr(getattr(backend, "_container", None), "id", None)
     if isinstance(container, str) and shutil.which("docker"):
-        return DockerExec(container).spawn
+        return _spawner(["docker", "exec", "-i", container])
     pod = getattr(backend, "_pod_name", None)
     if isinstance(pod, str) and shutil.which("kubectl"):
-        return KubectlExec(
-            pod, namespace=getattr(backend, "_namespace", None), container=getattr(backend, "_container_name", None)
-        ).spawn
+        namespace, name = getattr(backend, "_namespace", None), getattr(backend, "_container_name", None)
+        return _spawner(
+            [
+                "kubectl",
+                "exec",
+                "-i",
+                *(["--namespace", namespace] if namespace else []),
+                *(["--container", name] if name else []),
+                pod,
+                "--",
+            ]
+        )
     return None
+
+
+def _spawner(prefix: list[str]) -> Spawn:
+    async def spawn(command: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            *prefix,
+            "sh",
+            "-c",
+            command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+
+    return spawn
 
 
 async def _end_process_group(proc: asyncio.subprocess.Process) -> None:
@@ -561,20 +861,15 @@ _KEEPER = (
 )
 
 
-async def _start_kept(backend: Any, client: AsyncClient) -> tuple[asyncio.subprocess.Process, GatewayInfo]:
+async def _start_kept(
+    backend: Any, client: AsyncClient, exec_fn: BackendExec
+) -> tuple[asyncio.subprocess.Process, GatewayInfo]:
     """Runs the library's start_gateway with its launch command in a kept process of `backend`
-    (``start_process``); its later commands (the health check) go through ``exec_shell``."""
-    core = client._core
-    op = core.prepare(_prepare_start, agent_id=None, session_id=None, timeout=None)
+    (``start_process``), then a health check with the launch's nonce through ``exec_shell``."""
     keeper: asyncio.subprocess.Process | None = None
-    try:
-        cmd = op.command()
-        if cmd is None:
-            op.raise_failure()
-            raise RuntimeError("start_gateway prepared no command")
-        command, limit, stdin = cmd
-        if stdin is not None:
-            raise RuntimeError("the launch command unexpectedly wants stdin")
+
+    async def launch(command: str, limit: float) -> ExecResult:
+        nonlocal keeper
         marker = f"mcpgw-launch-{secrets.token_hex(8)}"
         start = cast(Callable[..., Awaitable[asyncio.subprocess.Process]], backend.start_process)
         keeper = await start(
@@ -593,26 +888,41 @@ async def _start_kept(backend: Any, client: AsyncClient) -> tuple[asyncio.subpro
                 out += data
         if head not in out:
             status = await keeper.wait()
-            raise ExecFailure(f"the launch process ended (exit status {status}) before the launch finished")
+            raise RuntimeError(f"the launch process ended (exit status {status}) before the launch finished")
         stdout, _, rest = bytes(out).partition(head)
         status_text, _, rest = rest.partition(b"\n")
         stderr = rest[: -len(marker) - 2] if rest.endswith(f"\n{marker}\n".encode()) else rest
-        op.complete(int(status_text), stdout, stderr)
-        # What follows (the health check with the nonce) runs through exec_shell as usual.
-        info: GatewayInfo = await client._drive(op)
-        return keeper, info
+        return ExecResult(int(status_text), stdout, stderr)
+
+    # The launch is start_gateway's first command; what follows (the health check with the
+    # nonce) runs through exec_shell as usual.
+    exec_fn.run_next = launch
+    try:
+        info = await client.start_gateway()
+        # The daemon confirmed its nonce from inside the kept process's own sandbox; every later
+        # request comes from a command of its own (on bubblewrap, a sandbox of its own): confirm
+        # the gateway answers there, with this launch's nonce, before handing it out.
+        await client.health()
     except BaseException:
         if keeper is not None:
             await _end_process_group(keeper)
         raise
     finally:
-        op.free()
+        exec_fn.run_next = None
+    assert keeper is not None
+    return keeper, info
 
 
 __all__ = [
+    "HOST_TOOLS",
     "BackendExec",
     "GatewayClient",
     "GatewayMCPClient",
     "GatewayMCPTool",
+    "bootstrap",
+    "bootstrap_commands",
+    "describe_gateway",
+    "gateway_free_image",
+    "find_host_tools",
     "use_mcpgw",
 ]

@@ -1,459 +1,191 @@
 """Clients of one mcpgw gateway in one sandbox: :class:`AsyncClient` (asyncio) and
-:class:`Client` (blocking).
+:class:`Client` (blocking, a thin wrapper running the same client on an event loop of its own).
 
-Both drive libmcpgw's sans-IO operations from Python, as the Node binding does: a method
-prepares an operation (a short call into the library), then loops: ask the operation for its
-next command, run it through the exec function, hand the output back. No Python callback crosses
-into C; the library does no I/O. The operation is freed in ``finally`` whatever happens
-(success, failure, cancellation, timeout). Once :meth:`AsyncClient.attach` opened a session
-channel, every REST method goes over it instead (see :mod:`mcpgw_client.session`).
+Each client is one ``mcpgw_host`` of the library, the host driver: every operation is submitted
+to it, and the library decides how it travels (one-shot commands, or the session channel once
+:meth:`AsyncClient.open_session` opened one), what a failure means, when to reopen. The client
+only runs the processes and timers it asks for (see :mod:`mcpgw_client._driver`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import ctypes
-import inspect
-import json
-import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
-from ctypes import c_size_t, c_uint32, c_void_p
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import Any, Literal, TypedDict, Unpack, cast
 
 from . import _native
-from .errors import OK, RESULT, McpgwError, check, error_for, read_error, result_message, take_error
-from .exec import ArgvExec, ExecFn, ExecResultLike, SyncExecFn
+from ._driver import Driver, OnProgress
+from .backends import Backend
+from .connection import Connection
+from .errors import invalid
 from .wire import BinaryInfo, GatewayInfo, Health, McpSpec, Tool, ToolChunk
 
-if TYPE_CHECKING:
-    from .session import AsyncSession, Spawn
+#: How requests are made inside the sandbox: curl, or the gateway binary's built-in client
+#: (``None``: detected once).
+Transport = Literal["curl", "built_in"]
 
-lib = _native.lib
-T = TypeVar("T")
-
-Transport = Literal["auto", "curl", "builtin"]
-_TRANSPORTS: dict[str, int] = {"auto": 0, "curl": 1, "builtin": 2}
-_MAX_U32 = 2**32 - 1
-#: The operations a session can carry.
-SESSION_OPS = frozenset(
-    {"health", "list_mcps", "add_mcp", "remove_mcp", "list_tools", "call_tool", "set_runtime_headers"}
-)
-
-
-def _invalid(message: str) -> McpgwError:
-    return error_for(RESULT["INVALID_ARGUMENT"], message)
+#: Options given in seconds, and the configuration keys (milliseconds) they set.
+_SECONDS = {
+    "timeout": "timeout_ms",
+    "open_timeout": "open_timeout_ms",
+    "answer_grace": "answer_grace_ms",
+    "close_grace": "close_grace_ms",
+    "heartbeat": "heartbeat_ms",
+    "heartbeat_timeout": "heartbeat_timeout_ms",
+}
 
 
-def c_text(value: object, what: str) -> bytes:
-    """`value` as C string bytes: a str without NUL, UTF-8 encoded."""
+def _millis(seconds: object, what: str) -> int:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0:
+        raise invalid(f"{what} must be a number of seconds, not {seconds!r}")
+    return max(1, round(seconds * 1000)) if seconds else 0
+
+
+def _text(value: object, what: str) -> str:
+    # Names, scopes and paths: text without NUL (JSON would carry one, nothing else would).
     if not isinstance(value, str):
-        raise _invalid(f"{what} must be a str, not {type(value).__name__}")
+        raise invalid(f"{what} must be a str, not {type(value).__name__}")
     if "\0" in value:
-        raise _invalid(f"{what} must not contain a NUL character")
-    try:
-        return value.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise _invalid(f"{what} is not valid Unicode text: {e}") from None
+        raise invalid(f"{what} must not contain a NUL character: {value!r}")
+    return value
 
 
-def _json_object(value: object, what: str) -> bytes:
+def _object(value: object, what: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
-        raise _invalid(f"{what} must be a mapping (a JSON object), not {type(value).__name__}")
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    except (TypeError, ValueError, UnicodeEncodeError) as e:
-        raise _invalid(f"{what} cannot be written as JSON: {e}") from None
+        raise invalid(f"{what} must be a mapping (a JSON object), not {type(value).__name__}")
+    return dict(value)
 
 
-def _millis(seconds: float | None, what: str, *, allow_zero: bool) -> int:
-    if seconds is None:
-        return 0
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise _invalid(f"{what} must be a number of seconds")
-    ms = round(seconds * 1000)
-    if ms < (0 if allow_zero else 1) or ms > _MAX_U32:
-        raise _invalid(f"{what} must be between 0.001 and {_MAX_U32 // 1000} seconds, not {seconds}")
-    return ms
+def _request(
+    op: str,
+    fields: dict[str, Any] | None = None,
+    *,
+    agent_id: str | None = None,
+    session_id: str | None = None,
+    timeout: float | None = None,
+    stream: bool = False,
+) -> dict[str, Any]:
+    """An operation as the library's ``Submit`` JSON."""
+    request: dict[str, Any] = {"op": op, **(fields or {})}
+    if agent_id is not None:
+        request["agent_id"] = _text(agent_id, "agent_id")
+    if session_id is not None:
+        request["session_id"] = _text(session_id, "session_id")
+    if timeout is not None:
+        if not _millis(timeout, "timeout"):
+            raise invalid("timeout must be more than 0 seconds")
+        request["timeout_ms"] = _millis(timeout, "timeout")
+    if stream:
+        request["stream"] = True
+    return request
 
 
-def _as_bytes(value: object, what: str) -> bytes:
-    if value is None:
-        return b""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    raise TypeError(f"the exec function's {what} must be bytes or str, not {type(value).__name__}")
+class Options(TypedDict, total=False):
+    """The options of a client: the library's host configuration, in seconds where it counts
+    milliseconds; every one has the library's default.
+
+    Attributes:
+        gateway_path: the gateway binary in the sandbox (``mcpgw-gateway`` on PATH by default).
+        host, port, token_file, instance_nonce: a gateway that already runs (port and token
+            file); by default the client knows none until ``start_gateway`` or
+            ``open_session`` launches one.
+        state_dir, staging_dir: where a launch keeps its token file and log, and where large
+            bodies are staged, inside the sandbox.
+        transport: ``"curl"`` or ``"built_in"`` (the gateway's own client); detected when absent.
+        max_command_bytes: the longest command text handed to the backend.
+        timeout: seconds an operation may take unless it says otherwise (60).
+        open_timeout: seconds a session channel may take to say hello (60).
+        answer_grace, close_grace: seconds an answer over a session may take beyond its
+            operation's limit, and a closed channel's process may take to exit (5 each).
+        reopen: whether a lost session channel is opened again (True), its resumable calls
+            resumed; reopen_attempts: failed opens in a row before the session gives up (5).
+        heartbeat, heartbeat_timeout: how often attach pings when idle, and how long the
+            channel may stay silent before it counts as lost (seconds; 0: the defaults).
+    """
+
+    gateway_path: str | None
+    host: str | None
+    port: int | None
+    token_file: str | None
+    state_dir: str | None
+    instance_nonce: str | None
+    transport: Transport | None
+    staging_dir: str | None
+    max_command_bytes: int | None
+    timeout: float | None
+    open_timeout: float | None
+    answer_grace: float | None
+    close_grace: float | None
+    reopen: bool | None
+    reopen_attempts: int | None
+    heartbeat: float | None
+    heartbeat_timeout: float | None
 
 
-def exec_output(result: object) -> tuple[int, bytes, bytes]:
-    """The exit status and output of what an exec function returned (or raised, for SDKs such
-    as E2B's that raise an exception carrying the result for a non-zero exit)."""
-    if callable(result) and not hasattr(result, "exit_code"):
-        raise TypeError("the exec function returned a function; pass LocalExec(), not LocalExec")
-    code = getattr(result, "exit_code", None)
-    if isinstance(code, bool) or not isinstance(code, int) or not -(2**31) <= code < 2**31:
-        raise TypeError(f"the exec function's result has no integer exit_code (got {result!r:.200})")
-    return (
-        code,
-        _as_bytes(getattr(result, "stdout", None), "stdout"),
-        _as_bytes(getattr(result, "stderr", None), "stderr"),
-    )
-
-
-def _carries_result(error: BaseException) -> bool:
-    return isinstance(getattr(error, "exit_code", None), int) and hasattr(error, "stdout")
-
-
-class Op:
-    """One prepared operation (owned; freed exactly once with :meth:`free`)."""
-
-    __slots__ = ("name", "ptr")
-
-    def __init__(self, ptr: int) -> None:
-        self.ptr = ptr
-        self.name = _native.text(lib.mcpgw_op_name(ptr)) or "operation"
-
-    def command(self, *, with_stdin: bool = True) -> tuple[str, float, bytes | None] | None:
-        """The next command (text, timeout in seconds, stdin), or None once finished."""
-        text = c_void_p()
-        timeout = c_uint32()
-        if lib.mcpgw_op_command(self.ptr, ctypes.byref(text), ctypes.byref(timeout)) != OK:
-            return None
-        # Copied now: the text is borrowed and dies with the next complete/fail_exec.
-        command = ctypes.string_at(text.value).decode("utf-8") if text.value else ""
-        buf = c_void_p()
-        size = c_size_t()
-        stdin: bytes | None = None
-        if not with_stdin:
-            return command, timeout.value / 1000.0, None
-        if lib.mcpgw_op_command_stdin(self.ptr, ctypes.byref(buf), ctypes.byref(size)) == OK and buf.value:
-            stdin = ctypes.string_at(buf.value, size.value)
-        return command, timeout.value / 1000.0, stdin
-
-    def complete(self, exit_code: int, stdout: bytes, stderr: bytes) -> None:
-        check(
-            lib.mcpgw_op_complete(self.ptr, exit_code, stdout, len(stdout), stderr, len(stderr)),
-            f"{self.name}: handing back the output",
+def host_config(backend: Backend, options: Options) -> dict[str, Any]:
+    """The library's host configuration of `backend` and `options`."""
+    if not isinstance(backend, Backend):
+        raise invalid(
+            "backend must be one of mcpgw.local(), docker(), podman(), kubectl(), argv() or exec(), "
+            f"not {type(backend).__name__}"
         )
-
-    def fail_exec(self, reason: str) -> None:
-        check(
-            lib.mcpgw_op_fail_exec(self.ptr, reason.encode("utf-8", errors="replace").replace(b"\0", b" ")),
-            f"{self.name}: reporting the exec failure",
-        )
-
-    def result(self) -> int:
-        return int(lib.mcpgw_op_result(self.ptr))
-
-    def raise_failure(self, cause: BaseException | None = None) -> None:
-        """Raises the typed error of a failed operation; returns when it succeeded."""
-        code = self.result()
-        if code == OK:
-            return
-        err = read_error(lib.mcpgw_op_error(self.ptr) or 0, code)
-        if cause is not None:
-            raise err from cause
-        raise err
-
-    def result_json(self) -> Any:
-        out = c_void_p()
-        check(lib.mcpgw_op_result_json(self.ptr, ctypes.byref(out)), f"{self.name}: reading the result")
-        return json.loads(_native.take_string(out.value))
-
-    def free(self) -> None:
-        if self.ptr:
-            lib.mcpgw_op_free(self.ptr)
-            self.ptr = 0
-
-
-def _new_options(agent_id: bytes, session_id: bytes, timeout_ms: int) -> int:
-    out = c_void_p()
-    check(lib.mcpgw_call_options_new(ctypes.byref(out)), "creating call options")
-    ptr = out.value or 0
-    try:
-        check(lib.mcpgw_call_options_set_agent_id(ptr, agent_id), "agent_id")
-        check(lib.mcpgw_call_options_set_session_id(ptr, session_id), "session_id")
-        check(lib.mcpgw_call_options_set_timeout_ms(ptr, timeout_ms), "timeout")
-    except BaseException:
-        lib.mcpgw_call_options_free(ptr)
-        raise
-    return ptr
-
-
-Prepare = Callable[[int, int, Any], int]
-
-
-class _Core:
-    """The native client and its defaults, shared by both client kinds."""
-
-    def __init__(
-        self,
-        *,
-        passes_stdin: bool,
-        gateway_path: str | None,
-        host: str | None,
-        port: int | None,
-        token_file: str | None,
-        state_dir: str | None,
-        instance_nonce: str | None,
-        staging_dir: str | None,
-        transport: Transport | None,
-        timeout: float | None,
-        max_command_bytes: int | None,
-        agent_id: str,
-        session_id: str,
-    ) -> None:
-        # Checked before anything native is allocated, so a bad option leaks nothing.
-        settings: list[tuple[str, Any]] = []
-        for setter, value, what in (
-            ("gateway_path", gateway_path, "gateway_path"),
-            ("host", host, "host"),
-            ("token_file", token_file, "token_file"),
-            ("state_dir", state_dir, "state_dir"),
-            ("instance_nonce", instance_nonce, "instance_nonce"),
-            ("staging_dir", staging_dir, "staging_dir"),
-        ):
-            if value is not None:
-                settings.append((setter, c_text(value, what)))
-        if port is not None:
-            if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-                raise _invalid(f"port must be an integer from 0 to 65535, not {port!r}")
-            settings.append(("port", port))
-        if transport is not None:
-            if transport not in _TRANSPORTS:
-                raise _invalid(f'transport must be "auto", "curl" or "builtin", not {transport!r}')
-            settings.append(("transport", _TRANSPORTS[transport]))
-        if timeout is not None:
-            settings.append(("timeout_ms", _millis(timeout, "timeout", allow_zero=False)))
-        if max_command_bytes is not None:
-            if isinstance(max_command_bytes, bool) or not isinstance(max_command_bytes, int) or max_command_bytes < 0:
-                raise _invalid("max_command_bytes must be a non-negative integer")
-            settings.append(("max_command_bytes", max_command_bytes))
-        settings.append(("exec_stdin", bool(passes_stdin)))
-        self.agent_id = c_text(agent_id, "agent_id")
-        self.session_id = c_text(session_id, "session_id")
-
-        cfg_out = c_void_p()
-        check(lib.mcpgw_client_config_new(ctypes.byref(cfg_out)), "creating a client configuration")
-        cfg = cfg_out.value or 0
-        try:
-            for setter, value in settings:
-                rc = getattr(lib, f"mcpgw_client_config_set_{setter}")(cfg, value)
-                if rc != OK:
-                    raise error_for(rc, f"option {setter}: {result_message(rc)}")
-            client_out = c_void_p()
-            err_out = c_void_p()
-            rc = lib.mcpgw_client_new(cfg, None, None, None, ctypes.byref(client_out), ctypes.byref(err_out))
-            if rc != OK:
-                raise take_error(err_out.value, rc)
-        finally:
-            lib.mcpgw_client_config_free(cfg)
-        self.ptr: int = client_out.value or 0
-        self._default_options = _new_options(self.agent_id, self.session_id, 0)
-        # A backstop for clients that were never closed; close() runs it at once.
-        self._finalizer = weakref.finalize(self, _free_client, self.ptr, self._default_options)
-
-    @property
-    def closed(self) -> bool:
-        return not self._finalizer.alive
-
-    def close(self) -> None:
-        self._finalizer()
-
-    def port(self) -> int:
-        return 0 if self.closed else int(lib.mcpgw_client_port(self.ptr))
-
-    def prepare(
-        self,
-        prepare: Prepare,
-        *,
-        agent_id: str | None,
-        session_id: str | None,
-        timeout: float | None,
-    ) -> Op:
-        """Prepares an operation with the call's options (the client's when none are given)."""
-        if self.closed:
-            raise error_for(RESULT["INVALID_STATE"], "the client is closed")
-        timeout_ms = _millis(timeout, "timeout", allow_zero=False)
-        custom = agent_id is not None or session_id is not None or timeout_ms
-        opts = (
-            _new_options(
-                c_text(agent_id, "agent_id") if agent_id is not None else self.agent_id,
-                c_text(session_id, "session_id") if session_id is not None else self.session_id,
-                timeout_ms,
-            )
-            if custom
-            else self._default_options
-        )
-        try:
-            out = c_void_p()
-            rc = prepare(self.ptr, opts, ctypes.byref(out))
-            if rc != OK:
-                raise error_for(rc, f"preparing the operation: {result_message(rc)}")
-            return Op(out.value or 0)
-        finally:
-            if custom:
-                lib.mcpgw_call_options_free(opts)
-
-
-def _free_client(client: int, options: int) -> None:
-    lib.mcpgw_call_options_free(options)
-    lib.mcpgw_client_free(client)
-
-
-def _prepare_start(c: int, o: int, out: Any) -> int:
-    return int(lib.mcpgw_client_prepare_start_gateway(c, o, out))
-
-
-def _prepare_stop(c: int, o: int, out: Any) -> int:
-    return int(lib.mcpgw_client_prepare_stop_gateway(c, o, out))
-
-
-def _prepare_health(c: int, o: int, out: Any) -> int:
-    return int(lib.mcpgw_client_prepare_health(c, o, out))
-
-
-def _prepare_list_mcps(c: int, o: int, out: Any) -> int:
-    return int(lib.mcpgw_client_prepare_list_mcps(c, o, out))
-
-
-class _Requests:
-    """The preparation of each operation from Python arguments, shared by both clients."""
-
-    @staticmethod
-    def ensure(host_path: str) -> Prepare:
-        path = c_text(host_path, "host_path")
-        return lambda c, o, out: int(lib.mcpgw_client_prepare_ensure_gateway_binary(c, o, path, out))
-
-    @staticmethod
-    def add_mcp(spec: Mapping[str, Any]) -> Prepare:
-        body = _json_object(spec, "the MCP spec")
-        return lambda c, o, out: int(lib.mcpgw_client_prepare_add_mcp(c, o, body, out))
-
-    @staticmethod
-    def remove_mcp(name: str) -> Prepare:
-        mcp = c_text(name, "the MCP name")
-        return lambda c, o, out: int(lib.mcpgw_client_prepare_remove_mcp(c, o, mcp, out))
-
-    @staticmethod
-    def list_tools(name: str) -> Prepare:
-        mcp = c_text(name, "the MCP name")
-        return lambda c, o, out: int(lib.mcpgw_client_prepare_list_tools(c, o, mcp, out))
-
-    @staticmethod
-    def call_tool(mcp: str, tool: str, arguments: Mapping[str, Any] | None) -> Prepare:
-        m = c_text(mcp, "the MCP name")
-        t = c_text(tool, "the tool name")
-        body = b"" if arguments is None else _json_object(arguments, "the tool arguments")
-        return lambda c, o, out: int(lib.mcpgw_client_prepare_call_tool(c, o, m, t, body, out))
-
-    @staticmethod
-    def set_runtime_headers(mcp: str, headers: Mapping[str, str]) -> Prepare:
-        m = c_text(mcp, "the MCP name")
-        body = _json_object(headers, "the runtime headers")
-        return lambda c, o, out: int(lib.mcpgw_client_prepare_set_runtime_headers(c, o, m, body, out))
-
-
-def _deadline(op: Op, timeout: float) -> McpgwError:
-    return error_for(RESULT["DEADLINE"], f"{op.name}: the exec function did not finish a command within {timeout:g} s")
+    config: dict[str, Any] = {"backend": backend.config}
+    for key, value in options.items():
+        if key not in Options.__annotations__:
+            raise invalid(f"unknown option {key!r}; the options are {', '.join(Options.__annotations__)}")
+        if value is not None:
+            config[_SECONDS.get(key, key)] = _millis(value, key) if key in _SECONDS else value
+    return config
 
 
 class AsyncClient:
     """An asyncio client of one gateway in one sandbox.
 
     Args:
-        exec: how commands reach the sandbox: an async function ``(command, timeout, stdin) ->
-            result`` (see :mod:`mcpgw_client.exec`), a plain function (run in a worker thread, so the
-            loop never blocks), or a ready-made :class:`~mcpgw_client.exec.LocalExec`,
-            :class:`~mcpgw_client.exec.DockerExec`, :class:`~mcpgw_client.exec.KubectlExec`.
-        exec_stdin: whether `exec` passes a command's stdin; by default its ``passes_stdin``
-            attribute (True for the ready-made ones), else False. Declared, it lets the gateway
-            binary and large bodies travel in one command instead of staged pieces.
-        gateway_path: the gateway binary in the sandbox (``mcpgw-gateway`` on PATH by default).
-        host, port, token_file, instance_nonce: a gateway that already runs (port and token
-            file); by default the client knows none until :meth:`start_gateway` or
-            :meth:`attach` launches one.
-        state_dir, staging_dir: where the launch keeps its token file and log, and where large
-            bodies are staged, inside the sandbox.
-        transport: ``"auto"`` (curl when the sandbox has it, else the gateway's built-in
-            client), ``"curl"`` or ``"builtin"``.
-        timeout: seconds each call may take unless it says otherwise (60 by default).
-        max_command_bytes: the longest command text handed to `exec`.
-        agent_id, session_id: the default scope of the MCPs (both "").
+        backend: how commands and the session channel reach the sandbox:
+            :func:`mcpgw_client.local`, :func:`mcpgw_client.docker`, :func:`mcpgw_client.podman`,
+            :func:`mcpgw_client.kubectl`, :func:`mcpgw_client.argv` or :func:`mcpgw_client.exec`.
+        options: see :class:`Options` (``gateway_path``, ``port``, ``token_file``,
+            ``timeout``, ``reopen``, ...).
 
-    Every method takes the keyword arguments ``agent_id``, ``session_id`` and ``timeout`` to
-    override the defaults for one call. Cancelling the task that awaits a call (or
-    ``asyncio.timeout``) stops it: the operation is freed, the command's process is killed (its
-    connection closing makes the gateway cancel the call upstream), or over a session a cancel
-    frame is sent. Use ``async with`` or :meth:`aclose`.
+    Every operation takes the keyword arguments ``agent_id`` and ``session_id`` (the scope
+    the MCPs live in) and ``timeout`` (seconds; for a tool call also the gateway's deadline).
+    Cancelling the task that awaits an operation cancels it: its command is killed (and the
+    command in the sandbox ends with it), or over a session the gateway cancels the call
+    upstream. Use ``async with`` or :meth:`aclose`; the client belongs to the event loop it
+    is first used on.
     """
 
-    def __init__(
-        self,
-        exec: ExecFn,
-        *,
-        exec_stdin: bool | None = None,
-        gateway_path: str | None = None,
-        host: str | None = None,
-        port: int | None = None,
-        token_file: str | None = None,
-        state_dir: str | None = None,
-        instance_nonce: str | None = None,
-        staging_dir: str | None = None,
-        transport: Transport | None = None,
-        timeout: float | None = None,
-        max_command_bytes: int | None = None,
-        agent_id: str = "",
-        session_id: str = "",
-    ) -> None:
-        if not callable(exec):
-            raise _invalid("exec must be a function (command, timeout, stdin) -> result, e.g. LocalExec()")
-        self._exec = exec
-        # An async def function, or an object whose __call__ is one (the ready-made execs).
-        method = None if inspect.isroutine(exec) else type(exec).__call__
-        self._exec_is_async = inspect.iscoroutinefunction(exec) or inspect.iscoroutinefunction(method)
-        passes = bool(getattr(exec, "passes_stdin", False)) if exec_stdin is None else exec_stdin
-        self._core = _Core(
-            passes_stdin=passes,
-            gateway_path=gateway_path,
-            host=host,
-            port=port,
-            token_file=token_file,
-            state_dir=state_dir,
-            instance_nonce=instance_nonce,
-            staging_dir=staging_dir,
-            transport=transport,
-            timeout=timeout,
-            max_command_bytes=max_command_bytes,
-            agent_id=agent_id,
-            session_id=session_id,
-        )
-        self._session: AsyncSession | None = None
+    def __init__(self, backend: Backend, **options: Unpack[Options]) -> None:
+        # The library checks every value (and names the one that is wrong) before anything runs.
+        self._driver = Driver(host_config(backend, options), backend)
 
-    # ── lifecycle ─────────────────────────────────────────────────
+    # ── lifecycle and state ───────────────────────────────────────
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """What the client knows: ``{"session": "off"|"opening"|"open", "gateway": {port, pid,
+        token_file, instance_nonce, state_dir} or None, "hello": the channel's hello or None}``."""
+        return self._driver.state()
 
     @property
     def port(self) -> int:
-        """The gateway's port once known (configured, launched or learned from a session), else 0."""
-        return self._core.port()
+        """The gateway's port once known (configured, launched, or from a session), else 0."""
+        state = self.state
+        for source in (state.get("gateway"), state.get("hello")):
+            if isinstance(source, dict) and source.get("port"):
+                return int(source["port"])
+        return 0
 
     @property
     def closed(self) -> bool:
         """Whether :meth:`aclose` was called."""
-        return self._core.closed
-
-    @property
-    def session(self) -> AsyncSession | None:
-        """The session channel the REST methods use, when attached and not lost."""
-        s = self._session
-        return s if s is not None and not s.lost else None
+        return not self._driver.ptr
 
     async def aclose(self) -> None:
-        """Closes the session channel, if any, and frees the native client. Idempotent. Does
-        not stop the gateway: call :meth:`stop_gateway` first for that."""
-        await self.detach()
-        self._core.close()
+        """Cancels what is under way, closes the session, waits until every process the client
+        started has ended, and frees the library's host. Idempotent. Does not stop the
+        gateway: call :meth:`stop_gateway` first for that."""
+        await self._driver.aclose()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -461,72 +193,38 @@ class AsyncClient:
     async def __aexit__(self, *_: object) -> None:
         await self.aclose()
 
-    # ── sessions ──────────────────────────────────────────────────
-
-    async def attach(self, spawn: Spawn | None = None, *, open_timeout: float = 30.0) -> dict[str, Any]:
-        """Opens the session channel: one long-lived exec running ``mcpgw-gateway attach`` (which
-        launches the gateway first when this client knows none), over which every REST method
-        then travels, multiplexed, with live progress and cancellation. Returns the channel's
-        hello (``{"version", "port", "pid", "launched", ...}``).
-
-        Args:
-            spawn: ``async (command) -> asyncio.subprocess.Process`` starting `command` in the
-                sandbox with stdin and stdout piped; by default the exec's own ``spawn``
-                (``docker exec -i``, ``kubectl exec -i``, a local ``sh -c``).
-            open_timeout: seconds to wait for the channel's hello.
-        """
-        from .session import AsyncSession
-
-        if self._session is not None and not self._session.lost:
-            raise error_for(RESULT["INVALID_STATE"], "the client is already attached; detach() first")
-        if spawn is None:
-            if not isinstance(self._exec, ArgvExec):
-                raise _invalid("attach() needs a spawn function for an exec that is not a ready-made one")
-            spawn = self._exec.spawn
-        if self._core.closed:
-            raise error_for(RESULT["INVALID_STATE"], "the client is closed")
-        session = await AsyncSession.open(self._core.ptr, spawn, open_timeout=open_timeout)
-        self._session = session
-        return session.hello
-
-    async def detach(self) -> None:
-        """Closes the session channel (calls in flight over it fail with ``SessionLostError``);
-        the REST methods go back to one command each. Idempotent."""
-        session, self._session = self._session, None
-        if session is not None:
-            await session.aclose()
-
     # ── operations ────────────────────────────────────────────────
 
     async def start_gateway(self, *, timeout: float | None = None) -> GatewayInfo:
         """Launches the gateway in the sandbox (it mints its token into its 0600 token file
         there: the host never holds it) and confirms it answers with its instance nonce."""
-        return cast(GatewayInfo, await self._run(_prepare_start, None, None, timeout))
+        return cast(GatewayInfo, await self._driver.call(_request("start_gateway", timeout=timeout)))
 
     async def stop_gateway(self, *, timeout: float | None = None) -> None:
         """Stops the gateway this client launched and removes its state directory."""
-        await self._run(_prepare_stop, None, None, timeout)
+        await self._driver.call(_request("stop_gateway", timeout=timeout))
 
-    async def ensure_gateway_binary(self, host_path: str | None = None, *, timeout: float | None = None) -> BinaryInfo:
-        """Installs the gateway binary read from `host_path` (by default the one this package
-        bundles, :func:`~mcpgw_client.gateway_binary`) at ``gateway_path`` in the sandbox, unless
-        an identical file is there (SHA-256)."""
-        prepare = _Requests.ensure(host_path or _native.gateway_binary())
-        core = self._core
-        # This prepare reads and hashes the whole binary: a worker thread does it.
-        op = await asyncio.to_thread(core.prepare, prepare, agent_id=None, session_id=None, timeout=timeout)
-        return cast(BinaryInfo, await self._drive(op))
+    async def ensure_gateway_binary(
+        self, binary_path: str | None = None, *, timeout: float | None = None
+    ) -> BinaryInfo:
+        """Installs the gateway binary read from `binary_path` on the host (by default the one
+        this package bundles, :func:`~mcpgw_client.gateway_binary`) at ``gateway_path`` in the
+        sandbox, unless an identical file is there (SHA-256)."""
+        path = _native.gateway_binary() if binary_path is None else binary_path
+        fields = {"binary_path": _text(path, "binary_path")}
+        return cast(BinaryInfo, await self._driver.call(_request("ensure_gateway_binary", fields, timeout=timeout)))
 
     async def health(self, *, timeout: float | None = None) -> Health:
         """``GET /health``: the gateway's status and instance nonce; with a known nonce, another
         gateway on the port is ``GatewayNotRunningError``."""
-        return cast(Health, await self._run(_prepare_health, None, None, timeout))
+        return cast(Health, await self._driver.call(_request("health", timeout=timeout)))
 
     async def list_mcps(
         self, *, agent_id: str | None = None, session_id: str | None = None, timeout: float | None = None
     ) -> list[McpSpec]:
         """The specs of the MCP servers in the scope, each with its ``status``."""
-        return cast(list[McpSpec], await self._run(_prepare_list_mcps, agent_id, session_id, timeout))
+        request = _request("list_mcps", agent_id=agent_id, session_id=session_id, timeout=timeout)
+        return cast(list[McpSpec], await self._driver.call(request))
 
     async def add_mcp(
         self,
@@ -538,19 +236,40 @@ class AsyncClient:
     ) -> None:
         """Registers an MCP server (AgentScope's ``MCPClient`` dump) in the scope; returns once
         it is connected and its tools listed."""
-        await self._run(_Requests.add_mcp(spec), agent_id, session_id, timeout)
+        fields = {"spec": _object(spec, "the MCP spec")}
+        await self._driver.call(_request("add_mcp", fields, agent_id=agent_id, session_id=session_id, timeout=timeout))
 
     async def remove_mcp(
         self, name: str, *, agent_id: str | None = None, session_id: str | None = None, timeout: float | None = None
     ) -> None:
         """Removes an MCP server from the scope; returns once its processes are gone."""
-        await self._run(_Requests.remove_mcp(name), agent_id, session_id, timeout)
+        fields = {"name": _text(name, "the MCP name")}
+        request = _request("remove_mcp", fields, agent_id=agent_id, session_id=session_id, timeout=timeout)
+        await self._driver.call(request)
 
     async def list_tools(
         self, mcp: str, *, agent_id: str | None = None, session_id: str | None = None, timeout: float | None = None
     ) -> list[Tool]:
         """The MCP ``Tool`` objects of an MCP server (camelCase, as the upstream sent them)."""
-        return cast(list[Tool], await self._run(_Requests.list_tools(mcp), agent_id, session_id, timeout))
+        fields = {"mcp": _text(mcp, "the MCP name")}
+        request = _request("list_tools", fields, agent_id=agent_id, session_id=session_id, timeout=timeout)
+        return cast(list[Tool], await self._driver.call(request))
+
+    @staticmethod
+    def _call_request(
+        mcp: str,
+        tool: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        agent_id: str | None,
+        session_id: str | None,
+        timeout: float | None,
+        stream: bool,
+    ) -> dict[str, Any]:
+        fields: dict[str, Any] = {"mcp": _text(mcp, "the MCP name"), "tool": _text(tool, "the tool name")}
+        if arguments is not None:
+            fields["arguments"] = _object(arguments, "the tool arguments")
+        return _request("call_tool", fields, agent_id=agent_id, session_id=session_id, timeout=timeout, stream=stream)
 
     async def call_tool(
         self,
@@ -561,15 +280,23 @@ class AsyncClient:
         agent_id: str | None = None,
         session_id: str | None = None,
         timeout: float | None = None,
-        on_progress: Callable[[ToolChunk], object] | None = None,
+        on_progress: OnProgress | None = None,
     ) -> ToolChunk:
         """Calls a tool and returns its ToolChunk. `timeout` is also the gateway's deadline
-        for the call (then ``DeadlineError``, and the upstream is told to cancel). Over a
-        session, `on_progress` receives each progress chunk as it arrives."""
-        prepare = _Requests.call_tool(mcp, tool, arguments)
-        return cast(ToolChunk, await self._run(prepare, agent_id, session_id, timeout, on_progress=on_progress))
+        for the call (then ``DeadlineError``, and the upstream is told to cancel).
+        `on_progress` receives each progress chunk as it arrives (over a session)."""
+        request = self._call_request(
+            mcp,
+            tool,
+            arguments,
+            agent_id=agent_id,
+            session_id=session_id,
+            timeout=timeout,
+            stream=on_progress is not None,
+        )
+        return cast(ToolChunk, await self._driver.call(request, on_progress))
 
-    async def call_tool_stream(
+    def call_tool_stream(
         self,
         mcp: str,
         tool: str,
@@ -578,22 +305,15 @@ class AsyncClient:
         agent_id: str | None = None,
         session_id: str | None = None,
         timeout: float | None = None,
-    ) -> AsyncIterator[ToolChunk]:
-        """Calls a tool and yields its chunks: over a session each progress chunk as it arrives
-        (``is_last`` false, ``metadata.mcp_progress``), then the final chunk; without one, only
-        the final chunk. Leaving the loop early cancels the call once the iterator is closed
-        (at once with ``contextlib.aclosing``, else when it is collected)."""
-        prepare = _Requests.call_tool(mcp, tool, arguments)
-        session = self.session
-        if session is None:
-            yield cast(ToolChunk, await self._run(prepare, agent_id, session_id, timeout))
-            return
-        op = self._core.prepare(prepare, agent_id=agent_id, session_id=session_id, timeout=timeout)
-        try:
-            async for chunk in session.stream(op, timeout or 0.0):
-                yield chunk
-        finally:
-            op.free()
+    ) -> AsyncGenerator[ToolChunk, None]:
+        """Calls a tool and yields its chunks: each progress chunk as it arrives (over a
+        session; ``is_last`` false, ``metadata.mcp_progress``), then the final chunk. Leaving
+        the loop early cancels the call once the iterator is closed (at once with
+        ``contextlib.aclosing``, else when it is collected)."""
+        request = self._call_request(
+            mcp, tool, arguments, agent_id=agent_id, session_id=session_id, timeout=timeout, stream=True
+        )
+        return cast(AsyncGenerator[ToolChunk, None], self._driver.stream(request))
 
     async def set_runtime_headers(
         self,
@@ -605,233 +325,49 @@ class AsyncClient:
         timeout: float | None = None,
     ) -> None:
         """Replaces the runtime headers of a streamable-HTTP MCP server without reconnecting."""
-        await self._run(_Requests.set_runtime_headers(mcp, headers), agent_id, session_id, timeout)
+        fields = {"mcp": _text(mcp, "the MCP name"), "headers": _object(headers, "the runtime headers")}
+        request = _request("set_runtime_headers", fields, agent_id=agent_id, session_id=session_id, timeout=timeout)
+        await self._driver.call(request)
 
-    # ── the drive loop ────────────────────────────────────────────
+    # ── the session channel ───────────────────────────────────────
 
-    async def _run(
+    async def open_session(self, *, timeout: float | None = None) -> dict[str, Any]:
+        """Opens the session channel: one long-lived exec running ``mcpgw-gateway attach``
+        (which launches the gateway first when the client knows none), over which every REST
+        operation then travels, many at once, with live progress and cancellation. Returns the
+        channel's hello (``{"version", "port", "pid", "launched", ...}``). A channel that is
+        lost is opened again (unless ``reopen=False``), and tool calls it carried resume."""
+        return cast(dict[str, Any], await self._driver.call(_request("open_session", timeout=timeout)))
+
+    async def close_session(self, *, timeout: float | None = None) -> None:
+        """Closes the session channel (calls in flight over it fail with ``SessionLostError``);
+        operations go back to one command each. Idempotent."""
+        await self._driver.call(_request("close_session", timeout=timeout))
+
+    async def connect(
         self,
-        prepare: Prepare,
-        agent_id: str | None,
-        session_id: str | None,
-        timeout: float | None,
+        mcp: str,
         *,
-        on_progress: Callable[[ToolChunk], object] | None = None,
-    ) -> Any:
-        op = self._core.prepare(prepare, agent_id=agent_id, session_id=session_id, timeout=timeout)
-        session = self.session
-        if session is not None and op.name in SESSION_OPS:
-            try:
-                return await session.run(op, on_progress, fallback=self._drive)
-            finally:
-                op.free()
-        return await self._drive(op)
-
-    async def _drive(self, op: Op) -> Any:
-        """Runs `op` to its end through the exec function, one command after the other."""
-        try:
-            exec_error: BaseException | None = None
-            while (cmd := op.command()) is not None:
-                command, timeout, stdin = cmd
-                try:
-                    async with asyncio.timeout(timeout):
-                        result = await self._call_exec(command, timeout, stdin)
-                    code, out, err = exec_output(result)
-                except TimeoutError as e:
-                    raise _deadline(op, timeout) from e
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:  # noqa: BLE001 - any failure of the exec is the sandbox's
-                    if _carries_result(e):
-                        code, out, err = exec_output(e)
-                    else:
-                        exec_error = e
-                        op.fail_exec(str(e) or type(e).__name__)
-                        continue
-                op.complete(code, out, err)
-            op.raise_failure(exec_error)
-            return op.result_json()
-        finally:
-            op.free()
-
-    async def _call_exec(self, command: str, timeout: float, stdin: bytes | None) -> object:
-        if self._exec_is_async:
-            return await cast(Any, self._exec(command, timeout, stdin))
-        # A plain function runs in a worker thread; one that returns an awaitable (a lambda
-        # around an SDK's coroutine) has it awaited here, on the loop.
-        result = await asyncio.to_thread(self._exec, command, timeout, stdin)
-        if inspect.isawaitable(result):
-            return await result
-        return result
-
-
-class Client:
-    """A blocking client of one gateway in one sandbox: the same methods as
-    :class:`AsyncClient`, run on the calling thread.
-
-    `exec` is a plain function ``(command, timeout, stdin) -> result``, or a ready-made exec
-    (its :meth:`~mcpgw_client.exec.ArgvExec.run_sync` is used). Safe to share between threads: each
-    call drives its own operation. Use ``with`` or :meth:`close`. Session channels are
-    :class:`AsyncClient`'s (they need an event loop to read the channel).
-    """
-
-    def __init__(
-        self,
-        exec: SyncExecFn | ArgvExec,
-        *,
-        exec_stdin: bool | None = None,
-        gateway_path: str | None = None,
-        host: str | None = None,
-        port: int | None = None,
-        token_file: str | None = None,
-        state_dir: str | None = None,
-        instance_nonce: str | None = None,
-        staging_dir: str | None = None,
-        transport: Transport | None = None,
-        timeout: float | None = None,
-        max_command_bytes: int | None = None,
         agent_id: str = "",
         session_id: str = "",
-    ) -> None:
-        if not callable(exec):
-            raise _invalid("exec must be a function (command, timeout, stdin) -> result, e.g. LocalExec()")
-        self._exec: SyncExecFn = exec.run_sync if isinstance(exec, ArgvExec) else exec
-        passes = bool(getattr(exec, "passes_stdin", False)) if exec_stdin is None else exec_stdin
-        self._core = _Core(
-            passes_stdin=passes,
-            gateway_path=gateway_path,
-            host=host,
-            port=port,
-            token_file=token_file,
-            state_dir=state_dir,
-            instance_nonce=instance_nonce,
-            staging_dir=staging_dir,
-            transport=transport,
-            timeout=timeout,
-            max_command_bytes=max_command_bytes,
-            agent_id=agent_id,
-            session_id=session_id,
-        )
-
-    @property
-    def port(self) -> int:
-        """The gateway's port once known, else 0."""
-        return self._core.port()
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._core.closed
-
-    def close(self) -> None:
-        """Frees the native client. Idempotent. Does not stop the gateway."""
-        self._core.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-    def start_gateway(self, *, timeout: float | None = None) -> GatewayInfo:
-        """See :meth:`AsyncClient.start_gateway`."""
-        return cast(GatewayInfo, self._run(_prepare_start, None, None, timeout))
-
-    def stop_gateway(self, *, timeout: float | None = None) -> None:
-        """See :meth:`AsyncClient.stop_gateway`."""
-        self._run(_prepare_stop, None, None, timeout)
-
-    def ensure_gateway_binary(self, host_path: str | None = None, *, timeout: float | None = None) -> BinaryInfo:
-        """See :meth:`AsyncClient.ensure_gateway_binary`."""
-        return cast(BinaryInfo, self._run(_Requests.ensure(host_path or _native.gateway_binary()), None, None, timeout))
-
-    def health(self, *, timeout: float | None = None) -> Health:
-        """See :meth:`AsyncClient.health`."""
-        return cast(Health, self._run(_prepare_health, None, None, timeout))
-
-    def list_mcps(
-        self, *, agent_id: str | None = None, session_id: str | None = None, timeout: float | None = None
-    ) -> list[McpSpec]:
-        """See :meth:`AsyncClient.list_mcps`."""
-        return cast(list[McpSpec], self._run(_prepare_list_mcps, agent_id, session_id, timeout))
-
-    def add_mcp(
-        self,
-        spec: Mapping[str, Any],
-        *,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        timeout: float | None = None,
-    ) -> None:
-        """See :meth:`AsyncClient.add_mcp`."""
-        self._run(_Requests.add_mcp(spec), agent_id, session_id, timeout)
-
-    def remove_mcp(
-        self, name: str, *, agent_id: str | None = None, session_id: str | None = None, timeout: float | None = None
-    ) -> None:
-        """See :meth:`AsyncClient.remove_mcp`."""
-        self._run(_Requests.remove_mcp(name), agent_id, session_id, timeout)
-
-    def list_tools(
-        self, mcp: str, *, agent_id: str | None = None, session_id: str | None = None, timeout: float | None = None
-    ) -> list[Tool]:
-        """See :meth:`AsyncClient.list_tools`."""
-        return cast(list[Tool], self._run(_Requests.list_tools(mcp), agent_id, session_id, timeout))
-
-    def call_tool(
-        self,
-        mcp: str,
-        tool: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        timeout: float | None = None,
-    ) -> ToolChunk:
-        """See :meth:`AsyncClient.call_tool`."""
-        return cast(ToolChunk, self._run(_Requests.call_tool(mcp, tool, arguments), agent_id, session_id, timeout))
-
-    def set_runtime_headers(
-        self,
-        mcp: str,
-        headers: Mapping[str, str],
-        *,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        timeout: float | None = None,
-    ) -> None:
-        """See :meth:`AsyncClient.set_runtime_headers`."""
-        self._run(_Requests.set_runtime_headers(mcp, headers), agent_id, session_id, timeout)
-
-    def _run(self, prepare: Prepare, agent_id: str | None, session_id: str | None, timeout: float | None) -> Any:
-        op = self._core.prepare(prepare, agent_id=agent_id, session_id=session_id, timeout=timeout)
+        on_message: Callable[[dict[str, Any]], object] | None = None,
+    ) -> Connection:
+        """Opens a virtual MCP connection to `mcp` over the session channel (raw JSON-RPC both
+        ways) and returns it once it is open, or has ended (then its ``reason`` says why)."""
+        name = _text(mcp, "the MCP name")
+        conn = Connection(self._driver, name, on_message)
         try:
-            exec_error: BaseException | None = None
-            while (cmd := op.command()) is not None:
-                command, limit, stdin = cmd
-                try:
-                    result = self._exec(command, limit, stdin)
-                    if inspect.isawaitable(result):
-                        if inspect.iscoroutine(result):
-                            result.close()
-                        raise TypeError(
-                            "the blocking Client needs a blocking exec function; use AsyncClient for an async one"
-                        )
-                    code, out, err = exec_output(result)
-                except TimeoutError as e:
-                    raise _deadline(op, limit) from e
-                except Exception as e:  # noqa: BLE001 - any failure of the exec is the sandbox's
-                    if _carries_result(e):
-                        code, out, err = exec_output(e)
-                    else:
-                        exec_error = e
-                        op.fail_exec(str(e) or type(e).__name__)
-                        continue
-                op.complete(code, out, err)
-            op.raise_failure(exec_error)
-            return op.result_json()
-        finally:
-            op.free()
+            raw = [
+                _text(v, w).encode("utf-8")
+                for v, w in ((name, "mcp"), (agent_id, "agent_id"), (session_id, "session_id"))
+            ]
+        except UnicodeEncodeError as e:
+            raise invalid(f"a name is not valid Unicode text: {e}") from None
+        if any(b"\0" in v for v in raw):
+            raise invalid("the MCP name and scope must not contain a NUL character")
+        conn.id = self._driver.open_connection(conn, *raw)
+        await conn.wait_open()
+        return conn
 
 
-__all__ = ["AsyncClient", "Client", "ExecResultLike", "Transport"]
+__all__ = ["AsyncClient", "Options", "Transport"]

@@ -2,22 +2,24 @@
 list (`mcpgw_result_codes`, `mcpgw_result_name`, `mcpgw_result_message`): a code the library
 adds gets its class without a change here.
 
-The class of a code is its name in CamelCase plus ``Error``: ``NOT_FOUND`` -> ``NotFoundError``,
-``DEADLINE`` -> ``DeadlineError``, ``EXEC_FAILED`` -> ``ExecFailedError``,
-``SESSION_LOST`` -> ``SessionLostError``. Every one derives from :class:`McpgwError`;
-``DeadlineError`` is also a :class:`TimeoutError` and ``InvalidArgumentError`` a
-:class:`ValueError`, so generic handlers catch them too. Reach a class as an attribute of this
-module or of the package (``mcpgw_client.NotFoundError``), or with :func:`error_class`.
+The class of a code is its name in CamelCase, ending in ``Error``: ``NOT_FOUND`` ->
+``NotFoundError``, ``DEADLINE`` -> ``DeadlineError``, ``UPSTREAM_ERROR`` -> ``UpstreamError``,
+``PROTOCOL_ERROR`` -> ``ProtocolError``, ``SESSION_LOST`` -> ``SessionLostError``. Every one
+derives from :class:`McpgwError`; ``DeadlineError`` is also a :class:`TimeoutError` and
+``InvalidArgumentError`` a :class:`ValueError`, so generic handlers catch them too. Reach a
+class as an attribute of this module or of the package (``mcpgw.NotFoundError``), or with
+:func:`error_class`. A failure of the sandbox backend (the container is gone, not running, the
+daemon unreachable) is a :class:`BackendError`, an ``ExecFailedError`` that says which.
 
-``CancelledError`` here is the library's ``CANCELLED`` (an operation abandoned through a
-session cancel); cancelling an asyncio task that awaits a call raises asyncio's own
-:class:`asyncio.CancelledError`, as asyncio requires.
+``CancelledError`` here is the library's ``CANCELLED``; cancelling an asyncio task that awaits
+a call raises asyncio's own :class:`asyncio.CancelledError`, as asyncio requires.
 """
 
 from __future__ import annotations
 
 import ctypes
 from ctypes import POINTER, c_size_t, c_uint32
+from typing import Any
 
 from . import _native
 from ._native import lib
@@ -36,13 +38,7 @@ class McpgwError(Exception):
     code: str = "ERROR"
     result: int = 0
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        detail: str | None = None,
-    ) -> None:
+    def __init__(self, message: str, *, status: int | None = None, detail: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
@@ -59,8 +55,12 @@ OK = 7000
 
 
 def class_name(code_name: str) -> str:
-    """The class name of a result code name: ``NOT_FOUND`` -> ``NotFoundError``."""
-    return "".join(part.capitalize() for part in code_name.split("_")) + "Error"
+    """The class name of a result code name: ``NOT_FOUND`` -> ``NotFoundError``,
+    ``UPSTREAM_ERROR`` -> ``UpstreamError``."""
+    words = code_name.split("_")
+    if words[-1] == "ERROR":
+        words.pop()
+    return "".join(part.capitalize() for part in words) + "Error"
 
 
 def _build() -> tuple[dict[int, type[McpgwError]], dict[str, type[McpgwError]], dict[str, int]]:
@@ -97,6 +97,34 @@ _BY_CODE, _BY_CLASS, RESULT = _build()
 RESULT_NAMES: dict[int, str] = {v: k for k, v in RESULT.items()}
 
 
+_EXEC_FAILED: type[McpgwError] = _BY_CODE[RESULT["EXEC_FAILED"]]
+
+
+class BackendError(_EXEC_FAILED):  # type: ignore[misc,valid-type]
+    """The sandbox backend failed, not the command: an ``ExecFailedError`` saying how.
+
+    Attributes:
+        backend: ``docker``, ``podman``, ``kubectl``, or the argv prefix's program.
+        target: the container or pod.
+        exit_code: the backend client's exit status.
+        state: ``gone`` (does not exist, or killed or removed during the command),
+            ``not_running`` (stopped, paused), ``unreachable`` (the daemon or API server),
+            ``cannot_run`` (the backend could not start the command).
+        reason: what the backend said, or what was found out.
+    """
+
+    def __init__(self, message: str, failure: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.backend = str(failure.get("backend", ""))
+        self.target = str(failure.get("target", ""))
+        self.exit_code = int(failure.get("exit_code", 0))
+        self.state = str(failure.get("state", ""))
+        self.reason = str(failure.get("reason", ""))
+
+
+_BY_CLASS["BackendError"] = BackendError
+
+
 def error_class(code: int | str) -> type[McpgwError]:
     """The exception class of a result code, given as its value or its name."""
     if isinstance(code, str):
@@ -104,13 +132,7 @@ def error_class(code: int | str) -> type[McpgwError]:
     return _BY_CODE.get(code, McpgwError)
 
 
-def error_for(
-    code: int,
-    message: str,
-    *,
-    status: int | None = None,
-    detail: str | None = None,
-) -> McpgwError:
+def error_for(code: int, message: str, *, status: int | None = None, detail: str | None = None) -> McpgwError:
     """A typed exception for result `code`."""
     cls = error_class(code)
     err = cls(message, status=status, detail=detail)
@@ -120,35 +142,43 @@ def error_for(
     return err
 
 
+def invalid(message: str) -> McpgwError:
+    """An ``InvalidArgumentError``."""
+    return error_for(RESULT["INVALID_ARGUMENT"], message)
+
+
+def invalid_state(message: str) -> McpgwError:
+    """An ``InvalidStateError``."""
+    return error_for(RESULT["INVALID_STATE"], message)
+
+
 def result_message(code: int) -> str:
     """The library's static text for a result code."""
     return _native.text(lib.mcpgw_result_message(code)) or f"result {code}"
 
 
-def read_error(err: int, fallback_code: int) -> McpgwError:
-    """The typed exception of a borrowed `mcpgw_error *` (not freed here)."""
-    if not err:
-        return error_for(fallback_code, result_message(fallback_code))
-    code = int(lib.mcpgw_error_code(err))
-    message = _native.text(lib.mcpgw_error_message(err)) or result_message(code)
-    status = int(lib.mcpgw_error_http_status(err)) or None
-    detail = _native.text(lib.mcpgw_error_detail(err))
-    return error_for(code, message, status=status, detail=detail)
+def from_json(error: dict[str, Any]) -> McpgwError:
+    """The typed exception of an error as the host driver gives it: ``{"code", "name",
+    "message", "http_status", "detail", "backend"}``."""
+    code = int(error.get("code", 0))
+    message = str(error.get("message") or result_message(code))
+    failure = error.get("backend")
+    if isinstance(failure, dict) and code == RESULT["EXEC_FAILED"]:
+        return BackendError(message, failure)
+    return error_for(code, message, status=error.get("http_status"), detail=error.get("detail"))
 
 
 def take_error(err: int | None, fallback_code: int) -> McpgwError:
     """The typed exception of an owned `mcpgw_error *`, which is freed."""
+    if not err:
+        return error_for(fallback_code, result_message(fallback_code))
     try:
-        return read_error(err or 0, fallback_code)
+        code = int(lib.mcpgw_error_code(err))
+        message = _native.text(lib.mcpgw_error_message(err)) or result_message(code)
+        status = int(lib.mcpgw_error_http_status(err)) or None
+        return error_for(code, message, status=status, detail=_native.text(lib.mcpgw_error_detail(err)))
     finally:
-        if err:
-            lib.mcpgw_error_free(err)
-
-
-def check(code: int, what: str) -> None:
-    """Raises the typed exception of a failed plain call."""
-    if code != OK:
-        raise error_for(code, f"{what}: {result_message(code)}")
+        lib.mcpgw_error_free(err)
 
 
 def __getattr__(name: str) -> type[McpgwError]:
@@ -162,5 +192,6 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_BY_CLASS])
 
 
-#: The class names built from the library's codes, e.g. ``["NullParameterError", ...]``.
+#: The class names built from the library's codes, e.g. ``["NullParameterError", ...]``, and
+#: ``BackendError``.
 ERROR_CLASSES: list[str] = sorted(_BY_CLASS)

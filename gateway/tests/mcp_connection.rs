@@ -1,0 +1,759 @@
+//! Virtual MCP connections through `attach`, against a server nobody here wrote
+//! (`@modelcontextprotocol/server-everything`) and the project's test server: every request a
+//! host client makes is answered as the same request sent straight to the same server is
+//! (identical but for ids and times); the server's own requests (sampling, elicitation, roots)
+//! reach the host client and its answers go back; progress, list changes, resource updates,
+//! log messages and cancellation cross the gateway; bad input is answered and the connection
+//! stays usable.
+
+use std::process::Command;
+use std::time::Duration;
+
+use mcpgw_testkit::mcp::{Channel, Client, Pipe, normalized};
+use mcpgw_testkit::*;
+use serde_json::{Value, json};
+
+/// What a host of revision `version` declares: everything the tests answer.
+fn capabilities() -> Value {
+    json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": true}})
+}
+
+fn everything_stdio(name: &str) -> Value {
+    json!({"name": name, "mcp_config": {"type": "stdio_mcp", "command": "node",
+        "args": [everything_js(), "stdio"]}})
+}
+
+/// `attach` to `gw`, as a local process.
+fn attach(gw: &Gateway) -> Channel {
+    let mut command = Command::new(gateway_bin());
+    command
+        .args(["attach", "--port", &gw.port.to_string(), "--token-file"])
+        .arg(gw.dir.path("state/token"));
+    Channel::start(command)
+}
+
+/// A connection's client: opened, not yet initialized.
+fn connect(gw: &Gateway, mcp: &str) -> Client {
+    let mut channel = attach(gw);
+    let opened = channel.open(1, mcp);
+    assert_eq!(opened["t"], "opened", "{opened}");
+    Client::over(Pipe::Connection { channel, id: 1 })
+}
+
+fn initialize(client: &mut Client, version: &str) -> Value {
+    let init = client.request(
+        "initialize",
+        json!({"protocolVersion": version, "capabilities": capabilities(),
+               "clientInfo": {"name": "mcpgw-test", "version": "1"}}),
+    );
+    client.notify("notifications/initialized", Value::Null);
+    init
+}
+
+/// Every request of the script, with its answer, in order. The tool list of server-everything
+/// settles after `initialized` (it announces its capability-dependent tools), so the script
+/// waits for it first.
+fn everything_script(client: &mut Client) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let mut ask = |client: &mut Client, label: &str, method: &str, params: Value| {
+        let answer = client.request(method, params);
+        out.push((label.to_string(), answer.clone()));
+        answer
+    };
+    // Five list changes announce the tools that depend on the client's capabilities.
+    for _ in 0..5 {
+        client.notification("notifications/tools/list_changed", Duration::from_secs(10));
+    }
+    ask(client, "tools/list", "tools/list", json!({}));
+    ask(client, "prompts/list", "prompts/list", Value::Null);
+    let resources = ask(client, "resources/list", "resources/list", json!({}));
+    ask(client, "templates", "resources/templates/list", json!({}));
+    for (tool, args) in [
+        ("echo", json!({"message": "hi"})),
+        ("get-sum", json!({"a": 2, "b": 3.5})),
+        ("get-tiny-image", json!({})),
+        ("get-structured-content", json!({"location": "Chicago"})),
+        ("get-resource-links", json!({"count": 2})),
+        (
+            "get-resource-reference",
+            json!({"resourceType": "Text", "resourceId": 2}),
+        ),
+        (
+            "get-resource-reference",
+            json!({"resourceType": "Blob", "resourceId": 3}),
+        ),
+        (
+            "get-annotated-message",
+            json!({"messageType": "error", "includeImage": true}),
+        ),
+        (
+            "trigger-sampling-request",
+            json!({"prompt": "hello", "maxTokens": 10}),
+        ),
+        ("trigger-elicitation-request", json!({})),
+        ("get-roots-list", json!({})),
+        ("no-such-tool", json!({})),
+    ] {
+        ask(
+            client,
+            &format!("call {tool}"),
+            "tools/call",
+            json!({"name": tool, "arguments": args}),
+        );
+    }
+    let first = resources["result"]["resources"][0]["uri"].clone();
+    for uri in [
+        first.clone(),
+        json!("demo://resource/dynamic/text/5"),
+        json!("demo://resource/dynamic/blob/6"),
+    ] {
+        ask(
+            client,
+            &format!("read {uri}"),
+            "resources/read",
+            json!({"uri": uri}),
+        );
+    }
+    ask(
+        client,
+        "prompt simple",
+        "prompts/get",
+        json!({"name": "simple-prompt"}),
+    );
+    ask(
+        client,
+        "prompt args",
+        "prompts/get",
+        json!({"name": "args-prompt", "arguments": {"city": "Lyon"}}),
+    );
+    ask(
+        client,
+        "prompt resource",
+        "prompts/get",
+        json!({"name": "resource-prompt", "arguments": {"resourceType": "Text", "resourceId": "1"}}),
+    );
+    ask(
+        client,
+        "complete",
+        "completion/complete",
+        json!({
+        "ref": {"type": "ref/prompt", "name": "completable-prompt"},
+        "argument": {"name": "department", "value": "E"}}),
+    );
+    ask(
+        client,
+        "setLevel",
+        "logging/setLevel",
+        json!({"level": "debug"}),
+    );
+    ask(client, "ping", "ping", Value::Null);
+    // Progress of a long call, by the client's own token.
+    let answer = ask(
+        client,
+        "long",
+        "tools/call",
+        json!({"name": "trigger-long-running-operation",
+        "arguments": {"duration": 1, "steps": 3}, "_meta": {"progressToken": "tok-1"}}),
+    );
+    assert!(answer.get("result").is_some(), "{answer}");
+    let progress: Vec<Value> = client
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .map(|n| n["params"].clone())
+        .collect();
+    out.push(("progress".into(), json!(progress)));
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_everything_over_stdio_answers_as_it_does_directly() {
+    let gw = start_gateway(&[]);
+    gw.add(everything_stdio("ev"), "").await.expect(200);
+    let want = tokio::task::block_in_place(|| {
+        let mut direct = Client::direct({
+            let mut c = Command::new("node");
+            c.arg(everything_js()).arg("stdio");
+            c
+        });
+        let mut through = connect(&gw, "ev");
+        let want_init = initialize(&mut direct, "2025-11-25");
+        let got_init = initialize(&mut through, "2025-11-25");
+        assert_eq!(normalized(&got_init), normalized(&want_init));
+        let want = everything_script(&mut direct);
+        let got = everything_script(&mut through);
+        assert_eq!(got.len(), want.len());
+        for ((label, g), (_, w)) in got.iter().zip(&want) {
+            assert_eq!(normalized(g), normalized(w), "{label}");
+        }
+        // The server's requests were the host's to answer, over both.
+        let methods = |c: &Client| -> Vec<String> {
+            c.asked
+                .iter()
+                .map(|r| r["method"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(methods(&through), methods(&direct));
+        assert!(methods(&through).contains(&"sampling/createMessage".to_string()));
+        assert!(methods(&through).contains(&"elicitation/create".to_string()));
+        assert!(methods(&through).contains(&"roots/list".to_string()));
+        // Subscriptions with updates, and log messages, through the gateway.
+        let uri = "demo://resource/static/document/architecture.md";
+        through.request("resources/subscribe", json!({"uri": uri}));
+        through.request(
+            "tools/call",
+            json!({"name": "toggle-subscriber-updates", "arguments": {}}),
+        );
+        let update = through
+            .notification("notifications/resources/updated", Duration::from_secs(15))
+            .expect("a resource update");
+        assert_eq!(update["params"]["uri"], uri);
+        through.request(
+            "tools/call",
+            json!({"name": "toggle-simulated-logging", "arguments": {}}),
+        );
+        through
+            .notification("notifications/message", Duration::from_secs(15))
+            .expect("a log message");
+        want
+    });
+    // The REST surface's lossless routes give what the server gave over its stdio.
+    let direct =
+        |label: &str| normalized(&want.iter().find(|(l, _)| l == label).unwrap().1["result"]);
+    let raw = gw
+        .post(
+            "/mcps/ev/tools/get-annotated-message?format=mcp",
+            json!({"arguments": {"messageType": "error", "includeImage": true}}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(normalized(&raw), direct("call get-annotated-message"));
+    let read = gw
+        .post(
+            "/mcps/ev/resources/read",
+            json!({"uri": "demo://resource/dynamic/text/5"}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        normalized(&read),
+        direct("read \"demo://resource/dynamic/text/5\"")
+    );
+    let prompt = gw
+        .post(
+            "/mcps/ev/prompts/args-prompt",
+            json!({"arguments": {"city": "Lyon"}}),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(normalized(&prompt), direct("prompt args"));
+    let listed = gw.get("/mcps/ev/resources").await.expect(200).json();
+    assert_eq!(
+        normalized(&json!({"resources": listed})),
+        direct("resources/list")
+    );
+    let prompts = gw.get("/mcps/ev/prompts").await.expect(200).json();
+    assert_eq!(
+        normalized(&json!({"prompts": prompts})),
+        direct("prompts/list")
+    );
+    gw.get("/mcps/ev/resource-templates").await.expect(200);
+}
+
+/// The project's test server, speaking only `protocols` (all it knows when `None`).
+fn testserver(name: &str, protocols: Option<&str>) -> Value {
+    let mut spec = testserver_stdio(name);
+    if let Some(p) = protocols {
+        spec["mcp_config"]["env"]["MCPGW_TEST_PROTOCOLS"] = json!(p);
+    }
+    spec
+}
+
+/// Opens the connection as a host of `version` would: `initialize` for the legacy revisions,
+/// `server/discover` for 2026-07-28. Returns what the `_meta` of its requests must carry.
+fn handshake(client: &mut Client, version: &str) -> Value {
+    if version == "2026-07-28" {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "mcpgw-test", "version": "1"},
+        });
+        let found = client.request("server/discover", json!({"_meta": meta}));
+        let versions = &found["result"]["supportedVersions"];
+        assert!(
+            versions.as_array().unwrap().contains(&json!(version)),
+            "{found}"
+        );
+        assert_eq!(
+            found["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "mcpgw-testserver",
+            "{found}"
+        );
+        meta
+    } else {
+        let init = initialize(client, version);
+        assert_eq!(init["result"]["protocolVersion"], version, "{init}");
+        assert_eq!(
+            init["result"]["serverInfo"]["name"], "mcpgw-testserver",
+            "{init}"
+        );
+        assert!(init["result"]["instructions"].is_string(), "{init}");
+        json!({})
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_of_each_revision_work_against_upstreams_of_each_revision() {
+    let gw = start_gateway(&[]);
+    for (name, protocols) in [
+        ("modern", None),
+        ("nov", Some("2025-11-25")),
+        ("june", Some("2025-06-18")),
+    ] {
+        gw.add(testserver(name, protocols), "").await.expect(200);
+    }
+    tokio::task::block_in_place(|| {
+        for mcp in ["modern", "nov", "june"] {
+            for version in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+                let mut client = connect(&gw, mcp);
+                let meta = handshake(&mut client, version);
+                let tools = client.request("tools/list", json!({"_meta": meta}));
+                let names: Vec<&str> = tools["result"]["tools"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{mcp} as {version}: {tools}"))
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap())
+                    .collect();
+                assert!(names.contains(&"echo"), "{mcp} as {version}: {names:?}");
+                let mut params = json!({"name": "echo_json", "arguments": {"n": 1.50, "s": "é"}});
+                params["_meta"] = meta.clone();
+                params["_meta"]["progressToken"] = json!("p");
+                let echoed = client.request("tools/call", params);
+                assert_eq!(
+                    echoed["result"]["structuredContent"],
+                    json!({"n": 1.5, "s": "é"}),
+                    "{mcp} as {version}: {echoed}"
+                );
+                let Pipe::Connection { channel, .. } = &mut client.pipe else {
+                    unreachable!()
+                };
+                channel.send(&json!({"t": "close", "id": 1}));
+                let closed = channel.next_for(1);
+                assert_eq!(closed["t"], "closed", "{closed}");
+            }
+        }
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_answered_and_cancel_and_restart_cross_the_gateway() {
+    let gw = start_gateway(&[]);
+    gw.add(testserver("t", Some("2025-11-25")), "")
+        .await
+        .expect(200);
+    let marker = gw.dir.path("cancelled");
+    tokio::task::block_in_place(|| {
+        let mut client = connect(&gw, "t");
+        initialize(&mut client, "2025-11-25");
+        // Malformed JSON-RPC gets a JSON-RPC error; the connection stays usable.
+        for (bad, code, id) in [
+            (json!("not an object"), -32600, Value::Null),
+            (json!({"jsonrpc": "2.0", "id": 5}), -32600, json!(5)),
+            (
+                json!({"jsonrpc": "1.0", "id": 6, "method": "ping"}),
+                -32600,
+                json!(6),
+            ),
+            (
+                json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": 3}),
+                -32600,
+                json!(7),
+            ),
+        ] {
+            client.send(&bad);
+            let answer = client.receive(Duration::from_secs(10)).expect("an answer");
+            assert_eq!(answer["error"]["code"], code, "{bad}: {answer}");
+            assert_eq!(answer["id"], id, "{bad}: {answer}");
+        }
+        // A slow call with progress, then an id reused while it runs, then its cancel.
+        let slow = client.take_id();
+        client.send(
+            &json!({"jsonrpc": "2.0", "id": slow, "method": "tools/call", "params": {
+            "name": "slow", "arguments": {"seconds": 60, "steps": 60, "cancel_marker": marker},
+            "_meta": {"progressToken": 77}}}),
+        );
+        let progress = client
+            .notification("notifications/progress", Duration::from_secs(20))
+            .expect("progress");
+        assert_eq!(progress["params"]["progressToken"], 77, "{progress}");
+        client.send(&json!({"jsonrpc": "2.0", "id": slow, "method": "ping"}));
+        let refused = client.receive(Duration::from_secs(10)).expect("an answer");
+        assert_eq!(refused["id"], slow);
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("already in flight"),
+            "{refused}"
+        );
+        client.notify(
+            "notifications/cancelled",
+            json!({"requestId": slow, "reason": "test"}),
+        );
+        assert!(
+            wait_for_file(&marker, Duration::from_secs(20)).is_some(),
+            "the upstream never saw the cancel"
+        );
+        let pong = client.request("ping", Value::Null);
+        assert_eq!(pong["result"], json!({}), "{pong}");
+        // The upstream restarting closes its connections, saying why.
+        client.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+            "params": {"name": "crash", "arguments": {"code": 3}}}));
+        let Pipe::Connection { channel, .. } = &mut client.pipe else {
+            unreachable!()
+        };
+        let closed = loop {
+            let frame = channel.next_for(1);
+            if frame["t"] == "closed" {
+                break frame;
+            }
+        };
+        let reason = closed["reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("session ended"), "{closed}");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opens_that_cannot_be_served_are_closed_with_the_status() {
+    let gw = start_gateway(&[]);
+    tokio::task::block_in_place(|| {
+        let mut channel = attach(&gw);
+        let closed = channel.open(3, "nowhere");
+        assert_eq!(
+            (closed["t"].as_str(), closed["status"].as_u64()),
+            (Some("closed"), Some(404)),
+            "{closed}"
+        );
+        assert!(
+            closed["reason"].as_str().unwrap().contains("not found"),
+            "{closed}"
+        );
+        channel.send(&json!({"t": "msg", "id": 3, "msg": {"jsonrpc": "2.0", "method": "x"}}));
+        let dropped = channel.next_for_any();
+        assert_eq!(dropped["t"], "error", "{dropped}");
+        assert!(channel.finish().success());
+    });
+}
+
+/// A namespace sandbox (tests/sandbox.sh): its init's pid, stopped on drop.
+struct Sandbox {
+    dir: TempDir,
+    pid: String,
+}
+
+impl Sandbox {
+    /// One, or why there can be none here.
+    fn start() -> Result<Sandbox, String> {
+        let script = repo().join("tests/sandbox.sh");
+        let check = Command::new("sh")
+            .arg(&script)
+            .arg("check")
+            .output()
+            .unwrap();
+        if !check.status.success() {
+            return Err(String::from_utf8_lossy(&check.stdout).trim().to_string());
+        }
+        let dir = TempDir::new("mcp-sandbox");
+        let out = Command::new("sh")
+            .arg(&script)
+            .arg("start")
+            .arg(&dir.0)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Ok(Sandbox { dir, pid })
+    }
+
+    /// `argv` run inside.
+    fn command(&self, argv: &[&std::ffi::OsStr]) -> Command {
+        let mut c = Command::new("nsenter");
+        c.args(["-t", &self.pid, "-n", "-p", "-m", "-r", "-w"])
+            .args(argv);
+        c
+    }
+
+    /// `attach --launch` inside: a gateway there, and a channel to it.
+    fn attach(&self) -> Channel {
+        let gateway = gateway_bin();
+        Channel::start(self.command(&[
+            gateway.as_os_str(),
+            "attach".as_ref(),
+            "--state-dir".as_ref(),
+            "/tmp/mcpgw-state".as_ref(),
+            "--launch".as_ref(),
+        ]))
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = Command::new("sh")
+            .arg(repo().join("tests/sandbox.sh"))
+            .arg("stop")
+            .arg(&self.dir.0)
+            .status();
+    }
+}
+
+/// A REST request over a channel; its `res` frame.
+fn rest(channel: &mut Channel, id: u64, method: &str, path: &str, body: Value) -> Value {
+    channel.send(&json!({"t": "req", "id": id, "method": method, "path": path, "body": body}));
+    channel.next_for(id)
+}
+
+#[test]
+fn server_everything_through_a_namespace_sandbox_over_stdio_and_streamable_http() {
+    let sandbox = match Sandbox::start() {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("SKIPPED: no namespace sandbox here: {why}");
+            return;
+        }
+    };
+    let want = everything_directly();
+    let mut setup = sandbox.attach();
+    let res = rest(&mut setup, 1, "POST", "/mcps", everything_stdio("ev"));
+    assert_eq!(res["status"], 200, "{res}");
+    // server-everything over streamable HTTP, inside the sandbox's own network.
+    let port = free_port();
+    let node = which("node");
+    let mut http = sandbox.command(&[
+        node.as_os_str(),
+        everything_js().as_os_str(),
+        "streamableHttp".as_ref(),
+    ]);
+    http.env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _server = Guarded(http.spawn().unwrap());
+    register_when_up(
+        &mut setup,
+        http_spec("evh", &format!("http://127.0.0.1:{port}/mcp")),
+    );
+    for mcp in ["ev", "evh"] {
+        answers_as_directly(sandbox.attach(), mcp, &want);
+    }
+}
+
+/// What server-everything answers the script straight over its stdio.
+fn everything_directly() -> Vec<(String, Value)> {
+    let mut direct = Client::direct({
+        let mut c = Command::new("node");
+        c.arg(everything_js()).arg("stdio");
+        c
+    });
+    initialize(&mut direct, "2025-11-25");
+    everything_script(&mut direct)
+}
+
+/// Over a connection of `channel` to `mcp` (a server-everything), the script gets `want`; a
+/// long call cancelled by the host ends without an answer, and the connection goes on.
+fn answers_as_directly(mut channel: Channel, mcp: &str, want: &[(String, Value)]) {
+    let opened = channel.open(1, mcp);
+    assert_eq!(opened["t"], "opened", "{opened}");
+    let mut through = Client::over(Pipe::Connection { channel, id: 1 });
+    initialize(&mut through, "2025-11-25");
+    let got = everything_script(&mut through);
+    assert_eq!(got.len(), want.len());
+    for ((label, g), (_, w)) in got.iter().zip(want) {
+        assert_eq!(normalized(g), normalized(w), "{mcp}: {label}");
+    }
+    let long = through.take_id();
+    through.send(
+        &json!({"jsonrpc": "2.0", "id": long, "method": "tools/call", "params": {
+        "name": "trigger-long-running-operation", "arguments": {"duration": 30, "steps": 30},
+        "_meta": {"progressToken": "c"}}}),
+    );
+    through
+        .notification("notifications/progress", Duration::from_secs(20))
+        .expect("progress");
+    through.notify(
+        "notifications/cancelled",
+        json!({"requestId": long, "reason": "test"}),
+    );
+    let pong = through.request("ping", Value::Null);
+    assert_eq!(pong["result"], json!({}), "{mcp}: {pong}");
+}
+
+/// Registers `spec` over `channel` once its server answers (a server just started in a
+/// sandbox refuses connections until it listens).
+fn register_when_up(channel: &mut Channel, spec: Value) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    for id in 1000.. {
+        let res = rest(channel, id, "POST", "/mcps", spec.clone());
+        if res["status"] == 200 {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{res}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A container of the test image with node and the npm servers, removed on drop.
+struct Container(String);
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let _ = Command::new("sh")
+            .arg(repo().join("tests/docker/sandbox.sh"))
+            .args(["stop", &self.0])
+            .status();
+    }
+}
+
+#[test]
+fn server_everything_in_a_docker_container_over_stdio_and_streamable_http() {
+    let script = repo().join("tests/docker/sandbox.sh");
+    let check = Command::new("sh")
+        .arg(&script)
+        .arg("check")
+        .output()
+        .unwrap();
+    if !check.status.success() {
+        eprintln!("SKIPPED: {}", String::from_utf8_lossy(&check.stdout).trim());
+        return;
+    }
+    let image = Command::new("sh")
+        .arg(&script)
+        .args(["image", "--node"])
+        .output()
+        .unwrap();
+    assert!(
+        image.status.success(),
+        "{}",
+        String::from_utf8_lossy(&image.stderr)
+    );
+    let image = String::from_utf8_lossy(&image.stdout).trim().to_string();
+    let started = Command::new("sh")
+        .arg(&script)
+        .args(["start", &image])
+        .output()
+        .unwrap();
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let container = Container(String::from_utf8_lossy(&started.stdout).trim().to_string());
+    let attach = || {
+        let mut c = Command::new("docker");
+        c.args([
+            "exec",
+            "-i",
+            &container.0,
+            "mcpgw-gateway",
+            "attach",
+            "--state-dir",
+        ])
+        .args(["/tmp/mcpgw-state", "--launch"]);
+        Channel::start(c)
+    };
+    let want = everything_directly();
+    let js = "/opt/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+    let mut setup = attach();
+    let spec = json!({"name": "ev",
+        "mcp_config": {"type": "stdio_mcp", "command": "node", "args": [js, "stdio"]}});
+    let res = rest(&mut setup, 1, "POST", "/mcps", spec);
+    assert_eq!(res["status"], 200, "{res}");
+    let port = 47000;
+    let up = Command::new("docker")
+        .args(["exec", "-d", "-e", &format!("PORT={port}"), &container.0])
+        .args(["node", js, "streamableHttp"])
+        .status()
+        .unwrap();
+    assert!(up.success());
+    register_when_up(
+        &mut setup,
+        http_spec("evh", &format!("http://127.0.0.1:{port}/mcp")),
+    );
+    for mcp in ["ev", "evh"] {
+        answers_as_directly(attach(), mcp, &want);
+    }
+}
+
+/// The full path of a program on PATH.
+fn which(program: &str) -> std::path::PathBuf {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(program))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("{program} is not on PATH"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_that_never_answers_makes_the_upstreams_request_fail_at_the_deadline() {
+    let gw = start_gateway(&[]);
+    let mut spec = everything_stdio("ev");
+    spec["execution_timeout"] = json!(2);
+    gw.add(spec, "").await.expect(200);
+    tokio::task::block_in_place(|| {
+        let mut client = connect(&gw, "ev");
+        initialize(&mut client, "2025-11-25");
+        for _ in 0..5 {
+            client.notification("notifications/tools/list_changed", Duration::from_secs(10));
+        }
+        let call = client.take_id();
+        client.send(
+            &json!({"jsonrpc": "2.0", "id": call, "method": "tools/call",
+            "params": {"name": "trigger-sampling-request", "arguments": {"prompt": "hi"}}}),
+        );
+        // The sampling request comes, and is left unanswered.
+        let asked = loop {
+            let m = client
+                .receive(Duration::from_secs(20))
+                .expect("the sampling request");
+            if m["method"] == "sampling/createMessage" {
+                break m;
+            }
+        };
+        // At the MCP's deadline the host is told the request is withdrawn, and the upstream's
+        // request failed: the call ends (the server reports the failure) without a hang.
+        let mut cancelled = false;
+        let answer = loop {
+            let m = client
+                .receive(Duration::from_secs(20))
+                .expect("the call's end");
+            if m["method"] == "notifications/cancelled" {
+                assert_eq!(m["params"]["requestId"], asked["id"], "{m}");
+                cancelled = true;
+            } else if m["id"] == call && m.get("method").is_none() {
+                break m;
+            }
+        };
+        // The call's deadline and the request's are the same: the withdrawal may come after
+        // the call's answer.
+        while !cancelled {
+            let m = client
+                .receive(Duration::from_secs(10))
+                .expect("the host is told the request is withdrawn");
+            if m["method"] == "notifications/cancelled" {
+                assert_eq!(m["params"]["requestId"], asked["id"], "{m}");
+                cancelled = true;
+            }
+        }
+        let text = answer.to_string();
+        assert!(
+            text.contains("did not") || text.contains("deadline") || answer.get("error").is_some(),
+            "{answer}"
+        );
+    });
+}

@@ -1,0 +1,415 @@
+//! The `mcpgw` command line.
+
+use std::path::PathBuf;
+
+use mcpgw::host::{Backend, Container, Pod, Prefix};
+use serde_json::{Map, Value, json};
+
+/// The usage text.
+pub const USAGE: &str = "\
+usage: mcpgw mcp [SANDBOX] [OPTIONS] -- COMMAND [ARG...]
+       mcpgw mcp [SANDBOX] [OPTIONS] --url URL [--header NAME=VALUE]...
+       mcpgw mcp [SANDBOX] [OPTIONS] --config FILE
+       mcpgw --version | --help
+
+An MCP server on this machine, over stdio (or streamable HTTP with --http), for an MCP server
+that runs inside a sandbox: COMMAND started there over stdio, an HTTP server there (--url), or
+every server of an mcpServers file (--config; their tools, prompts and resources prefixed by
+server name). Every message of the protocol crosses unchanged, through one session channel
+(`mcpgw-gateway attach`) that is opened again when it is lost.
+
+SANDBOX (one of; default --local):
+  --local                 this machine
+  --docker CONTAINER      `docker exec` into a running container
+  --podman CONTAINER      `podman exec` into a running container
+  --kubectl POD           `kubectl exec` into a running pod (--namespace NS, --container C,
+                          --context CTX)
+  --exec-prefix WORDS     any argv prefix that runs its arguments in the sandbox, as words
+                          separated by spaces (e.g. \"nsenter -t 4242 -m -n -p\")
+
+OPTIONS:
+  --name NAME             the server's name in the gateway (default: mcp)
+  --env NAME=VALUE        an environment variable of COMMAND (repeatable)
+  --cwd DIR               COMMAND's working directory inside the sandbox
+  --gateway PATH          the gateway binary inside the sandbox (default: installed from
+                          --gateway-binary at /tmp/mcpgw-bin/mcpgw-gateway-VERSION, or
+                          `mcpgw-gateway` on the sandbox's PATH when there is none to install)
+  --gateway-binary PATH   the static gateway on this machine to install into the sandbox
+                          (default: mcpgw-gateway next to this program, or $MCPGW_GATEWAY_BINARY)
+  --http ADDR             serve streamable HTTP at /mcp on ADDR instead of stdio: 127.0.0.1:PORT
+                          or [::1]:PORT (loopback only; PORT 0 picks one) or unix:PATH (0600);
+                          prints {\"url\":..,\"token_file\":..} once ready
+  --token-file PATH       where --http writes its bearer token (0600; default:
+                          $XDG_RUNTIME_DIR/mcpgw/ or /tmp/mcpgw-UID/)
+  --allow-origin ORIGIN   an Origin header --http accepts (repeatable; by default a request
+                          with an Origin is refused)
+  --timeout SECONDS       a request's time limit (default 600)
+  --log-level LEVEL       error, warn (default), info or debug, on stderr
+";
+
+/// What `mcpgw mcp` was asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpArgs {
+    /// The sandbox.
+    pub backend: Backend,
+    /// The servers: names and specs (in the gateway's spec form).
+    pub servers: Vec<(String, Value)>,
+    /// Whether several servers are served prefixed by name (`--config`).
+    pub prefixed: bool,
+    /// `--gateway`.
+    pub gateway: Option<String>,
+    /// `--gateway-binary`.
+    pub gateway_binary: Option<PathBuf>,
+    /// `--http`.
+    pub http: Option<String>,
+    /// `--token-file`.
+    pub token_file: Option<PathBuf>,
+    /// `--allow-origin`.
+    pub origins: Vec<String>,
+    /// `--timeout`, in milliseconds.
+    pub timeout_ms: u64,
+    /// `--log-level`.
+    pub log_level: Level,
+}
+
+/// A log level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Errors only.
+    Error,
+    /// Errors and warnings.
+    Warn,
+    /// And what happens.
+    Info,
+    /// And everything.
+    Debug,
+}
+
+/// What the command line asks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// `mcpgw mcp ...`.
+    Mcp(Box<McpArgs>),
+    /// `--help`.
+    Help,
+    /// `--version`.
+    Version,
+}
+
+fn name_ok(name: &str) -> Result<(), String> {
+    mcpgw::wire::spec::check_name(name).map_err(|e| format!("--name: {e}"))
+}
+
+/// Reads an `mcpServers` file into specs, named by their keys.
+pub fn servers_of_config(text: &str) -> Result<Vec<(String, Value)>, String> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let Some(servers) = doc.get("mcpServers").and_then(Value::as_object) else {
+        return Err("it needs an \"mcpServers\" object".into());
+    };
+    if servers.is_empty() {
+        return Err("its \"mcpServers\" object is empty".into());
+    }
+    let mut out = Vec::new();
+    for (name, s) in servers {
+        mcpgw::wire::spec::check_name(name).map_err(|e| format!("server {name:?}: {e}"))?;
+        let spec = if let Some(command) = s.get("command").and_then(Value::as_str) {
+            json!({"name": name, "is_stateful": true, "mcp_config": {
+                "type": "stdio_mcp", "command": command,
+                "args": s.get("args").cloned().unwrap_or(json!([])),
+                "env": s.get("env").cloned().unwrap_or(json!({})),
+                "cwd": s.get("cwd").cloned().unwrap_or(Value::Null)}})
+        } else if let Some(url) = s.get("url").and_then(Value::as_str) {
+            json!({"name": name, "is_stateful": true, "mcp_config": {
+                "type": "http_mcp", "url": url,
+                "headers": s.get("headers").cloned().unwrap_or(json!({}))}})
+        } else {
+            return Err(format!(
+                "server {name:?} has neither \"command\" nor \"url\""
+            ));
+        };
+        out.push((name.clone(), spec));
+    }
+    Ok(out)
+}
+
+/// Parses `args` (without the program's name).
+pub fn parse(args: &[String]) -> Result<Command, String> {
+    let mut it = args.iter().peekable();
+    match it.next().map(String::as_str) {
+        None | Some("-h" | "--help" | "help") => return Ok(Command::Help),
+        Some("-V" | "--version") => return Ok(Command::Version),
+        Some("mcp") => {}
+        Some(other) => {
+            return Err(format!(
+                "unknown command {other:?} (try `mcpgw mcp --help`)"
+            ));
+        }
+    }
+    let mut backend: Option<Backend> = None;
+    let mut kube = (None, None, None);
+    let mut name = "mcp".to_owned();
+    let mut env = Map::new();
+    let mut cwd: Option<String> = None;
+    let mut url: Option<String> = None;
+    let mut headers = Map::new();
+    let mut config: Option<String> = None;
+    let mut command: Vec<String> = Vec::new();
+    let mut out = McpArgs {
+        backend: Backend::Local { cwd: None },
+        servers: Vec::new(),
+        prefixed: false,
+        gateway: None,
+        gateway_binary: None,
+        http: None,
+        token_file: None,
+        origins: Vec::new(),
+        timeout_ms: 600_000,
+        log_level: Level::Warn,
+    };
+    let mut set_backend = |b: Backend| -> Result<(), String> {
+        if backend.replace(b).is_some() {
+            return Err(
+                "give one sandbox (--local, --docker, --podman, --kubectl or --exec-prefix)".into(),
+            );
+        }
+        Ok(())
+    };
+    while let Some(arg) = it.next() {
+        if arg == "--" {
+            command.extend(it.by_ref().cloned());
+            break;
+        }
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = |what: &str| -> Result<String, String> {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| format!("{what} needs a value"))
+        };
+        match flag {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--local" => set_backend(Backend::Local { cwd: None })?,
+            "--docker" | "--podman" => {
+                let c = Container {
+                    container: value(flag)?,
+                    exec_options: vec![],
+                    options: vec![],
+                    program: None,
+                };
+                set_backend(if flag == "--docker" {
+                    Backend::Docker(c)
+                } else {
+                    Backend::Podman(c)
+                })?;
+            }
+            "--kubectl" => set_backend(Backend::Kubectl(Pod {
+                pod: value(flag)?,
+                namespace: None,
+                container: None,
+                options: vec![],
+                program: None,
+            }))?,
+            "--namespace" => kube.0 = Some(value(flag)?),
+            "--container" => kube.1 = Some(value(flag)?),
+            "--context" => kube.2 = Some(value(flag)?),
+            "--exec-prefix" => set_backend(Backend::Argv(Prefix {
+                prefix: value(flag)?.split_whitespace().map(String::from).collect(),
+                joins_arguments: false,
+            }))?,
+            "--name" => {
+                name = value(flag)?;
+                name_ok(&name)?;
+            }
+            "--env" => {
+                let v = value(flag)?;
+                let (k, val) = v
+                    .split_once('=')
+                    .ok_or_else(|| format!("--env {v:?}: give NAME=VALUE"))?;
+                env.insert(k.to_owned(), Value::String(val.to_owned()));
+            }
+            "--cwd" => cwd = Some(value(flag)?),
+            "--url" => url = Some(value(flag)?),
+            "--header" => {
+                let v = value(flag)?;
+                let (k, val) = v
+                    .split_once('=')
+                    .ok_or_else(|| format!("--header {v:?}: give NAME=VALUE"))?;
+                headers.insert(k.to_owned(), Value::String(val.to_owned()));
+            }
+            "--config" => config = Some(value(flag)?),
+            "--gateway" => out.gateway = Some(value(flag)?),
+            "--gateway-binary" => out.gateway_binary = Some(value(flag)?.into()),
+            "--http" => out.http = Some(value(flag)?),
+            "--token-file" => out.token_file = Some(value(flag)?.into()),
+            "--allow-origin" => out.origins.push(value(flag)?),
+            "--timeout" => {
+                let v = value(flag)?;
+                let s: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+                    .ok_or_else(|| {
+                        format!("--timeout {v:?}: give seconds, more than 0, at most a day")
+                    })?;
+                out.timeout_ms = (s * 1000.0).ceil() as u64;
+            }
+            "--log-level" => {
+                out.log_level = match value(flag)?.as_str() {
+                    "error" => Level::Error,
+                    "warn" => Level::Warn,
+                    "info" => Level::Info,
+                    "debug" => Level::Debug,
+                    other => {
+                        return Err(format!("--log-level {other:?}: error, warn, info or debug"));
+                    }
+                }
+            }
+            other if other.starts_with('-') => {
+                return Err(format!("unknown option {other} (try `mcpgw mcp --help`)"));
+            }
+            // The command may also follow the options without `--`.
+            _ => {
+                command.push(arg.clone());
+                command.extend(it.by_ref().cloned());
+                break;
+            }
+        }
+    }
+    out.backend = backend.unwrap_or(Backend::Local { cwd: None });
+    if let Backend::Kubectl(p) = &mut out.backend {
+        p.namespace = kube.0;
+        p.container = kube.1;
+        if let Some(ctx) = kube.2 {
+            p.options = vec!["--context".into(), ctx];
+        }
+    } else if kube != (None, None, None) {
+        return Err("--namespace, --container and --context go with --kubectl".into());
+    }
+    out.backend.validate().map_err(|e| e.message().to_owned())?;
+    let sources = usize::from(!command.is_empty())
+        + usize::from(url.is_some())
+        + usize::from(config.is_some());
+    if sources != 1 {
+        return Err(
+            "give the server: a COMMAND after --, or --url, or --config (one of them)".into(),
+        );
+    }
+    if let Some(path) = config {
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("--config {path}: {e}"))?;
+        out.servers = servers_of_config(&text).map_err(|e| format!("--config {path}: {e}"))?;
+        out.prefixed = true;
+    } else if let Some(url) = url {
+        out.servers = vec![(
+            name.clone(),
+            json!({"name": name, "is_stateful": true,
+                   "mcp_config": {"type": "http_mcp", "url": url, "headers": headers}}),
+        )];
+    } else {
+        let (program, args) = command.split_first().expect("not empty");
+        out.servers = vec![(
+            name.clone(),
+            json!({"name": name, "is_stateful": true, "mcp_config": {
+                "type": "stdio_mcp", "command": program, "args": args, "env": env,
+                "cwd": cwd}}),
+        )];
+    }
+    for (name, spec) in &out.servers {
+        let parsed: mcpgw::wire::McpSpec =
+            serde_json::from_value(spec.clone()).map_err(|e| format!("server {name:?}: {e}"))?;
+        parsed
+            .validate()
+            .map_err(|e| format!("server {name:?}: {e}"))?;
+    }
+    Ok(Command::Mcp(Box::new(out)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &[&str]) -> Vec<String> {
+        s.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn the_one_line_of_a_client_config_parses() {
+        let Command::Mcp(a) = parse(&args(&[
+            "mcp",
+            "--docker",
+            "box",
+            "--",
+            "npx",
+            "-y",
+            "@modelcontextprotocol/server-filesystem",
+            "/work",
+        ]))
+        .unwrap() else {
+            panic!()
+        };
+        assert!(matches!(&a.backend, Backend::Docker(c) if c.container == "box"));
+        assert_eq!(a.servers[0].1["mcp_config"]["command"], "npx");
+        assert_eq!(a.servers[0].1["mcp_config"]["args"][2], "/work");
+        let Command::Mcp(a) = parse(&args(&[
+            "mcp",
+            "--kubectl=web-0",
+            "--namespace",
+            "agents",
+            "--url",
+            "http://127.0.0.1:3000/mcp",
+        ]))
+        .unwrap() else {
+            panic!()
+        };
+        assert!(
+            matches!(&a.backend, Backend::Kubectl(p) if p.namespace.as_deref() == Some("agents"))
+        );
+    }
+
+    #[test]
+    fn bad_command_lines_say_what_is_wrong() {
+        for (line, says) in [
+            (&["mcp"][..], "give the server"),
+            (&["mcp", "--docker", "-x", "--", "s"][..], "starts with '-'"),
+            (
+                &["mcp", "--docker", "a", "--podman", "b", "--", "s"][..],
+                "one sandbox",
+            ),
+            (&["mcp", "--name", "a b", "--", "s"][..], "--name"),
+            (&["mcp", "--timeout", "0", "--", "s"][..], "--timeout"),
+            (&["mcp", "--bogus", "--", "s"][..], "unknown option --bogus"),
+            (
+                &["mcp", "--namespace", "x", "--", "s"][..],
+                "go with --kubectl",
+            ),
+            (&["serve"][..], "unknown command"),
+        ] {
+            let e = parse(&args(line)).unwrap_err();
+            assert!(e.contains(says), "{line:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn an_mcp_servers_file_becomes_specs() {
+        let servers = servers_of_config(
+            r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "x"]}, "web": {"url": "http://127.0.0.1:1/mcp"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(servers.len(), 2);
+        assert_eq!(servers[1].1["mcp_config"]["type"], "http_mcp");
+        for (text, says) in [
+            ("{}", "mcpServers"),
+            (r#"{"mcpServers": {}}"#, "empty"),
+            (
+                r#"{"mcpServers": {"a b": {"command": "x"}}}"#,
+                "server \"a b\"",
+            ),
+            (r#"{"mcpServers": {"x": {}}}"#, "neither"),
+        ] {
+            let e = servers_of_config(text).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+}

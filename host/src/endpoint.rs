@@ -1,0 +1,692 @@
+//! `mcpgw mcp`: an MCP server on the host for a server inside a sandbox. The sandbox gets its
+//! gateway (installed when needed, launched through the session channel), the server is
+//! registered there, and one virtual MCP connection carries every message of the client, both
+//! ways, unchanged. A lost connection is opened again (the driver opens the channel again),
+//! the client's `initialize` replayed, and requests that were in flight answered with an error
+//! naming the loss; when the client ends, everything the endpoint started in the sandbox ends.
+
+use std::collections::{HashSet, VecDeque};
+use std::path::PathBuf;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use mcpgw::client::Output;
+use mcpgw::host::{Backend, HostConfig, Op, Submit};
+use mcpgw::{Error, ErrorKind};
+use serde_json::{Value, json};
+
+use tokio::time::Instant;
+
+use crate::aggregate::Aggregate;
+use crate::cli::{Level, McpArgs};
+use crate::{Connection, ConnectionEvent, Host};
+
+/// How long a lost connection is tried again before the endpoint gives up.
+const RECONNECT_FOR: Duration = Duration::from_secs(60);
+/// How long between two tries.
+const RECONNECT_EVERY: Duration = Duration::from_millis(250);
+/// Messages of a client kept while the connection is being (re)opened.
+const MAX_QUEUED: usize = 10_000;
+/// The time limit of each step of the tear-down.
+const TEAR_DOWN_STEP_MS: u64 = 10_000;
+/// The JSON-RPC error code of a failure of the endpoint or the sandbox (implementation-defined
+/// server error range).
+pub const SANDBOX_ERROR: i64 = -32000;
+
+/// Writes a log line to stderr at `level` (stdout carries the MCP stream).
+pub fn log(threshold: Level, level: Level, message: &str) {
+    if level <= threshold {
+        let tag = match level {
+            Level::Error => "error",
+            Level::Warn => "warn",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        };
+        eprintln!("mcpgw mcp: {tag}: {message}");
+    }
+}
+
+/// The static gateway on this machine to install into the sandbox, if one is known.
+pub fn host_gateway_binary(args: &McpArgs) -> Option<PathBuf> {
+    if let Some(p) = &args.gateway_binary {
+        return Some(p.clone());
+    }
+    if let Some(p) = std::env::var_os("MCPGW_GATEWAY_BINARY") {
+        return Some(p.into());
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        dir.join("mcpgw-gateway"),
+        dir.join("../libexec/mcpgw/mcpgw-gateway"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
+
+/// The sandbox set up for the endpoint: its host driver and what to undo at the end.
+pub struct Sandbox {
+    /// The driver.
+    pub host: Host,
+    /// The servers registered, by name.
+    pub servers: Vec<String>,
+    /// Whether the session launched the gateway (then it is stopped at the end).
+    launched: bool,
+    level: Level,
+}
+
+fn submit(op: Op, timeout_ms: u64) -> Submit {
+    let mut s = Submit::new(op);
+    s.timeout_ms = Some(timeout_ms);
+    s
+}
+
+impl Sandbox {
+    /// Installs and launches the gateway as needed, opens the session, registers the servers.
+    pub async fn set_up(args: &McpArgs) -> Result<Sandbox, Error> {
+        let binary = host_gateway_binary(args);
+        let mut config = HostConfig::new(args.backend.clone());
+        config.timeout_ms = args.timeout_ms;
+        // The endpoint's own gateway, in a directory of its own: ended with the endpoint.
+        let tag = mcpgw::random::hex_id();
+        config.state_dir = Some(format!("/tmp/mcpgw-mcp-{}", &tag[..12]));
+        let install = match (&args.gateway, &binary, &args.backend) {
+            (Some(path), _, _) => {
+                config.gateway_path = path.clone();
+                binary.as_ref().filter(|_| path.starts_with('/'))
+            }
+            // The local machine runs the binary where it is.
+            (None, Some(b), Backend::Local { .. }) => {
+                config.gateway_path = b.display().to_string();
+                None
+            }
+            (None, Some(_), _) => {
+                config.gateway_path =
+                    format!("/tmp/mcpgw-bin/mcpgw-gateway-{}", env!("CARGO_PKG_VERSION"));
+                binary.as_ref()
+            }
+            (None, None, _) => {
+                config.gateway_path = "mcpgw-gateway".into();
+                None
+            }
+        };
+        let host = Host::start(config)?;
+        if let Some(bin) = install {
+            host.run(
+                submit(
+                    Op::EnsureGatewayBinary {
+                        binary_path: bin.display().to_string(),
+                    },
+                    args.timeout_ms,
+                ),
+                None,
+            )
+            .await?;
+        }
+        let launched = match host
+            .run(submit(Op::OpenSession {}, args.timeout_ms), None)
+            .await?
+        {
+            Output::Session(hello) => hello.launched,
+            _ => false,
+        };
+        let mut sandbox = Sandbox {
+            host,
+            servers: Vec::new(),
+            launched,
+            level: args.log_level,
+        };
+        for (name, spec) in &args.servers {
+            let added = sandbox
+                .host
+                .run(
+                    submit(Op::AddMcp { spec: spec.clone() }, args.timeout_ms),
+                    None,
+                )
+                .await;
+            if let Err(e) = added {
+                sandbox.tear_down().await;
+                return Err(e.context(&format!("starting the server {name:?} in the sandbox")));
+            }
+            sandbox.servers.push(name.clone());
+        }
+        Ok(sandbox)
+    }
+
+    /// Removes the servers, stops a gateway the session launched, closes the session; each
+    /// step bounded by [`TEAR_DOWN_STEP_MS`], so that a sandbox that is gone or hangs does not
+    /// hold the endpoint.
+    pub async fn tear_down(&self) {
+        let op = |op: Op| self.host.run(submit(op, TEAR_DOWN_STEP_MS), None);
+        for name in &self.servers {
+            if let Err(e) = op(Op::RemoveMcp { name: name.clone() }).await {
+                log(self.level, Level::Warn, &format!("removing {name:?}: {e}"));
+            }
+        }
+        if self.launched
+            && let Err(e) = op(Op::StopGateway {}).await
+        {
+            log(
+                self.level,
+                Level::Warn,
+                &format!("stopping the gateway: {e}"),
+            );
+        }
+        let _ = op(Op::CloseSession {}).await;
+    }
+}
+
+/// A JSON-RPC error response to `id`.
+pub fn error_response(id: &Value, code: i64, message: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+/// What a client's message is, for the relay's bookkeeping.
+#[derive(Debug, PartialEq)]
+pub enum Kind {
+    /// A request (with its id and method).
+    Request(Value, String),
+    /// A notification.
+    Notification(String),
+    /// A response (with its id).
+    Response(Value),
+}
+
+/// Classifies a JSON-RPC message; `Err` with the JSON-RPC error to answer for one that is not.
+pub fn classify(text: &str) -> Result<(Kind, Value), String> {
+    let msg: Value = serde_json::from_str(text)
+        .map_err(|e| error_response(&Value::Null, -32700, &format!("parse error: {e}")))?;
+    let id = msg.get("id").cloned();
+    let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
+    let kind = match (id, method) {
+        (Some(id), Some(m)) => Kind::Request(id, m),
+        (None, Some(m)) => Kind::Notification(m),
+        (Some(id), None) if msg.get("result").is_some() || msg.get("error").is_some() => {
+            Kind::Response(id)
+        }
+        (id, None) => {
+            return Err(error_response(
+                &id.unwrap_or(Value::Null),
+                -32600,
+                "invalid request: a JSON-RPC message needs a method, or a result or an error",
+            ));
+        }
+    };
+    Ok((kind, msg))
+}
+
+/// One MCP client's link to one server of the sandbox: its virtual connection, and what it
+/// takes to open it again unnoticed (the client's handshake, replayed).
+pub struct Link {
+    host: Host,
+    mcp: String,
+    conn: Option<Connection>,
+    /// The client's `initialize`, replayed on a new connection.
+    initialize: Option<Value>,
+    /// Whether the client sent `notifications/initialized`.
+    initialized: bool,
+    /// Whether the client's `initialize` went out on a connection (a new one then gets it
+    /// replayed).
+    handshake_sent: bool,
+    /// The id of the replayed `initialize`, whose answer the client never sees.
+    replay_id: Option<Value>,
+    /// The client's requests the server has not answered (their ids' JSON text).
+    in_flight: HashSet<String>,
+    /// Messages waiting for the connection, and whether each is the client's `initialize`.
+    queue: VecDeque<(String, bool)>,
+    /// Since when the link has been trying to connect, and when it tries next.
+    lost_at: Option<Instant>,
+    retry_at: Option<Instant>,
+    /// Why the link is dead for good, if it is.
+    dead: Option<String>,
+    level: Level,
+}
+
+impl Link {
+    /// A link to `mcp`, not yet connected ([`Link::open`] connects it).
+    pub fn new(host: Host, mcp: &str, level: Level) -> Link {
+        Link {
+            host,
+            mcp: mcp.to_owned(),
+            conn: None,
+            initialize: None,
+            initialized: false,
+            handshake_sent: false,
+            replay_id: None,
+            in_flight: HashSet::new(),
+            queue: VecDeque::new(),
+            lost_at: Some(Instant::now()),
+            retry_at: Some(Instant::now()),
+            dead: None,
+            level,
+        }
+    }
+
+    /// The server's name in the gateway.
+    pub fn mcp(&self) -> &str {
+        &self.mcp
+    }
+
+    /// Whether the connection is open.
+    pub fn is_up(&self) -> bool {
+        self.conn.is_some()
+    }
+
+    /// Why the link is dead for good, if it is.
+    pub fn dead(&self) -> Option<&str> {
+        self.dead.as_deref()
+    }
+
+    /// When the link wants [`Link::open`] called again (it is down and not dead).
+    pub fn retry_at(&self) -> Option<Instant> {
+        self.retry_at
+    }
+
+    /// One try at opening the connection: true when it is open (the client's handshake
+    /// replayed, what waited sent). A try that fails for now schedules the next one; past
+    /// [`RECONNECT_FOR`], or when the gateway refuses the server, the link is dead.
+    pub async fn open(&mut self) -> bool {
+        self.retry_at = None;
+        match self.try_open().await {
+            Ok(true) => {
+                self.lost_at = None;
+                true
+            }
+            Ok(false) => {
+                let lost = *self.lost_at.get_or_insert_with(Instant::now);
+                if lost.elapsed() > RECONNECT_FOR {
+                    self.dead = Some(format!(
+                        "the sandbox could not be reached again within {RECONNECT_FOR:?}"
+                    ));
+                } else {
+                    self.retry_at = Some(Instant::now() + RECONNECT_EVERY);
+                }
+                false
+            }
+            Err(why) => {
+                log(self.level, Level::Error, &format!("{}: {why}", self.mcp));
+                self.dead = Some(why);
+                false
+            }
+        }
+    }
+
+    /// Opens the connection, trying again until it is open or the link is dead.
+    pub async fn open_now(&mut self) -> bool {
+        while self.dead.is_none() {
+            if let Some(at) = self.retry_at {
+                tokio::time::sleep_until(at).await;
+            }
+            if self.open().await {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `Ok(false)`: not now; `Err`: never.
+    async fn try_open(&mut self) -> Result<bool, String> {
+        let mut conn = match self.host.connect(&self.mcp, "", "").await {
+            Ok(conn) => conn,
+            Err(e) if e.kind() == ErrorKind::InvalidState => {
+                let state = self.host.state().await.map_err(|e| e.to_string())?;
+                if state["session"] == "off" {
+                    return Err("the session channel could not be opened again".into());
+                }
+                return Ok(false);
+            }
+            Err(e) => return Err(e.message().to_owned()),
+        };
+        match conn.recv().await {
+            Some(ConnectionEvent::Opened) => {}
+            Some(ConnectionEvent::Closed { reason, status }) => {
+                let reason = reason.unwrap_or_else(|| "closed".into());
+                // 503: the server is (re)starting; other refusals are final.
+                if status.is_some_and(|s| s != 503) {
+                    return Err(reason);
+                }
+                log(self.level, Level::Info, &format!("connecting: {reason}"));
+                return Ok(false);
+            }
+            _ => return Ok(false),
+        }
+        if let Some(mut init) = self.initialize.clone().filter(|_| self.handshake_sent) {
+            let id = json!(format!("mcpgw-replay-{}", mcpgw::random::hex_id()));
+            init["id"] = id.clone();
+            self.replay_id = Some(id);
+            if conn.send(&init.to_string()).await.is_err() {
+                return Ok(false);
+            }
+            if self.initialized
+                && conn
+                    .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+                    .await
+                    .is_err()
+            {
+                return Ok(false);
+            }
+        }
+        while let Some((msg, handshake)) = self.queue.pop_front() {
+            if conn.send(&msg).await.is_err() {
+                self.queue.push_front((msg, handshake));
+                return Ok(false);
+            }
+            self.handshake_sent |= handshake;
+        }
+        self.conn = Some(conn);
+        Ok(true)
+    }
+
+    /// A message from the client; `out` receives what to answer the client at once.
+    pub async fn from_client(&mut self, text: &str, out: &mut Vec<String>) {
+        match classify(text) {
+            Ok((kind, msg)) => self.send(kind, &msg, text.trim(), out).await,
+            Err(reply) => out.push(reply),
+        }
+    }
+
+    /// Sends a classified message (`text` is `msg`'s JSON).
+    pub async fn send(&mut self, kind: Kind, msg: &Value, text: &str, out: &mut Vec<String>) {
+        let handshake = matches!(&kind, Kind::Request(_, m) if m == "initialize");
+        match &kind {
+            Kind::Request(id, _) => {
+                if let Some(why) = &self.dead {
+                    return out.push(error_response(id, SANDBOX_ERROR, why));
+                }
+                if handshake {
+                    self.initialize = Some(msg.clone());
+                }
+                self.in_flight.insert(id.to_string());
+            }
+            Kind::Notification(m) if m == "notifications/initialized" => self.initialized = true,
+            _ => {}
+        }
+        if self.dead.is_some() {
+            return;
+        }
+        match &self.conn {
+            Some(conn) => match conn.send(text).await {
+                Ok(()) => self.handshake_sent |= handshake,
+                Err(e) => {
+                    if let Kind::Request(id, _) = &kind {
+                        self.in_flight.remove(&id.to_string());
+                        out.push(error_response(id, SANDBOX_ERROR, &e.to_string()));
+                    }
+                }
+            },
+            None if self.queue.len() < MAX_QUEUED => {
+                self.queue.push_back((text.to_owned(), handshake))
+            }
+            None => {
+                if let Kind::Request(id, _) = kind {
+                    self.in_flight.remove(&id.to_string());
+                    out.push(error_response(
+                        &id,
+                        SANDBOX_ERROR,
+                        "too many messages wait for the sandbox",
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Polls for the connection's next event (pending while it is down).
+    pub fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<ConnectionEvent>> {
+        match self.conn.as_mut() {
+            Some(c) => c.poll_recv(cx),
+            None => Poll::Pending,
+        }
+    }
+
+    /// Handles an event of the connection; `out` receives the messages for the client. A
+    /// lost connection answers what was in flight with an error naming the loss, and is
+    /// tried again at once.
+    pub async fn on_event(&mut self, event: Option<ConnectionEvent>, out: &mut Vec<String>) {
+        match event {
+            Some(ConnectionEvent::Message(raw)) => {
+                let text = raw.get();
+                if let Ok((Kind::Response(id), _)) = classify(text) {
+                    if self.replay_id.as_ref() == Some(&id) {
+                        self.replay_id = None;
+                        return;
+                    }
+                    self.in_flight.remove(&id.to_string());
+                }
+                out.push(text.to_owned());
+            }
+            Some(ConnectionEvent::Opened) => {}
+            closed => {
+                self.conn = None;
+                let reason = match closed {
+                    Some(ConnectionEvent::Closed {
+                        reason: Some(r), ..
+                    }) => r,
+                    _ => "the connection closed".to_owned(),
+                };
+                log(
+                    self.level,
+                    Level::Warn,
+                    &format!("{}: the connection was lost: {reason}", self.mcp),
+                );
+                for id in self.in_flight.drain() {
+                    let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+                    out.push(error_response(
+                        &id,
+                        SANDBOX_ERROR,
+                        &format!(
+                            "the connection to the sandbox was lost ({reason}); the request may \
+                             have run"
+                        ),
+                    ));
+                }
+                self.lost_at = Some(Instant::now());
+                self.open().await;
+            }
+        }
+    }
+
+    /// Closes the connection.
+    pub fn close(&mut self) {
+        if let Some(c) = self.conn.take() {
+            c.close();
+        }
+        self.retry_at = None;
+    }
+}
+
+/// What one client talks to: one server of the sandbox, or every server of an `mcpServers`
+/// file behind one prefixed endpoint.
+pub enum Relay {
+    /// One server: every message crosses unchanged.
+    One(Box<Link>),
+    /// Many servers, prefixed by name.
+    Many(Box<Aggregate>),
+}
+
+/// What a relay waits for: an event of one of its connections, or the time to try one again.
+pub enum Wake {
+    /// Connection `which` has an event.
+    Event(usize, Option<ConnectionEvent>),
+    /// A link wants to be opened again.
+    Retry,
+}
+
+impl Relay {
+    /// A relay for the servers of `sandbox`, connected.
+    pub async fn open(sandbox: &Sandbox, prefixed: bool, level: Level) -> Relay {
+        if prefixed {
+            return Relay::Many(Box::new(
+                Aggregate::open(&sandbox.host, &sandbox.servers, level).await,
+            ));
+        }
+        let mut link = Link::new(sandbox.host.clone(), &sandbox.servers[0], level);
+        link.open_now().await;
+        Relay::One(Box::new(link))
+    }
+
+    /// A message from the client; `out` receives what goes to the client.
+    pub async fn from_client(&mut self, text: &str, out: &mut Vec<String>) {
+        match self {
+            Relay::One(link) => link.from_client(text, out).await,
+            Relay::Many(agg) => agg.from_client(text, out).await,
+        }
+    }
+
+    fn links(&mut self) -> &mut [Link] {
+        match self {
+            Relay::One(link) => std::slice::from_mut(&mut **link),
+            Relay::Many(agg) => agg.links_mut(),
+        }
+    }
+
+    /// Waits for what the relay must handle next (cancel-safe: nothing is taken before it
+    /// returns).
+    pub async fn wait(&mut self) -> Wake {
+        let retry_at = self.links().iter().filter_map(Link::retry_at).min();
+        let links = self.links();
+        let event = std::future::poll_fn(|cx| {
+            for (i, l) in links.iter_mut().enumerate() {
+                if let Poll::Ready(ev) = l.poll_event(cx) {
+                    return Poll::Ready((i, ev));
+                }
+            }
+            Poll::Pending
+        });
+        tokio::select! {
+            (i, ev) = event => Wake::Event(i, ev),
+            () = sleep_until_maybe(retry_at) => Wake::Retry,
+        }
+    }
+
+    /// Handles what [`Relay::wait`] returned; `out` receives what goes to the client.
+    pub async fn handle(&mut self, wake: Wake, out: &mut Vec<String>) {
+        match self {
+            Relay::One(link) => match wake {
+                Wake::Event(_, ev) => link.on_event(ev, out).await,
+                Wake::Retry => {
+                    link.open().await;
+                }
+            },
+            Relay::Many(agg) => agg.handle(wake, out).await,
+        }
+    }
+
+    /// Closes every connection.
+    pub fn close(&mut self) {
+        for l in self.links() {
+            l.close();
+        }
+    }
+}
+
+async fn sleep_until_maybe(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when the process is asked to end (SIGTERM, SIGINT, SIGHUP).
+pub async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut kinds = Vec::new();
+    for kind in [
+        SignalKind::terminate(),
+        SignalKind::interrupt(),
+        SignalKind::hangup(),
+    ] {
+        if let Ok(s) = signal(kind) {
+            kinds.push(s);
+        }
+    }
+    std::future::poll_fn(|cx| {
+        for s in kinds.iter_mut() {
+            if s.poll_recv(cx).is_ready() {
+                return Poll::Ready(());
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// The answers to `lines` (messages of a client that arrived while the sandbox was being set
+/// up) when it could not be: an error naming the cause for each request.
+pub fn refuse_all(lines: &[String], why: &str, out: &mut Vec<String>) {
+    for line in lines {
+        if let Ok((Kind::Request(id, _), _)) = classify(line) {
+            out.push(error_response(&id, SANDBOX_ERROR, why));
+        }
+    }
+}
+
+/// Serves the sandbox's server (or servers, prefixed) over stdio until the client ends or the
+/// process is asked to; returns the exit status. Messages that arrive while the sandbox is set
+/// up wait for it.
+pub async fn serve_stdio(args: McpArgs) -> i32 {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let level = args.log_level;
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdout = tokio::io::stdout();
+    let setup = Sandbox::set_up(&args);
+    tokio::pin!(setup);
+    let stop = terminated();
+    tokio::pin!(stop);
+    let mut sandbox: Option<Sandbox> = None;
+    let mut relay: Option<Relay> = None;
+    let mut waiting: Vec<String> = Vec::new();
+    let mut failed: Option<String> = None;
+    let mut out: Vec<String> = Vec::new();
+    let mut status = 0;
+    loop {
+        tokio::select! {
+            line = lines.next_line() => match line {
+                Ok(Some(line)) if line.trim().is_empty() => {}
+                Ok(Some(line)) => match (relay.as_mut(), &failed) {
+                    (Some(r), _) => r.from_client(&line, &mut out).await,
+                    (None, Some(why)) => refuse_all(&[line], why, &mut out),
+                    (None, None) => waiting.push(line),
+                },
+                _ => break,
+            },
+            ready = &mut setup, if sandbox.is_none() && failed.is_none() => match ready {
+                Ok(sb) => {
+                    let mut r = Relay::open(&sb, args.prefixed, level).await;
+                    for line in waiting.drain(..) {
+                        r.from_client(&line, &mut out).await;
+                    }
+                    sandbox = Some(sb);
+                    relay = Some(r);
+                }
+                Err(e) => {
+                    let why = e.message().to_owned();
+                    log(level, Level::Error, &why);
+                    refuse_all(&waiting, &why, &mut out);
+                    waiting.clear();
+                    failed = Some(why);
+                    status = 1;
+                }
+            },
+            wake = async { relay.as_mut().expect("guarded").wait().await }, if relay.is_some() => {
+                relay.as_mut().expect("guarded").handle(wake, &mut out).await;
+            }
+            () = &mut stop => break,
+        }
+        let mut text = String::new();
+        for msg in out.drain(..) {
+            text.push_str(&msg);
+            text.push('\n');
+        }
+        if !text.is_empty() && stdout.write_all(text.as_bytes()).await.is_err() {
+            break;
+        }
+        let _ = stdout.flush().await;
+    }
+    if let Some(r) = relay.as_mut() {
+        r.close();
+    }
+    if let Some(sb) = &sandbox {
+        sb.tear_down().await;
+    }
+    status
+}

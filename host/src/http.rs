@@ -1,0 +1,925 @@
+//! The streamable HTTP endpoint: `POST`, `GET` and `DELETE` on `/mcp`, on a loopback address
+//! of this machine or a Unix socket (mode 0600), behind a bearer token of its own (minted at
+//! start, written to a 0600 file; the gateway's token never leaves the sandbox).
+//!
+//! - Every request needs `Authorization: Bearer TOKEN` (else 401); an `Origin` header must be
+//!   one given with `--allow-origin` (else 403), and the `Host` a loopback name (else 403):
+//!   a web page cannot reach the endpoint through DNS rebinding.
+//! - Revisions with `initialize` (2025-06-18, 2025-11-25): `initialize` starts a session
+//!   (`Mcp-Session-Id`), which is one virtual connection to the sandbox. A request is answered
+//!   with an SSE stream carrying its progress and ending with its response (JSON when the
+//!   client does not accept `text/event-stream`); notifications and responses get 202. The
+//!   server's own messages (its requests, log messages, list changes) go to the session's
+//!   `GET` stream when one is open, else to the stream of a request in flight, else wait for
+//!   one. `DELETE` ends the session; an unknown session is 404. A session with nothing open
+//!   for [`SESSION_IDLE`] ends.
+//! - 2026-07-28, stateless: a request without a session, its revision in `MCP-Protocol-Version`
+//!   and `_meta` (they must agree, as must `Mcp-Method` and `Mcp-Name` with the body, else 400
+//!   with `HeaderMismatch`), gets a virtual connection of its own for as long as its stream is
+//!   open; closing the stream cancels it (and ends a `subscriptions/listen`).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, Incoming};
+use hyper::header::HeaderValue;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use mcpgw::wire::jsonrpc::{self, LEGACY};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::cli::{Level, McpArgs};
+use crate::endpoint::{
+    Kind, Link, Relay, SANDBOX_ERROR, Sandbox, classify, error_response, log, terminated,
+};
+
+/// The MCP endpoint's path.
+pub const PATH: &str = "/mcp";
+/// Sessions open at once (one virtual connection each).
+const MAX_SESSIONS: usize = 64;
+/// How long a session with no stream open and nothing in flight lives.
+pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// The largest request body.
+const MAX_BODY: usize = 64 << 20;
+/// The server's messages kept for a session that has no stream to take them.
+const MAX_BACKLOG: usize = 1024;
+/// How often an open stream gets an SSE comment, so that idle streams stay open.
+const KEEP_ALIVE: Duration = Duration::from_secs(25);
+/// The JSON-RPC code of a header that does not match the body (2026-07-28).
+const HEADER_MISMATCH: i64 = -32020;
+
+/// A response body: fixed bytes, or an SSE stream fed by a session.
+enum Out {
+    Full(Option<Bytes>),
+    Stream(mpsc::UnboundedReceiver<Bytes>),
+}
+
+impl Body for Out {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Out::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Out::Stream(rx) => rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, Out::Full(None))
+    }
+}
+
+/// One SSE event carrying a JSON-RPC message.
+fn event(msg: &str) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {msg}\n\n"))
+}
+
+/// A stream's sender: the SSE events of one response.
+#[derive(Clone)]
+struct Sink(mpsc::UnboundedSender<Bytes>);
+
+impl Sink {
+    /// Sends `msg`; false when the client has gone.
+    fn send(&self, msg: &str) -> bool {
+        self.0.send(event(msg)).is_ok()
+    }
+}
+
+fn reply(status: StatusCode, body: Out, content_type: Option<&'static str>) -> Response<Out> {
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    if let Some(t) = content_type {
+        r.headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, HeaderValue::from_static(t));
+    }
+    r
+}
+
+fn json_reply(status: StatusCode, msg: String) -> Response<Out> {
+    reply(
+        status,
+        Out::Full(Some(Bytes::from(msg))),
+        Some("application/json"),
+    )
+}
+
+/// A JSON-RPC error (with `id` when it is known) as an HTTP error.
+fn rpc_error(status: StatusCode, id: &Value, code: i64, message: &str) -> Response<Out> {
+    json_reply(status, error_response(id, code, message))
+}
+
+fn empty(status: StatusCode) -> Response<Out> {
+    reply(status, Out::Full(None), None)
+}
+
+fn sse(rx: mpsc::UnboundedReceiver<Bytes>) -> Response<Out> {
+    let mut r = reply(StatusCode::OK, Out::Stream(rx), Some("text/event-stream"));
+    let h = r.headers_mut();
+    h.insert(
+        hyper::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+/// What a session's task is told.
+enum Cmd {
+    /// A request: its id, progress token, text, and where its answer goes (only the response
+    /// when `json`).
+    Request {
+        id: Value,
+        token: Option<String>,
+        text: String,
+        sink: Sink,
+        json: bool,
+    },
+    /// A notification or a response of the client's.
+    Forward(String),
+    /// The `GET` stream.
+    Listen(Sink),
+}
+
+/// A session: one client of an earlier revision, one relay.
+struct Session {
+    tx: mpsc::UnboundedSender<Cmd>,
+}
+
+/// The endpoint's state, shared by its connections.
+struct Server {
+    token: String,
+    origins: Vec<String>,
+    /// Whether the listener is TCP (then the `Host` header is checked).
+    tcp: bool,
+    sandbox: Sandbox,
+    prefixed: bool,
+    level: Level,
+    sessions: Mutex<HashMap<String, Session>>,
+}
+
+/// Where the endpoint listens.
+enum Listener {
+    Tcp(tokio::net::TcpListener),
+    Unix(tokio::net::UnixListener, PathBuf),
+}
+
+/// The address `--http` gives: a loopback `IP:PORT`, or `unix:PATH`.
+pub enum Addr {
+    /// A TCP address on loopback.
+    Tcp(SocketAddr),
+    /// A Unix socket's path.
+    Unix(PathBuf),
+}
+
+/// Parses `--http`'s value; refuses an address that is not loopback.
+pub fn parse_addr(text: &str) -> Result<Addr, String> {
+    if let Some(path) = text.strip_prefix("unix:") {
+        if path.is_empty() {
+            return Err("--http unix:PATH needs a path".into());
+        }
+        return Ok(Addr::Unix(PathBuf::from(path)));
+    }
+    let text = text
+        .strip_prefix("localhost:")
+        .map_or_else(|| text.to_owned(), |port| format!("127.0.0.1:{port}"));
+    let addr: SocketAddr = text.parse().map_err(|_| {
+        format!("--http {text:?}: give 127.0.0.1:PORT (PORT 0 picks one), [::1]:PORT or unix:PATH")
+    })?;
+    if !addr.ip().is_loopback() {
+        return Err(format!(
+            "--http {addr}: only a loopback address is served (127.0.0.1, ::1), or a Unix socket \
+             (unix:PATH): the endpoint fronts a sandbox and must not be reachable from elsewhere"
+        ));
+    }
+    Ok(Addr::Tcp(addr))
+}
+
+/// The default token file: in `$XDG_RUNTIME_DIR/mcpgw`, else `/tmp/mcpgw-UID`.
+fn default_token_file(tag: &str) -> PathBuf {
+    let dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(|d| PathBuf::from(d).join("mcpgw"))
+        .unwrap_or_else(|| {
+            // SAFETY: getuid(2) has no failure and touches no memory.
+            PathBuf::from(format!("/tmp/mcpgw-{}", unsafe { libc::getuid() }))
+        });
+    dir.join(format!("mcp-http-{tag}.token"))
+}
+
+/// Writes `token` to `path`, readable by its owner only (its directory, when made, 0700).
+fn write_token(path: &Path, token: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.exists()
+    {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // A file that was there keeps its mode: make it the owner's only before writing.
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    f.write_all(token.as_bytes())?;
+    f.write_all(b"\n")
+}
+
+/// Serves over streamable HTTP until interrupted; returns the exit status.
+pub async fn serve(args: McpArgs) -> i32 {
+    let level = args.log_level;
+    let fail = |message: String| {
+        log(level, Level::Error, &message);
+        2
+    };
+    let addr = match parse_addr(args.http.as_deref().unwrap_or_default()) {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let listener = match &addr {
+        Addr::Tcp(a) => match tokio::net::TcpListener::bind(a).await {
+            Ok(l) => Listener::Tcp(l),
+            Err(e) => return fail(format!("--http {a}: {e}")),
+        },
+        Addr::Unix(path) => {
+            use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+                let _ = std::fs::remove_file(path);
+            }
+            // The socket is made inaccessible to others before it can accept anyone.
+            // SAFETY: umask(2) only swaps the process's mask.
+            let old = unsafe { libc::umask(0o177) };
+            let bound = tokio::net::UnixListener::bind(path);
+            // SAFETY: as above.
+            unsafe { libc::umask(old) };
+            match bound {
+                Ok(l) => {
+                    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+                    Listener::Unix(l, path.clone())
+                }
+                Err(e) => return fail(format!("--http unix:{}: {e}", path.display())),
+            }
+        }
+    };
+    let (url, tag) = match &listener {
+        Listener::Tcp(l) => {
+            let a = l.local_addr().expect("bound");
+            (format!("http://{a}{PATH}"), a.port().to_string())
+        }
+        Listener::Unix(_, p) => (
+            format!("http://localhost{PATH}"),
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        ),
+    };
+    let token = mcpgw::random::mint_token();
+    let token_file = args
+        .token_file
+        .clone()
+        .unwrap_or_else(|| default_token_file(&tag));
+    if let Err(e) = write_token(&token_file, &token) {
+        return fail(format!(
+            "cannot write the token file {}: {e}",
+            token_file.display()
+        ));
+    }
+    let sandbox = tokio::select! {
+        s = Sandbox::set_up(&args) => s,
+        () = terminated() => {
+            let _ = std::fs::remove_file(&token_file);
+            return 1;
+        }
+    };
+    let sandbox = match sandbox {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_file(&token_file);
+            log(level, Level::Error, e.message());
+            return 1;
+        }
+    };
+    let server = Arc::new(Server {
+        token,
+        origins: args.origins.clone(),
+        tcp: matches!(listener, Listener::Tcp(_)),
+        sandbox,
+        prefixed: args.prefixed,
+        level,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let mut ready = json!({"url": url, "token_file": token_file});
+    if let Listener::Unix(_, p) = &listener {
+        ready["socket"] = json!(p);
+    }
+    println!("{ready}");
+    log(
+        level,
+        Level::Info,
+        &format!(
+            "serving {url}; the bearer token is in {}",
+            token_file.display()
+        ),
+    );
+    let stop = terminated();
+    tokio::pin!(stop);
+    loop {
+        let conn: Box<dyn Conn> = tokio::select! {
+            () = &mut stop => break,
+            accepted = accept(&listener) => match accepted {
+                Ok(c) => c,
+                Err(e) => {
+                    log(level, Level::Warn, &format!("accept: {e}"));
+                    continue;
+                }
+            },
+        };
+        let server = server.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let server = server.clone();
+                async move { Ok::<_, Infallible>(handle(&server, req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(conn), service)
+                .await;
+        });
+    }
+    let sessions: Vec<Session> = server
+        .sessions
+        .lock()
+        .unwrap()
+        .drain()
+        .map(|(_, s)| s)
+        .collect();
+    drop(sessions);
+    server.sandbox.tear_down().await;
+    let _ = std::fs::remove_file(&token_file);
+    if let Listener::Unix(_, p) = &listener {
+        let _ = std::fs::remove_file(p);
+    }
+    0
+}
+
+/// A client's byte stream.
+trait Conn: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Conn for T {}
+
+async fn accept(l: &Listener) -> std::io::Result<Box<dyn Conn>> {
+    Ok(match l {
+        Listener::Tcp(l) => {
+            let (s, _) = l.accept().await?;
+            let _ = s.set_nodelay(true);
+            Box::new(s)
+        }
+        Listener::Unix(l, _) => Box::new(l.accept().await?.0),
+    })
+}
+
+fn header<'a, B>(req: &'a Request<B>, name: &str) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Whether `host` (a `Host` header) names this machine's loopback.
+fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    matches!(name, "localhost" | "127.0.0.1" | "::1")
+}
+
+/// The checks every request passes before anything else: Origin, Host, token.
+fn refused(server: &Server, req: &Request<Incoming>) -> Option<Response<Out>> {
+    if let Some(origin) = req.headers().get(hyper::header::ORIGIN) {
+        let ok = origin
+            .to_str()
+            .is_ok_and(|o| server.origins.iter().any(|a| a == o));
+        if !ok {
+            return Some(rpc_error(
+                StatusCode::FORBIDDEN,
+                &Value::Null,
+                -32600,
+                "forbidden: this Origin is not allowed (start the endpoint with --allow-origin \
+                 ORIGIN to allow it)",
+            ));
+        }
+    }
+    if server.tcp && !header(req, "host").is_some_and(loopback_host) {
+        return Some(rpc_error(
+            StatusCode::FORBIDDEN,
+            &Value::Null,
+            -32600,
+            "forbidden: the Host header must name this machine's loopback",
+        ));
+    }
+    let given = header(req, "authorization")
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if !mcpgw::random::constant_time_eq(given.as_bytes(), server.token.as_bytes()) {
+        let mut r = rpc_error(
+            StatusCode::UNAUTHORIZED,
+            &Value::Null,
+            -32600,
+            "unauthorized: send Authorization: Bearer with the token of the endpoint's token file",
+        );
+        r.headers_mut().insert(
+            hyper::header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer"),
+        );
+        return Some(r);
+    }
+    None
+}
+
+async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Out> {
+    if req.uri().path() != PATH {
+        return reply(
+            StatusCode::NOT_FOUND,
+            Out::Full(Some(Bytes::from_static(
+                b"not found: the MCP endpoint is /mcp",
+            ))),
+            Some("text/plain"),
+        );
+    }
+    if let Some(r) = refused(server, &req) {
+        return r;
+    }
+    let session_id = header(&req, "mcp-session-id").map(str::to_owned);
+    match *req.method() {
+        Method::POST => post(server, req, session_id).await,
+        Method::GET => {
+            let accepts = header(&req, "accept").is_some_and(|a| a.contains("text/event-stream"));
+            match (session_id, accepts) {
+                (None, _) => method_not_allowed(),
+                (Some(_), false) => rpc_error(
+                    StatusCode::NOT_ACCEPTABLE,
+                    &Value::Null,
+                    -32600,
+                    "the GET stream is text/event-stream: accept it",
+                ),
+                (Some(id), true) => {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    if !server.command(&id, Cmd::Listen(Sink(tx))) {
+                        return no_session(&Value::Null);
+                    }
+                    sse(rx)
+                }
+            }
+        }
+        Method::DELETE => match session_id {
+            None => method_not_allowed(),
+            Some(id) => match server.sessions.lock().unwrap().remove(&id) {
+                Some(_) => empty(StatusCode::OK),
+                None => no_session(&Value::Null),
+            },
+        },
+        _ => method_not_allowed(),
+    }
+}
+
+fn method_not_allowed() -> Response<Out> {
+    let mut r = rpc_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        &Value::Null,
+        -32600,
+        "method not allowed: POST messages; GET and DELETE need an Mcp-Session-Id",
+    );
+    r.headers_mut().insert(
+        hyper::header::ALLOW,
+        HeaderValue::from_static("GET, POST, DELETE"),
+    );
+    r
+}
+
+fn no_session(id: &Value) -> Response<Out> {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        id,
+        -32001,
+        "session not found (it ended, or the endpoint restarted): initialize a new one",
+    )
+}
+
+/// The request metadata headers of 2026-07-28 against the body: the mismatch, if any.
+fn header_mismatch<B>(req: &Request<B>, method: &str, msg: &Value) -> Option<String> {
+    let version = msg["params"]["_meta"][jsonrpc::META_PROTOCOL_VERSION].as_str();
+    let given = header(req, "mcp-protocol-version");
+    if given != version {
+        return Some(format!(
+            "Header mismatch: MCP-Protocol-Version {given:?} does not match the body's {version:?}"
+        ));
+    }
+    if header(req, "mcp-method") != Some(method) {
+        return Some(format!(
+            "Header mismatch: Mcp-Method {:?} does not match the body's {method:?}",
+            header(req, "mcp-method")
+        ));
+    }
+    let named = match method {
+        "tools/call" | "prompts/get" => msg["params"]["name"].as_str(),
+        "resources/read" => msg["params"]["uri"].as_str(),
+        _ => return None,
+    };
+    let given = header(req, "mcp-name").map(|v| {
+        v.strip_prefix("=?base64?")
+            .and_then(|b| b.strip_suffix("?="))
+            .and_then(|b| {
+                use base64::Engine as _;
+                base64::engine::general_purpose::STANDARD.decode(b).ok()
+            })
+            .and_then(|b| String::from_utf8(b).ok())
+            .unwrap_or_else(|| v.to_owned())
+    });
+    (given.as_deref() != named)
+        .then(|| format!("Header mismatch: Mcp-Name {given:?} does not match the body's {named:?}"))
+}
+
+async fn post(
+    server: &Arc<Server>,
+    req: Request<Incoming>,
+    session_id: Option<String>,
+) -> Response<Out> {
+    let accept = header(&req, "accept").unwrap_or_default().to_owned();
+    let json_only = !accept.contains("text/event-stream");
+    if let Some(v) = header(&req, "mcp-protocol-version")
+        && !LEGACY.contains(&v)
+        && !jsonrpc::is_modern(v)
+    {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            -32600,
+            &format!("unsupported MCP-Protocol-Version {v:?}"),
+        );
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &Value::Null,
+                -32600,
+                &format!("the body is larger than {MAX_BODY} bytes, or could not be read"),
+            );
+        }
+    };
+    let req = Request::from_parts(parts, ());
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => t.trim(),
+        Err(_) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                &Value::Null,
+                -32700,
+                "parse error: not UTF-8",
+            );
+        }
+    };
+    if text.starts_with('[') {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            -32600,
+            "invalid request: JSON-RPC batches are not part of MCP: send one message a POST",
+        );
+    }
+    let (kind, msg) = match classify(text) {
+        Ok(k) => k,
+        Err(e) => return json_reply(StatusCode::BAD_REQUEST, e),
+    };
+    let (id, method) = match &kind {
+        Kind::Request(id, m) => (id.clone(), m.clone()),
+        _ => {
+            // A notification or a response: for its session (a stateless client has nothing
+            // to say but requests).
+            if let Some(sid) = &session_id
+                && !server.command(sid, Cmd::Forward(text.to_owned()))
+            {
+                return no_session(&Value::Null);
+            }
+            return empty(StatusCode::ACCEPTED);
+        }
+    };
+    let token = msg["params"]["_meta"]["progressToken"]
+        .as_str()
+        .map(str::to_owned)
+        .or_else(|| {
+            msg["params"]["_meta"]["progressToken"]
+                .as_i64()
+                .map(|n| n.to_string())
+        });
+    let (tx, rx) = mpsc::unbounded_channel();
+    let sink = Sink(tx);
+    let cmd = Cmd::Request {
+        id: id.clone(),
+        token,
+        text: text.to_owned(),
+        sink: sink.clone(),
+        json: json_only,
+    };
+    let mut new_session = None;
+    match (&session_id, method.as_str()) {
+        (_, "initialize") => {
+            let sid = mcpgw::random::hex_id();
+            if !server.start_session(&sid, cmd) {
+                return rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &id,
+                    SANDBOX_ERROR,
+                    &format!("too many sessions ({MAX_SESSIONS}): end one (DELETE) first"),
+                );
+            }
+            new_session = Some(sid);
+        }
+        (Some(sid), _) => {
+            if !server.command(sid, cmd) {
+                return no_session(&id);
+            }
+        }
+        (None, _) => {
+            let modern = msg["params"]["_meta"][jsonrpc::META_PROTOCOL_VERSION]
+                .as_str()
+                .is_some_and(jsonrpc::is_modern)
+                || header(&req, "mcp-protocol-version").is_some_and(jsonrpc::is_modern);
+            if !modern || server.prefixed {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    &id,
+                    -32600,
+                    "bad request: no Mcp-Session-Id: initialize a session first (or speak \
+                     2026-07-28, per request, to an endpoint of one server)",
+                );
+            }
+            if let Some(why) = header_mismatch(&req, &method, &msg) {
+                return rpc_error(StatusCode::BAD_REQUEST, &id, HEADER_MISMATCH, &why);
+            }
+            tokio::spawn(stateless(server.clone(), text.to_owned(), id.clone(), sink));
+        }
+    }
+    let mut r = if json_only {
+        json_of(rx).await
+    } else {
+        sse(rx)
+    };
+    if let Some(sid) = new_session
+        && let Ok(v) = HeaderValue::from_str(&sid)
+    {
+        r.headers_mut().insert("mcp-session-id", v);
+    }
+    r
+}
+
+/// The one response a JSON answer carries, from the stream meant for it.
+async fn json_of(mut rx: mpsc::UnboundedReceiver<Bytes>) -> Response<Out> {
+    let mut last = None;
+    while let Some(b) = rx.recv().await {
+        last = Some(b);
+    }
+    match last.as_deref().and_then(|b| std::str::from_utf8(b).ok()) {
+        Some(text) => {
+            let msg = text
+                .strip_prefix("event: message\ndata: ")
+                .unwrap_or(text)
+                .trim_end();
+            json_reply(StatusCode::OK, msg.to_owned())
+        }
+        None => empty(StatusCode::ACCEPTED),
+    }
+}
+
+impl Server {
+    /// Hands `cmd` to session `id`; false when there is no such session.
+    fn command(&self, id: &str, cmd: Cmd) -> bool {
+        let mut sessions = self.sessions.lock().unwrap();
+        match sessions.get(id) {
+            Some(s) if s.tx.send(cmd).is_ok() => true,
+            Some(_) => {
+                sessions.remove(id);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Starts session `id` with its `initialize`; false when there are too many.
+    fn start_session(self: &Arc<Self>, id: &str, init: Cmd) -> bool {
+        let mut sessions = self.sessions.lock().unwrap();
+        sessions.retain(|_, s| !s.tx.is_closed());
+        if sessions.len() >= MAX_SESSIONS {
+            return false;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let _ = tx.send(init);
+        sessions.insert(id.to_owned(), Session { tx });
+        tokio::spawn(run_session(self.clone(), id.to_owned(), rx));
+        true
+    }
+}
+
+/// Where a session's messages for its client go.
+#[derive(Default)]
+struct Routes {
+    /// Streams of requests in flight, by id, in the order they came.
+    streams: BTreeMap<u64, (String, Sink, bool)>,
+    by_id: HashMap<String, u64>,
+    by_token: HashMap<String, u64>,
+    next: u64,
+    /// The `GET` stream.
+    listen: Option<Sink>,
+    /// The server's messages that found no stream yet.
+    backlog: VecDeque<String>,
+}
+
+impl Routes {
+    fn add(&mut self, id: &Value, token: Option<String>, sink: Sink, json: bool) {
+        self.next += 1;
+        let key = id.to_string();
+        self.by_id.insert(key.clone(), self.next);
+        if let Some(t) = &token {
+            self.by_token.insert(t.clone(), self.next);
+        }
+        self.streams.insert(self.next, (key, sink, json));
+    }
+
+    fn remove(&mut self, n: u64) -> Option<Sink> {
+        let (key, sink, _) = self.streams.remove(&n)?;
+        self.by_id.remove(&key);
+        self.by_token.retain(|_, v| *v != n);
+        Some(sink)
+    }
+
+    fn busy(&self) -> bool {
+        !self.streams.is_empty() || self.listen.is_some()
+    }
+
+    /// Sends one message of the server's where it belongs.
+    fn route(&mut self, msg: String) {
+        let (n, is_response) = match classify(&msg) {
+            Ok((Kind::Response(id), _)) => (self.by_id.get(&id.to_string()).copied(), true),
+            Ok((Kind::Notification(m), v)) if m == "notifications/progress" => {
+                let t = &v["params"]["progressToken"];
+                let t = t
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| t.to_string());
+                match self.by_token.get(&t) {
+                    Some(n) if self.streams.get(n).is_some_and(|s| !s.2) => (Some(*n), false),
+                    Some(_) => (None, false),
+                    // The progress of a request already answered, which a client over stdio
+                    // ignores: on another stream it could overtake the answer.
+                    None => return,
+                }
+            }
+            _ => (None, false),
+        };
+        if let Some(n) = n {
+            if is_response {
+                let sink = self.remove(n).expect("present");
+                if sink.send(&msg) {
+                    return;
+                }
+            } else if self.streams[&n].1.send(&msg) {
+                return;
+            }
+        }
+        self.unrelated(msg);
+    }
+
+    /// A message that belongs to no stream in particular: the `GET` stream, else a request's
+    /// stream in flight, else the backlog.
+    fn unrelated(&mut self, msg: String) {
+        if let Some(l) = &self.listen {
+            if l.send(&msg) {
+                return;
+            }
+            self.listen = None;
+        }
+        for (_, s) in self.streams.iter().filter(|(_, s)| !s.2) {
+            if s.1.send(&msg) {
+                return;
+            }
+        }
+        if self.backlog.len() >= MAX_BACKLOG {
+            self.backlog.pop_front();
+        }
+        self.backlog.push_back(msg);
+    }
+
+    fn keep_alive(&mut self) {
+        let comment = Bytes::from_static(b": keep-alive\n\n");
+        if let Some(l) = &self.listen
+            && l.0.send(comment.clone()).is_err()
+        {
+            self.listen = None;
+        }
+        for (_, s, _) in self.streams.values() {
+            let _ = s.0.send(comment.clone());
+        }
+    }
+}
+
+/// A session's task: its relay, and where its messages go.
+async fn run_session(server: Arc<Server>, id: String, mut rx: mpsc::UnboundedReceiver<Cmd>) {
+    let mut relay = Relay::open(&server.sandbox, server.prefixed, server.level).await;
+    let mut routes = Routes::default();
+    let mut out = Vec::new();
+    let mut idle_since = Instant::now();
+    let mut tick = tokio::time::interval(KEEP_ALIVE);
+    loop {
+        tokio::select! {
+            cmd = rx.recv() => match cmd {
+                None => break,
+                Some(Cmd::Request { id, token, text, sink, json }) => {
+                    routes.add(&id, token, sink, json);
+                    relay.from_client(&text, &mut out).await;
+                }
+                Some(Cmd::Forward(text)) => relay.from_client(&text, &mut out).await,
+                Some(Cmd::Listen(sink)) => {
+                    let mut ok = true;
+                    while let Some(msg) = routes.backlog.pop_front() {
+                        if !sink.send(&msg) {
+                            routes.backlog.push_front(msg);
+                            ok = false;
+                            break;
+                        }
+                    }
+                    routes.listen = ok.then_some(sink);
+                }
+            },
+            wake = relay.wait() => relay.handle(wake, &mut out).await,
+            _ = tick.tick() => {
+                routes.keep_alive();
+                if routes.busy() {
+                    idle_since = Instant::now();
+                } else if idle_since.elapsed() > SESSION_IDLE {
+                    log(server.level, Level::Info, &format!("session {}: idle, ended", &id[..8]));
+                    break;
+                }
+            }
+        }
+        for msg in out.drain(..) {
+            routes.route(msg);
+        }
+    }
+    relay.close();
+    server.sessions.lock().unwrap().remove(&id);
+}
+
+/// A request of 2026-07-28 without a session: a connection of its own while its stream is
+/// open.
+async fn stateless(server: Arc<Server>, text: String, id: Value, sink: Sink) {
+    let mut link = Link::new(
+        server.sandbox.host.clone(),
+        &server.sandbox.servers[0],
+        server.level,
+    );
+    let mut out = Vec::new();
+    if !link.open_now().await {
+        let why = link
+            .dead()
+            .unwrap_or("the sandbox cannot be reached")
+            .to_owned();
+        sink.send(&error_response(&id, SANDBOX_ERROR, &why));
+        return;
+    }
+    let mut relay = Relay::One(Box::new(link));
+    relay.from_client(&text, &mut out).await;
+    loop {
+        let mut done = false;
+        for msg in out.drain(..) {
+            let answer = matches!(classify(&msg), Ok((Kind::Response(i), _)) if i == id);
+            if !sink.send(&msg) {
+                done = true;
+            }
+            done |= answer;
+        }
+        if done {
+            break;
+        }
+        tokio::select! {
+            wake = relay.wait() => relay.handle(wake, &mut out).await,
+            () = sink.0.closed() => break,
+        }
+    }
+    relay.close();
+}

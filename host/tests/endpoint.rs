@@ -1,0 +1,440 @@
+//! `mcpgw mcp` end to end, into a Docker container with server-everything inside: clients
+//! nobody here wrote (`@modelcontextprotocol/inspector-cli`, the worked examples of
+//! langchain-mcp-adapters and the Vercel AI SDK), bad input and faults (a sandbox that is gone,
+//! a server that cannot start, garbage, a client that leaves mid-call), the HTTP endpoint's
+//! rules (token, Origin, sessions, the stateless form), and `--config` with its prefixes and
+//! list changes.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{DockerBox, HttpEndpoint, endpoint_argv, mcpgw_bin};
+use mcpgw_testkit::clients::{clients_dir, node_modules};
+use mcpgw_testkit::container::EVERYTHING_IN_IMAGE;
+use mcpgw_testkit::mcp::Client;
+use mcpgw_testkit::{RawResponse, raw_request, static_gateway_bin};
+use serde_json::{Value, json};
+
+fn run_json(mut cmd: Command) -> Value {
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{cmd:?}: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{cmd:?} printed {text:?}: {e}"))
+}
+
+/// One HTTP/1.1 request on a connection of its own.
+fn http(authority: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> RawResponse {
+    let mut req = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    raw_request(authority, &bytes, Duration::from_secs(60))
+}
+
+fn text(r: &RawResponse) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
+}
+
+/// A raw JSON-RPC client on `argv` (an `mcpgw mcp` command line).
+fn client(argv: &[String]) -> Client {
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    Client::direct(cmd)
+}
+
+fn initialize(c: &mut Client) -> Value {
+    let init = c.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "mcpgw-endpoint-test", "version": "1"}}),
+    );
+    c.notify("notifications/initialized", Value::Null);
+    init
+}
+
+#[test]
+fn inspector_cli_lists_the_tools() {
+    let Some(b) = DockerBox::start() else { return };
+    // Its build reads its package.json relative to the working directory.
+    let build = node_modules().join("@modelcontextprotocol/inspector-cli/build");
+    let mut cmd = Command::new("node");
+    cmd.arg(build.join("index.js"))
+        .args(["--method", "tools/list"])
+        .args(endpoint_argv(&b, &[]))
+        .current_dir(&build);
+    let listed = run_json(cmd);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"echo") && names.contains(&"get-sum"),
+        "{names:?}"
+    );
+    b.assert_nothing_left();
+}
+
+#[test]
+fn the_worked_examples_run_langchain_and_the_ai_sdk() {
+    let Some(b) = DockerBox::start() else { return };
+    let venv = clients_dir().join(".venv/bin/python");
+    assert!(venv.exists(), "{} is missing: make deps", venv.display());
+    let mut lc = Command::new(venv);
+    lc.arg(clients_dir().join("python/langchain_example.py"))
+        .args(endpoint_argv(&b, &[]));
+    let got = run_json(lc);
+    assert!(
+        got["tools"].as_array().unwrap().contains(&json!("get-sum")),
+        "{got}"
+    );
+    assert_eq!(got["echo"][0]["text"], "Echo: from LangChain", "{got}");
+
+    node_modules();
+    let mut ai = Command::new("node");
+    ai.arg(clients_dir().join("ts/ai_sdk.mjs"))
+        .args(endpoint_argv(&b, &[]));
+    let got = run_json(ai);
+    assert!(
+        got["tools"].as_array().unwrap().contains(&json!("echo")),
+        "{got}"
+    );
+    assert_eq!(
+        got["echo"]["content"][0]["text"], "Echo: from the AI SDK",
+        "{got}"
+    );
+    b.assert_nothing_left();
+}
+
+#[test]
+fn a_sandbox_that_is_gone_is_an_error_naming_it() {
+    let argv = [
+        mcpgw_bin().display().to_string(),
+        "mcp".into(),
+        "--docker".into(),
+        "mcpgw-no-such-container".into(),
+        "--gateway-binary".into(),
+        static_gateway_bin().display().to_string(),
+        "--".into(),
+        "node".into(),
+        "x.js".into(),
+    ];
+    let mut c = client(&argv);
+    let init = c.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let message = init["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("No such container"), "{init}");
+    // The endpoint stays up for the client, answering each request the same way.
+    let again = c.request("tools/list", json!({}));
+    assert!(
+        again["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("No such container")
+    );
+}
+
+#[test]
+fn a_server_that_cannot_start_is_an_error_and_leaves_nothing() {
+    let Some(b) = DockerBox::start() else { return };
+    let mut argv = endpoint_argv(&b, &[]);
+    let at = argv.iter().position(|a| a == "node").unwrap();
+    argv[at] = "/no/such/server".into();
+    let mut c = client(&argv);
+    let init = c.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let message = init["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("/no/such/server") && message.contains("starting the server"),
+        "{init}"
+    );
+    // It says so in its exit status too, once its client ends.
+    assert_eq!(c.finish(Duration::from_secs(30)).code(), Some(1));
+    b.wait_nothing_left();
+}
+
+#[test]
+fn garbage_is_answered_and_a_client_that_leaves_mid_call_leaves_nothing() {
+    let Some(b) = DockerBox::start() else { return };
+    let mut c = client(&endpoint_argv(&b, &[]));
+    initialize(&mut c);
+    c.send_raw(b"this is not JSON\n{\"jsonrpc\":\"2.0\"}\n");
+    let parse = c.receive(Duration::from_secs(30)).expect("an answer");
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    let invalid = c.receive(Duration::from_secs(30)).expect("an answer");
+    assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
+    let echo = c.request(
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "ok"}}),
+    );
+    assert_eq!(echo["result"]["content"][0]["text"], "Echo: ok", "{echo}");
+    // A long call in flight, then the client goes away.
+    let id = c.take_id();
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "trigger-long-running-operation", "arguments": {"duration": 60, "steps": 60},
+        "_meta": {"progressToken": "p"}}}),
+    );
+    c.notification("notifications/progress", Duration::from_secs(30))
+        .expect("the call runs");
+    assert!(
+        b.processes()
+            .iter()
+            .any(|p| p.contains("server-everything"))
+    );
+    assert!(c.finish(Duration::from_secs(30)).success());
+    b.wait_nothing_left();
+}
+
+#[test]
+fn a_container_killed_under_a_call_fails_it_naming_the_loss() {
+    let Some(b) = DockerBox::start() else { return };
+    let mut c = client(&endpoint_argv(&b, &[]));
+    initialize(&mut c);
+    let id = c.take_id();
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "trigger-long-running-operation", "arguments": {"duration": 60, "steps": 60},
+        "_meta": {"progressToken": "p"}}}),
+    );
+    c.notification("notifications/progress", Duration::from_secs(30))
+        .expect("the call runs");
+    b.container.kill();
+    let answer = c.wait_for(id);
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("lost"), "{answer}");
+}
+
+#[test]
+fn http_keeps_its_rules_and_serves_sessions_and_the_stateless_form() {
+    let Some(b) = DockerBox::start() else { return };
+    // Only loopback is served.
+    let out = Command::new(mcpgw_bin())
+        .args(["mcp", "--http", "0.0.0.0:0", "--", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only a loopback address"));
+
+    let endpoint = HttpEndpoint::start(&b, &["--allow-origin", "http://localhost:6274"]);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&endpoint.token_file)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let token = endpoint.token();
+    let authority = endpoint
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let post = |headers: &[(&str, &str)], body: &Value| {
+        let mut h: Vec<(String, String)> = vec![
+            ("Content-Type".into(), "application/json".into()),
+            (
+                "Accept".into(),
+                "application/json, text/event-stream".into(),
+            ),
+        ];
+        h.extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        http(&authority, "POST", &h, body.to_string().as_bytes())
+    };
+    let bearer = format!("Bearer {token}");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    assert_eq!(post(&[], &init).status, 401);
+    assert_eq!(post(&[("Authorization", "Bearer nope")], &init).status, 401);
+    assert_eq!(
+        post(
+            &[
+                ("Authorization", &bearer),
+                ("Origin", "http://evil.example")
+            ],
+            &init
+        )
+        .status,
+        403
+    );
+    let r = post(
+        &[
+            ("Authorization", &bearer),
+            ("Origin", "http://localhost:6274"),
+        ],
+        &init,
+    );
+    assert_eq!(r.status, 200, "{}", text(&r));
+    let sid = r.header("mcp-session-id").expect("a session").to_string();
+    assert!(text(&r).contains("\"serverInfo\""), "{}", text(&r));
+    let with = [
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", sid.as_str()),
+    ];
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"message": "over http"}}});
+    let r = post(&with, &call);
+    assert!(text(&r).contains("Echo: over http"), "{}", text(&r));
+    assert_eq!(
+        post(
+            &with,
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
+        .status,
+        202
+    );
+    assert_eq!(post(&with, &json!([call])).status, 400);
+    let r = http(&authority, "DELETE", &with, b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(post(&with, &call).status, 404);
+    assert_eq!(post(&[("Authorization", &bearer)], &call).status, 400);
+
+    // 2026-07-28 without a session: the headers must match the body.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let modern = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"message": "stateless"}, "_meta": meta}});
+    let v = ("MCP-Protocol-Version", "2026-07-28");
+    let r = post(
+        &[
+            ("Authorization", &bearer),
+            v,
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "get-sum"),
+        ],
+        &modern,
+    );
+    assert_eq!(r.status, 400);
+    assert!(text(&r).contains("-32020"), "{}", text(&r));
+    let r = post(
+        &[
+            ("Authorization", &bearer),
+            v,
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "echo"),
+        ],
+        &modern,
+    );
+    assert!(
+        text(&r).contains("Echo: stateless"),
+        "{} {}",
+        r.status,
+        text(&r)
+    );
+    endpoint.stop();
+    b.assert_nothing_left();
+}
+
+#[test]
+fn a_config_serves_every_server_prefixed_and_announces_one_that_goes_and_comes_back() {
+    let Some(b) = DockerBox::start() else { return };
+    let config = b.dir.path("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {
+            "ev": {"command": "node", "args": [EVERYTHING_IN_IMAGE, "stdio"]},
+            "ts": {"command": "/usr/local/bin/mcpgw-testserver", "args": ["stdio"]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let argv = vec![
+        mcpgw_bin().display().to_string(),
+        "mcp".into(),
+        "--docker".into(),
+        b.id().into(),
+        "--gateway".into(),
+        "/usr/local/bin/mcpgw-gateway".into(),
+        "--config".into(),
+        config.display().to_string(),
+    ];
+    let mut c = client(&argv);
+    let init = initialize(&mut c);
+    assert_eq!(init["result"]["serverInfo"]["name"], "mcpgw", "{init}");
+    assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true);
+    let discover = c.request("server/discover", json!({}));
+    assert_eq!(discover["error"]["code"], -32601, "{discover}");
+    let tools = c.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"ev__echo") && names.contains(&"ts__echo"),
+        "{names:?}"
+    );
+    let r = c.request(
+        "tools/call",
+        json!({"name": "ev__echo", "arguments": {"message": "a"}}),
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "Echo: a", "{r}");
+    let r = c.request(
+        "tools/call",
+        json!({"name": "ts__echo", "arguments": {"text": "b"}}),
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "b", "{r}");
+    let r = c.request(
+        "tools/call",
+        json!({"name": "nobody__echo", "arguments": {}}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let resources = c.request("resources/list", json!({}));
+    let uri = resources["result"]["resources"][0]["uri"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(uri.starts_with("mcpgw://ev/demo://"), "{uri}");
+    let read = c.request("resources/read", json!({"uri": uri}));
+    assert_eq!(read["result"]["contents"][0]["uri"], uri, "{read}");
+    let prompts = c.request("prompts/list", json!({}));
+    assert!(
+        prompts.to_string().contains("ev__simple-prompt"),
+        "{prompts}"
+    );
+    let p = c.request("prompts/get", json!({"name": "ev__simple-prompt"}));
+    assert!(p["result"]["messages"].is_array(), "{p}");
+    let done = c.request(
+        "completion/complete",
+        json!({
+        "ref": {"type": "ref/prompt", "name": "ev__completable-prompt"},
+        "argument": {"name": "department", "value": "E"}}),
+    );
+    assert_eq!(
+        done["result"]["completion"]["values"][0], "Engineering",
+        "{done}"
+    );
+    // The test server crashes: its tools go, and come back once it is running again.
+    c.notifications.clear();
+    let crash = c.request("tools/call", json!({"name": "ts__crash", "arguments": {}}));
+    assert!(
+        crash.get("error").is_some() || crash["result"]["isError"] == true,
+        "{crash}"
+    );
+    c.notification("notifications/tools/list_changed", Duration::from_secs(30))
+        .expect("the server's going (or restart) announced");
+    let r = c.request(
+        "tools/call",
+        json!({"name": "ts__echo", "arguments": {"text": "again"}}),
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "again", "{r}");
+    assert!(c.finish(Duration::from_secs(30)).success());
+    b.wait_nothing_left();
+}

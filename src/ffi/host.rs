@@ -1,0 +1,838 @@
+//! `mcpgw_host`: the host driver in sans-IO form, and `mcpgw_action`, what it asks for.
+//!
+//! ```c
+//! mcpgw_host *host;
+//! mcpgw_host_new("{\"backend\":{\"kind\":\"docker\",\"container\":\"box\"}}", &host, &err);
+//! mcpgw_host_submit(host, "{\"op\":\"open_session\"}", &id, &err);
+//! for (;;) {
+//!     mcpgw_action *a;
+//!     while ((a = mcpgw_host_next_action(host)) != NULL) {
+//!         switch (mcpgw_action_get_kind(a)) {
+//!         case MCPGW_ACTION_KIND_RUN: ... spawn argv, report mcpgw_host_on_exit ...
+//!         case MCPGW_ACTION_KIND_OPEN: ... spawn with pipes, feed mcpgw_host_on_data ...
+//!         case MCPGW_ACTION_KIND_DONE: ... mcpgw_action_json is the result or the error ...
+//!         ...
+//!         }
+//!         mcpgw_action_free(a);
+//!     }
+//!     poll(fds, n, mcpgw_host_timeout_ms(host));   // then feed what happened
+//!     mcpgw_host_on_timeout(host);
+//! }
+//! ```
+//! The library reads the monotonic clock itself: every call is "now".
+
+use std::ffi::{CString, c_char};
+use std::ptr;
+use std::time::Instant;
+
+use super::error::{mcpgw_error, report, report_code, report_error};
+use super::{cstring_lossy, ffi_boundary, mcpgw_result, required_text};
+use mcpgw::host::{Action, Exit, Host, HostConfig, Program, Stdin};
+
+/// One sandbox's gateway and its session channel: the host driver. It turns submitted
+/// operations and what the host reports (exits, channel bytes, time) into actions.
+///
+/// May be moved between threads, but used by one thread at a time (a binding guards it with
+/// its own lock or owns it in one task). Created with `mcpgw_host_new`, released with
+/// `mcpgw_host_free`.
+pub struct mcpgw_host {
+    host: Host,
+}
+
+/// What an action is.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum mcpgw_action_kind {
+    /// Run a program to its end (`mcpgw_action_argc`/`_argv`, or `_shell` for the host's own
+    /// exec function), with `mcpgw_action_stdin_kind`, within `mcpgw_action_timeout_ms`; report
+    /// its end with `mcpgw_host_on_exit` (or `mcpgw_host_on_exec_failed`).
+    Run = 1,
+    /// Start a long-lived program with stdin, stdout and stderr piped (the session channel);
+    /// feed `mcpgw_host_on_data`, `_on_stderr`, `_on_eof` and `_on_exit`.
+    Open = 2,
+    /// Write `mcpgw_action_bytes` to the process's stdin.
+    Write = 3,
+    /// Close the process's stdin.
+    CloseInput = 4,
+    /// Kill the process with everything it started (its process group), then report its exit.
+    Kill = 5,
+    /// Progress of operation `mcpgw_action_id`: `mcpgw_action_json` is a ToolChunk.
+    Progress = 6,
+    /// Operation `mcpgw_action_id` finished: `mcpgw_action_result` says how, and
+    /// `mcpgw_action_json` is its result (or its error: code, name, message, http_status,
+    /// detail, backend).
+    Done = 7,
+    /// Connection `mcpgw_action_id` is open.
+    ConnectionOpened = 8,
+    /// A JSON-RPC message (`mcpgw_action_json`) for connection `mcpgw_action_id`.
+    ConnectionMessage = 9,
+    /// Connection `mcpgw_action_id` ended (`mcpgw_action_text` says why, or is NULL when the
+    /// host closed it; `mcpgw_action_status` is the HTTP status of a refused open).
+    ConnectionClosed = 10,
+    /// Something worth a log line: `mcpgw_action_text`.
+    Notice = 11,
+}
+
+/// What a `RUN` action's standard input is.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum mcpgw_stdin_kind {
+    /// `/dev/null`.
+    Null = 0,
+    /// `mcpgw_action_bytes`, then end of input.
+    Bytes = 1,
+    /// A pipe the host keeps open, writing nothing, until the process exits (its end tells the
+    /// sandbox that the host gave up).
+    Hold = 2,
+}
+
+/// One action of the driver, with C views of what it carries.
+///
+/// Immutable once made: may be moved between threads and read from several at once. Released
+/// with `mcpgw_action_free`; borrowed strings and bytes live as long as the action.
+pub struct mcpgw_action {
+    kind: mcpgw_action_kind,
+    proc: u64,
+    id: u64,
+    argv: Vec<CString>,
+    shell: Option<CString>,
+    cwd: Option<CString>,
+    stdin: mcpgw_stdin_kind,
+    bytes: Vec<u8>,
+    timeout_ms: u32,
+    result: mcpgw_result,
+    text: Option<CString>,
+    status: u16,
+}
+
+impl mcpgw_action {
+    fn new(kind: mcpgw_action_kind) -> mcpgw_action {
+        mcpgw_action {
+            kind,
+            proc: 0,
+            id: 0,
+            argv: Vec::new(),
+            shell: None,
+            cwd: None,
+            stdin: mcpgw_stdin_kind::Null,
+            bytes: Vec::new(),
+            timeout_ms: 0,
+            result: mcpgw_result::Ok,
+            text: None,
+            status: 0,
+        }
+    }
+
+    fn program(&mut self, program: Program, cwd: Option<&str>) {
+        match program {
+            Program::Argv(argv) => self.argv = argv.iter().map(|a| cstring_lossy(a)).collect(),
+            Program::Shell(text) => self.shell = Some(cstring_lossy(&text)),
+        }
+        self.cwd = cwd.map(cstring_lossy);
+    }
+
+    fn from_action(action: Action, cwd: Option<&str>) -> mcpgw_action {
+        use mcpgw_action_kind as K;
+        match action {
+            Action::Run {
+                proc,
+                program,
+                stdin,
+                timeout,
+            } => {
+                let mut a = mcpgw_action::new(K::Run);
+                a.proc = proc;
+                a.program(program, cwd);
+                a.timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+                match stdin {
+                    Stdin::Null => {}
+                    Stdin::Hold => a.stdin = mcpgw_stdin_kind::Hold,
+                    Stdin::Bytes(bytes) => {
+                        a.stdin = mcpgw_stdin_kind::Bytes;
+                        a.bytes = bytes.to_vec();
+                    }
+                }
+                a
+            }
+            Action::Open { proc, program } => {
+                let mut a = mcpgw_action::new(K::Open);
+                a.proc = proc;
+                a.program(program, cwd);
+                a
+            }
+            Action::Write { proc, bytes } => {
+                let mut a = mcpgw_action::new(K::Write);
+                a.proc = proc;
+                a.bytes = bytes;
+                a
+            }
+            Action::CloseInput { proc } => {
+                let mut a = mcpgw_action::new(K::CloseInput);
+                a.proc = proc;
+                a
+            }
+            Action::Kill { proc } => {
+                let mut a = mcpgw_action::new(K::Kill);
+                a.proc = proc;
+                a
+            }
+            Action::Progress { op, chunk } => {
+                let mut a = mcpgw_action::new(K::Progress);
+                a.id = op;
+                a.bytes = chunk.get().as_bytes().to_vec();
+                a
+            }
+            Action::Done { op, result } => {
+                let mut a = mcpgw_action::new(K::Done);
+                a.id = op;
+                match result {
+                    Ok(output) => a.bytes = output.to_json().into_bytes(),
+                    Err(e) => {
+                        a.result = e.kind().into();
+                        a.text = Some(cstring_lossy(e.message()));
+                        a.bytes = e.to_json().into_bytes();
+                    }
+                }
+                a
+            }
+            Action::ConnectionOpened { conn } => {
+                let mut a = mcpgw_action::new(K::ConnectionOpened);
+                a.id = conn;
+                a
+            }
+            Action::ConnectionMessage { conn, msg } => {
+                let mut a = mcpgw_action::new(K::ConnectionMessage);
+                a.id = conn;
+                a.bytes = msg.get().as_bytes().to_vec();
+                a
+            }
+            Action::ConnectionClosed {
+                conn,
+                reason,
+                status,
+            } => {
+                let mut a = mcpgw_action::new(K::ConnectionClosed);
+                a.id = conn;
+                a.text = reason.as_deref().map(cstring_lossy);
+                a.status = status.unwrap_or(0);
+                a
+            }
+            Action::Notice(text) => {
+                let mut a = mcpgw_action::new(K::Notice);
+                a.text = Some(cstring_lossy(&text));
+                a
+            }
+        }
+    }
+}
+
+/// Borrows `len` bytes at `ptr` (NULL with length 0 is an empty slice).
+unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if ptr.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's contract: `ptr` points to `len` readable bytes.
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+}
+
+/// Makes a host driver from `config_json` (`{"backend":{"kind":"docker","container":"box"},
+/// "gateway_path":"/usr/local/bin/mcpgw-gateway", ...}`; see the README for every key). Writes
+/// `*host_out` on success; on failure `*error_out` (when not NULL) names what is wrong.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_new(
+    config_json: *const c_char,
+    host_out: *mut *mut mcpgw_host,
+    error_out: *mut *mut mcpgw_error,
+) -> mcpgw_result {
+    ffi_boundary!(report_code(error_out, mcpgw_result::Panic), {
+        if host_out.is_null() {
+            return report_code(error_out, mcpgw_result::NullParameter);
+        }
+        // SAFETY: NULL or NUL-terminated, per the contract.
+        let text = match unsafe { required_text(config_json) } {
+            Ok(t) => t,
+            Err(code) => return report_code(error_out, code),
+        };
+        match HostConfig::from_json(text).and_then(Host::new) {
+            Ok(host) => {
+                // SAFETY: checked non-NULL above; writable per the contract.
+                unsafe { *host_out = Box::into_raw(Box::new(mcpgw_host { host })) };
+                mcpgw_result::Ok
+            }
+            Err(e) => report_error(error_out, &e),
+        }
+    })
+}
+
+/// Frees a host driver. Processes it asked for are the host's to end (kill them). NULL is
+/// ignored. Takes ownership.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_free(host: *mut mcpgw_host) {
+    ffi_boundary!((), {
+        if !host.is_null() {
+            // SAFETY: came from Box::into_raw in mcpgw_host_new, per the contract.
+            drop(unsafe { Box::from_raw(host) });
+        }
+    })
+}
+
+/// Submits an operation given as JSON (`{"op":"call_tool","mcp":"fs","tool":"read",
+/// "arguments":{...},"agent_id":"","session_id":"","timeout_ms":5000,"stream":true}`; the
+/// operations are start_gateway, stop_gateway, ensure_gateway_binary (`binary_path`), health,
+/// list_mcps, add_mcp (`spec`), remove_mcp (`name`), list_tools (`mcp`), call_tool,
+/// set_runtime_headers (`mcp`, `headers`), open_session and close_session). Writes its id to
+/// `*id_out`: it gets exactly one DONE action. Fails only for JSON that is not an operation.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_submit(
+    host: *mut mcpgw_host,
+    op_json: *const c_char,
+    id_out: *mut u64,
+    error_out: *mut *mut mcpgw_error,
+) -> mcpgw_result {
+    ffi_boundary!(report_code(error_out, mcpgw_result::Panic), {
+        // SAFETY: NULL or a live host, per the contract.
+        let Some(h) = (unsafe { host.as_mut() }) else {
+            return report_code(error_out, mcpgw_result::NullParameter);
+        };
+        if id_out.is_null() {
+            return report_code(error_out, mcpgw_result::NullParameter);
+        }
+        // SAFETY: NULL or NUL-terminated, per the contract.
+        let text = match unsafe { required_text(op_json) } {
+            Ok(t) => t,
+            Err(code) => return report_code(error_out, code),
+        };
+        match h.host.submit_json(text, Instant::now()) {
+            Ok(id) => {
+                // SAFETY: checked non-NULL above.
+                unsafe { *id_out = id };
+                mcpgw_result::Ok
+            }
+            Err(e) => report_error(error_out, &e),
+        }
+    })
+}
+
+/// Cancels operation `id`: its command is killed, or the gateway cancels it upstream; it ends
+/// with a DONE action of result CANCELLED. Returns whether it was under way.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_cancel(host: *mut mcpgw_host, id: u64) -> bool {
+    ffi_boundary!(false, {
+        // SAFETY: NULL or a live host, per the contract.
+        unsafe { host.as_mut() }.is_some_and(|h| h.host.cancel(id, Instant::now()))
+    })
+}
+
+/// Opens a virtual MCP connection to MCP `mcp` of the scope (`agent_id`, `session_id`; NULL
+/// is "") over the session channel; writes its id to `*id_out`. A CONNECTION_OPENED action
+/// says it is ready; it ends with one CONNECTION_CLOSED. Fails without an open session.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_open_connection(
+    host: *mut mcpgw_host,
+    mcp: *const c_char,
+    agent_id: *const c_char,
+    session_id: *const c_char,
+    id_out: *mut u64,
+    error_out: *mut *mut mcpgw_error,
+) -> mcpgw_result {
+    ffi_boundary!(report_code(error_out, mcpgw_result::Panic), {
+        // SAFETY: NULL or a live host, per the contract.
+        let Some(h) = (unsafe { host.as_mut() }) else {
+            return report_code(error_out, mcpgw_result::NullParameter);
+        };
+        if id_out.is_null() {
+            return report_code(error_out, mcpgw_result::NullParameter);
+        }
+        let text = |p: *const c_char| -> Result<&str, mcpgw_result> {
+            if p.is_null() {
+                Ok("")
+            } else {
+                // SAFETY: NUL-terminated, per the contract.
+                unsafe { required_text(p) }
+            }
+        };
+        // SAFETY: NULL or NUL-terminated, per the contract.
+        let name = match unsafe { required_text(mcp) } {
+            Ok(t) => t,
+            Err(code) => return report_code(error_out, code),
+        };
+        let (agent, session) = match (text(agent_id), text(session_id)) {
+            (Ok(a), Ok(s)) => (a, s),
+            (Err(code), _) | (_, Err(code)) => return report_code(error_out, code),
+        };
+        match h.host.open_connection(name, agent, session, Instant::now()) {
+            Ok(id) => {
+                // SAFETY: checked non-NULL above.
+                unsafe { *id_out = id };
+                mcpgw_result::Ok
+            }
+            Err(e) => report_error(error_out, &e),
+        }
+    })
+}
+
+/// Sends one JSON-RPC message (`len` bytes of UTF-8 JSON, one object) on connection `conn`.
+/// The bytes are copied.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_send(
+    host: *mut mcpgw_host,
+    conn: u64,
+    msg: *const u8,
+    len: usize,
+    error_out: *mut *mut mcpgw_error,
+) -> mcpgw_result {
+    ffi_boundary!(report_code(error_out, mcpgw_result::Panic), {
+        // SAFETY: NULL or a live host, per the contract.
+        let Some(h) = (unsafe { host.as_mut() }) else {
+            return report_code(error_out, mcpgw_result::NullParameter);
+        };
+        // SAFETY: `len` readable bytes at `msg`, per the contract.
+        let Ok(text) = std::str::from_utf8(unsafe { bytes(msg, len) }) else {
+            return report(
+                error_out,
+                mcpgw_error::from_code(mcpgw_result::InvalidArgument, "the message is not UTF-8"),
+            );
+        };
+        match h.host.send(conn, text, Instant::now()) {
+            Ok(()) => mcpgw_result::Ok,
+            Err(e) => report_error(error_out, &e),
+        }
+    })
+}
+
+/// Closes connection `conn` (its CONNECTION_CLOSED follows); returns whether it was open.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_close_connection(host: *mut mcpgw_host, conn: u64) -> bool {
+    ffi_boundary!(false, {
+        // SAFETY: NULL or a live host, per the contract.
+        unsafe { host.as_mut() }.is_some_and(|h| h.host.close_connection(conn, Instant::now()))
+    })
+}
+
+/// Process `proc` exited with `exit_code` (128 + N for signal N) after writing these outputs
+/// (a channel's were fed as they came: pass none). The bytes are copied.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_on_exit(
+    host: *mut mcpgw_host,
+    proc: u64,
+    exit_code: i32,
+    out: *const u8,
+    out_len: usize,
+    err: *const u8,
+    err_len: usize,
+) {
+    ffi_boundary!((), {
+        // SAFETY: NULL or a live host; the buffers are readable, per the contract.
+        if let Some(h) = unsafe { host.as_mut() } {
+            let exit = Exit::Exited {
+                code: exit_code,
+                stdout: unsafe { bytes(out, out_len) }.to_vec(),
+                stderr: unsafe { bytes(err, err_len) }.to_vec(),
+            };
+            h.host.on_exit(proc, exit, Instant::now());
+        }
+    })
+}
+
+/// Process `proc` could not be run, or the host's exec function failed: `reason` says why
+/// (NULL: no reason known).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_on_exec_failed(
+    host: *mut mcpgw_host,
+    proc: u64,
+    reason: *const c_char,
+) {
+    ffi_boundary!((), {
+        // SAFETY: NULL or a live host, per the contract.
+        if let Some(h) = unsafe { host.as_mut() } {
+            // SAFETY: NULL or NUL-terminated, per the contract.
+            let reason = unsafe { super::c_str(reason) }.map_or_else(
+                || "no reason given".to_owned(),
+                |r| r.to_string_lossy().into_owned(),
+            );
+            h.host.on_exit(proc, Exit::Failed(reason), Instant::now());
+        }
+    })
+}
+
+/// Bytes the channel process `proc` wrote to its stdout. Copied.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_on_data(
+    host: *mut mcpgw_host,
+    proc: u64,
+    data: *const u8,
+    len: usize,
+) {
+    ffi_boundary!((), {
+        // SAFETY: NULL or a live host; `len` readable bytes, per the contract.
+        if let Some(h) = unsafe { host.as_mut() } {
+            h.host
+                .on_data(proc, unsafe { bytes(data, len) }, Instant::now());
+        }
+    })
+}
+
+/// Bytes the channel process `proc` wrote to its stderr. Copied.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_on_stderr(
+    host: *mut mcpgw_host,
+    proc: u64,
+    data: *const u8,
+    len: usize,
+) {
+    ffi_boundary!((), {
+        // SAFETY: NULL or a live host; `len` readable bytes, per the contract.
+        if let Some(h) = unsafe { host.as_mut() } {
+            h.host
+                .on_stderr(proc, unsafe { bytes(data, len) }, Instant::now());
+        }
+    })
+}
+
+/// The channel process `proc`'s stdout ended.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_on_eof(host: *mut mcpgw_host, proc: u64) {
+    ffi_boundary!((), {
+        // SAFETY: NULL or a live host, per the contract.
+        if let Some(h) = unsafe { host.as_mut() } {
+            h.host.on_eof(proc, Instant::now());
+        }
+    })
+}
+
+/// Time passed: call it when `mcpgw_host_timeout_ms` has elapsed (calling it early is harmless).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_on_timeout(host: *mut mcpgw_host) {
+    ffi_boundary!((), {
+        // SAFETY: NULL or a live host, per the contract.
+        if let Some(h) = unsafe { host.as_mut() } {
+            h.host.on_timeout(Instant::now());
+        }
+    })
+}
+
+/// Milliseconds until the driver wants `mcpgw_host_on_timeout` (rounded up; 0: now), or -1
+/// when it waits for nothing but the host's reports.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_timeout_ms(host: *const mcpgw_host) -> i64 {
+    ffi_boundary!(-1, {
+        // SAFETY: NULL or a live host, per the contract.
+        let Some(h) = (unsafe { host.as_ref() }) else {
+            return -1;
+        };
+        match h.host.timeout() {
+            None => -1,
+            Some(at) => {
+                let left = at.saturating_duration_since(Instant::now());
+                i64::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i64::MAX)
+            }
+        }
+    })
+}
+
+/// The next action, or NULL when there is none (until the host reports something or time
+/// passes). The caller frees it with `mcpgw_action_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_next_action(host: *mut mcpgw_host) -> *mut mcpgw_action {
+    ffi_boundary!(ptr::null_mut(), {
+        // SAFETY: NULL or a live host, per the contract.
+        let Some(h) = (unsafe { host.as_mut() }) else {
+            return ptr::null_mut();
+        };
+        match h.host.poll_action() {
+            Some(a) => {
+                let cwd = h.host.config().backend.cwd().map(str::to_owned);
+                Box::into_raw(Box::new(mcpgw_action::from_action(a, cwd.as_deref())))
+            }
+            None => ptr::null_mut(),
+        }
+    })
+}
+
+/// What the driver knows, as JSON: `{"session":"off"|"opening"|"open","gateway":{port, pid,
+/// token_file, instance_nonce, state_dir} or null, "hello":{...} or null}`. Free it with
+/// `mcpgw_string_free`; NULL for a NULL host.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_host_state_json(host: *const mcpgw_host) -> *mut c_char {
+    ffi_boundary!(ptr::null_mut(), {
+        // SAFETY: NULL or a live host, per the contract.
+        let Some(h) = (unsafe { host.as_ref() }) else {
+            return ptr::null_mut();
+        };
+        super::give_string(&h.host.state_json())
+    })
+}
+
+/// Frees an action. NULL is ignored. Takes ownership.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_free(action: *mut mcpgw_action) {
+    ffi_boundary!((), {
+        if !action.is_null() {
+            // SAFETY: came from Box::into_raw in mcpgw_host_next_action, per the contract.
+            drop(unsafe { Box::from_raw(action) });
+        }
+    })
+}
+
+/// The action's kind; NOTICE for NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_get_kind(action: *const mcpgw_action) -> mcpgw_action_kind {
+    ffi_boundary!(mcpgw_action_kind::Notice, {
+        // SAFETY: NULL or a live action, per the contract.
+        unsafe { action.as_ref() }.map_or(mcpgw_action_kind::Notice, |a| a.kind)
+    })
+}
+
+/// The process of a RUN, OPEN, WRITE, CLOSE_INPUT or KILL action (0 otherwise).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_proc(action: *const mcpgw_action) -> u64 {
+    ffi_boundary!(0, {
+        // SAFETY: NULL or a live action, per the contract.
+        unsafe { action.as_ref() }.map_or(0, |a| a.proc)
+    })
+}
+
+/// The operation or connection of a PROGRESS, DONE or CONNECTION_* action (0 otherwise).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_id(action: *const mcpgw_action) -> u64 {
+    ffi_boundary!(0, {
+        // SAFETY: NULL or a live action, per the contract.
+        unsafe { action.as_ref() }.map_or(0, |a| a.id)
+    })
+}
+
+/// How many argv entries a RUN or OPEN action's program has; 0 when it is shell text for the
+/// host's exec function (`mcpgw_action_shell`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_argc(action: *const mcpgw_action) -> usize {
+    ffi_boundary!(0, {
+        // SAFETY: NULL or a live action, per the contract.
+        unsafe { action.as_ref() }.map_or(0, |a| a.argv.len())
+    })
+}
+
+/// Argv entry `i` of a RUN or OPEN action; NULL past the end. Borrowed: lives as long as the
+/// action. Run it as is, never through a host shell.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_argv(action: *const mcpgw_action, i: usize) -> *const c_char {
+    ffi_boundary!(ptr::null(), {
+        // SAFETY: NULL or a live action, per the contract.
+        unsafe { action.as_ref() }
+            .and_then(|a| a.argv.get(i))
+            .map_or(ptr::null(), |s| s.as_ptr())
+    })
+}
+
+/// The `sh -c` text of a RUN or OPEN action for the host's own exec function (backend
+/// `exec`), or NULL when the program is an argv. Borrowed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_shell(action: *const mcpgw_action) -> *const c_char {
+    ffi_boundary!(ptr::null(), {
+        // SAFETY: NULL or a live action, per the contract.
+        unsafe { action.as_ref() }
+            .and_then(|a| a.shell.as_ref())
+            .map_or(ptr::null(), |s| s.as_ptr())
+    })
+}
+
+/// The working directory to run a RUN or OPEN action's argv in (the local backend's `cwd`),
+/// or NULL for the host process's own. Borrowed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_cwd(action: *const mcpgw_action) -> *const c_char {
+    ffi_boundary!(ptr::null(), {
+        // SAFETY: NULL or a live action, per the contract.
+        unsafe { action.as_ref() }
+            .and_then(|a| a.cwd.as_ref())
+            .map_or(ptr::null(), |s| s.as_ptr())
+    })
+}
+
+/// What a RUN action's standard input is.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_stdin_kind(action: *const mcpgw_action) -> mcpgw_stdin_kind {
+    ffi_boundary!(mcpgw_stdin_kind::Null, {
+        // SAFETY: NULL or a live action, per the contract.
+        unsafe { action.as_ref() }.map_or(mcpgw_stdin_kind::Null, |a| a.stdin)
+    })
+}
+
+/// The bytes an action carries: a RUN's stdin (kind BYTES), a WRITE's bytes, a PROGRESS's
+/// chunk, a DONE's result or error, a CONNECTION_MESSAGE's message (the last three JSON text).
+/// Writes their length to `*len_out` (when not NULL). Borrowed; NULL when there are none.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_bytes(
+    action: *const mcpgw_action,
+    len_out: *mut usize,
+) -> *const u8 {
+    ffi_boundary!(ptr::null(), {
+        // SAFETY: NULL or a live action, per the contract.
+        let a = unsafe { action.as_ref() };
+        let b = a.map_or(&[][..], |a| a.bytes.as_slice());
+        if !len_out.is_null() {
+            // SAFETY: non-NULL; writable per the contract.
+            unsafe { *len_out = b.len() };
+        }
+        if b.is_empty() {
+            ptr::null()
+        } else {
+            b.as_ptr()
+        }
+    })
+}
+
+/// A RUN action's time limit in milliseconds (the driver kills it after that time too).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_timeout_ms(action: *const mcpgw_action) -> u32 {
+    ffi_boundary!(0, {
+        // SAFETY: NULL or a live action, per the contract.
+        unsafe { action.as_ref() }.map_or(0, |a| a.timeout_ms)
+    })
+}
+
+/// A DONE action's result code: `MCPGW_RESULT_OK`, or the failure's code.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_result(action: *const mcpgw_action) -> mcpgw_result {
+    ffi_boundary!(mcpgw_result::Panic, {
+        // SAFETY: NULL or a live action, per the contract.
+        unsafe { action.as_ref() }.map_or(mcpgw_result::NullParameter, |a| a.result)
+    })
+}
+
+/// A NOTICE's text, a CONNECTION_CLOSED's reason, a failed DONE's message; NULL otherwise.
+/// Borrowed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_text(action: *const mcpgw_action) -> *const c_char {
+    ffi_boundary!(ptr::null(), {
+        // SAFETY: NULL or a live action, per the contract.
+        unsafe { action.as_ref() }
+            .and_then(|a| a.text.as_ref())
+            .map_or(ptr::null(), |s| s.as_ptr())
+    })
+}
+
+/// A CONNECTION_CLOSED's HTTP status (a refused open: 404 for no such MCP), else 0.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mcpgw_action_status(action: *const mcpgw_action) -> u16 {
+    ffi_boundary!(0, {
+        // SAFETY: NULL or a live action, per the contract.
+        unsafe { action.as_ref() }.map_or(0, |a| a.status)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    fn text(p: *const c_char) -> String {
+        assert!(!p.is_null());
+        unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_owned()
+    }
+
+    fn json_of(a: *const mcpgw_action) -> serde_json::Value {
+        let mut len = 0;
+        let p = unsafe { mcpgw_action_bytes(a, &mut len) };
+        serde_json::from_slice(unsafe { std::slice::from_raw_parts(p, len) }).unwrap()
+    }
+
+    #[test]
+    fn a_host_turns_operations_into_actions_and_reports_into_results() {
+        unsafe {
+            let mut err = ptr::null_mut();
+            let mut host = ptr::null_mut();
+            // A bad configuration names its field, and writes no host.
+            let bad = c"{\"backend\":{\"kind\":\"docker\",\"container\":\"-x\"}}";
+            assert_eq!(
+                mcpgw_host_new(bad.as_ptr(), &mut host, &mut err),
+                mcpgw_result::InvalidArgument
+            );
+            assert!(host.is_null());
+            assert!(text(super::super::error::mcpgw_error_message(err)).contains("'-'"));
+            super::super::error::mcpgw_error_free(err);
+
+            let config = c"{\"backend\":{\"kind\":\"local\",\"cwd\":\"/tmp\"},\"port\":1,\"token_file\":\"/nonexistent/token\",\"transport\":\"built_in\"}";
+            assert_eq!(
+                mcpgw_host_new(config.as_ptr(), &mut host, ptr::null_mut()),
+                mcpgw_result::Ok
+            );
+            assert_eq!(mcpgw_host_timeout_ms(host), -1);
+            let mut id = 0;
+            assert_eq!(
+                mcpgw_host_submit(
+                    host,
+                    c"{\"op\":\"brew\"}".as_ptr(),
+                    &mut id,
+                    ptr::null_mut()
+                ),
+                mcpgw_result::InvalidArgument
+            );
+            assert_eq!(
+                mcpgw_host_submit(
+                    host,
+                    c"{\"op\":\"list_mcps\"}".as_ptr(),
+                    &mut id,
+                    ptr::null_mut()
+                ),
+                mcpgw_result::Ok
+            );
+            let run = mcpgw_host_next_action(host);
+            assert_eq!(mcpgw_action_get_kind(run), mcpgw_action_kind::Run);
+            assert_eq!(mcpgw_action_argc(run), 3);
+            assert_eq!(text(mcpgw_action_argv(run, 0)), "sh");
+            assert!(mcpgw_action_argv(run, 3).is_null());
+            assert!(mcpgw_action_shell(run).is_null());
+            assert_eq!(text(mcpgw_action_cwd(run)), "/tmp");
+            assert_eq!(mcpgw_action_stdin_kind(run), mcpgw_stdin_kind::Null);
+            assert!(mcpgw_action_timeout_ms(run) > 0);
+            assert!(mcpgw_host_timeout_ms(host) > 0);
+            let proc = mcpgw_action_proc(run);
+            mcpgw_action_free(run);
+            assert!(mcpgw_host_next_action(host).is_null());
+            // The built-in client could not read the token file.
+            let err = b"mcpgw-gateway request: cannot read the token file";
+            mcpgw_host_on_exit(host, proc, 121, ptr::null(), 0, err.as_ptr(), err.len());
+            let done = mcpgw_host_next_action(host);
+            assert_eq!(mcpgw_action_get_kind(done), mcpgw_action_kind::Done);
+            assert_eq!(mcpgw_action_id(done), id);
+            assert_eq!(mcpgw_action_result(done), mcpgw_result::Unauthorized);
+            let e = json_of(done);
+            assert_eq!(e["name"], "UNAUTHORIZED");
+            assert_eq!(e["code"], 7104);
+            assert!(text(mcpgw_action_text(done)).contains("token file"));
+            mcpgw_action_free(done);
+            let state: serde_json::Value = serde_json::from_str(&{
+                let s = mcpgw_host_state_json(host);
+                let t = text(s);
+                super::super::mcpgw_string_free(s);
+                t
+            })
+            .unwrap();
+            assert_eq!(state["session"], "off");
+            // A connection needs a session.
+            let mut conn = 0;
+            let mut err = ptr::null_mut();
+            assert_eq!(
+                mcpgw_host_open_connection(
+                    host,
+                    c"ts".as_ptr(),
+                    ptr::null(),
+                    ptr::null(),
+                    &mut conn,
+                    &mut err
+                ),
+                mcpgw_result::InvalidState
+            );
+            super::super::error::mcpgw_error_free(err);
+            // NULLs are refused, not dereferenced.
+            assert!(mcpgw_host_next_action(ptr::null_mut()).is_null());
+            assert!(!mcpgw_host_cancel(ptr::null_mut(), 1));
+            mcpgw_host_on_data(ptr::null_mut(), 1, ptr::null(), 5);
+            assert_eq!(
+                mcpgw_action_get_kind(ptr::null()),
+                mcpgw_action_kind::Notice
+            );
+            mcpgw_host_free(host);
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! JSON-RPC 2.0 messages as MCP carries them, read and written without touching what they
+//! carry: a message is classified from its envelope (`id`, `method`, `result`, `error`) and
+//! its `params`, `result` or `error` stay the exact bytes the peer sent. The gateway relays
+//! virtual MCP connections with these (ids remapped, everything else as it came); the fuzz
+//! targets run them on any input.
+//!
+//! Also the protocol revisions the gateway speaks and the `_meta` keys of the 2026-07-28
+//! revision, which carry per request what earlier revisions negotiated once.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// The newest revision: stateless, no `initialize` (every request carries its version and
+/// capabilities in `_meta`), `server/discover`, multi round-trip requests.
+pub const MODERN: &str = "2026-07-28";
+
+/// Revisions with an `initialize` handshake, newest first.
+pub const LEGACY: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Whether `version` is a revision without `initialize` (2026-07-28 or later; revisions
+/// compare as their dates do).
+pub fn is_modern(version: &str) -> bool {
+    version >= MODERN
+}
+
+/// `_meta` key: the revision a request uses (2026-07-28).
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key: the client's capabilities for a request (2026-07-28).
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key: the client's name and version (2026-07-28).
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key: the log level a request asks for (2026-07-28).
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// `_meta` key: the `subscriptions/listen` request a notification belongs to (2026-07-28).
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+/// `_meta` key: the server's name and version in a result (2026-07-28).
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// JSON-RPC's error codes, and MCP's.
+pub mod code {
+    /// The text is not JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a valid request object.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// No such method.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid parameters.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// The receiver failed.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// 2026-07-28: a capability the request needs was not declared.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// 2026-07-28: the requested revision is not supported.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+}
+
+/// A request id: a JSON number or string, as its sender wrote it.
+pub type Id<'a> = &'a RawValue;
+
+/// One JSON-RPC message, borrowed from its text.
+#[derive(Debug, Clone, Copy)]
+pub enum Message<'a> {
+    /// A request: an answer is expected under `id`.
+    Request {
+        /// Its id.
+        id: Id<'a>,
+        /// The method.
+        method: &'a str,
+        /// Its parameters, untouched.
+        params: Option<&'a RawValue>,
+    },
+    /// A notification: no answer.
+    Notification {
+        /// The method.
+        method: &'a str,
+        /// Its parameters, untouched.
+        params: Option<&'a RawValue>,
+    },
+    /// The answer to request `id`.
+    Response {
+        /// The request's id.
+        id: Id<'a>,
+        /// `result` (Ok) or `error` (Err), untouched.
+        outcome: Result<&'a RawValue, &'a RawValue>,
+    },
+}
+
+/// Why a text is not a JSON-RPC message: the JSON-RPC error to answer it with, and the id it
+/// carried when that could be read.
+#[derive(Debug, Clone)]
+pub struct Invalid<'a> {
+    /// The request's id, when it had a valid one.
+    pub id: Option<Id<'a>>,
+    /// [`code::PARSE_ERROR`] or [`code::INVALID_REQUEST`].
+    pub code: i64,
+    /// What is wrong.
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default, borrow)]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
+}
+
+/// A member that is there, even as `null` (which `Option` alone would read as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+fn valid_id(raw: &RawValue) -> bool {
+    let text = raw.get();
+    text.starts_with('"') || text.starts_with('-') || text.as_bytes()[0].is_ascii_digit()
+}
+
+/// Reads one message (a JSON object; batches are not part of MCP).
+pub fn parse(text: &str) -> Result<Message<'_>, Invalid<'_>> {
+    let text = text.trim_end_matches(['\n', '\r']);
+    let envelope: Envelope<'_> = match serde_json::from_str(text) {
+        Ok(e) => e,
+        Err(e) if e.is_syntax() || e.is_eof() => {
+            return Err(Invalid {
+                id: None,
+                code: code::PARSE_ERROR,
+                message: format!("not JSON: {e}"),
+            });
+        }
+        Err(e) => {
+            return Err(Invalid {
+                id: None,
+                code: code::INVALID_REQUEST,
+                message: format!("not a JSON-RPC message (one JSON object): {e}"),
+            });
+        }
+    };
+    let id = envelope.id.filter(|id| valid_id(id));
+    let invalid = |message: String| Invalid {
+        id,
+        code: code::INVALID_REQUEST,
+        message,
+    };
+    if envelope.jsonrpc.as_deref() != Some("2.0") {
+        return Err(invalid("\"jsonrpc\" must be \"2.0\"".into()));
+    }
+    if let Some(raw) = envelope.id
+        && !valid_id(raw)
+    {
+        return Err(invalid(format!(
+            "an id must be a number or a string, not {}",
+            crate::wire::frame::quoted(raw.get())
+        )));
+    }
+    if let Some(params) = envelope.params
+        && !(params.get().starts_with('{') || params.get().starts_with('['))
+    {
+        return Err(invalid("\"params\" must be an object or an array".into()));
+    }
+    match (envelope.method, envelope.result, envelope.error) {
+        (Some(method), None, None) => {
+            let method: &str = match serde_json::from_str::<&str>(method.get()) {
+                Ok(m) => m,
+                // A method name with escapes is not one MCP defines.
+                Err(_) => return Err(invalid("\"method\" must be a plain string".into())),
+            };
+            Ok(match id {
+                Some(id) => Message::Request {
+                    id,
+                    method,
+                    params: envelope.params,
+                },
+                None => Message::Notification {
+                    method,
+                    params: envelope.params,
+                },
+            })
+        }
+        (None, Some(result), None) => match id {
+            Some(id) => Ok(Message::Response {
+                id,
+                outcome: Ok(result),
+            }),
+            None => Err(invalid("a response needs the id of its request".into())),
+        },
+        (None, None, Some(error)) => match id {
+            Some(id) => Ok(Message::Response {
+                id,
+                outcome: Err(error),
+            }),
+            // An error about a message whose id could not be read answers no request.
+            None => Err(invalid(
+                "an error response without an id answers nothing".into(),
+            )),
+        },
+        _ => Err(invalid(
+            "a message has a \"method\" (request, notification), a \"result\" or an \"error\" \
+             (response), and only one of them"
+                .into(),
+        )),
+    }
+}
+
+/// The error object `{"code":..,"message":..}` (with `data` when given) as JSON text.
+pub fn error_object(code: i64, message: &str, data: Option<&serde_json::Value>) -> Box<RawValue> {
+    let value = match data {
+        Some(data) => serde_json::json!({"code": code, "message": message, "data": data}),
+        None => serde_json::json!({"code": code, "message": message}),
+    };
+    serde_json::value::to_raw_value(&value).expect("an error object serializes")
+}
+
+/// The `code` and `message` of an error object, as far as they can be read.
+pub fn error_parts(error: &RawValue) -> (i64, String) {
+    #[derive(Deserialize)]
+    struct Parts {
+        #[serde(default)]
+        code: i64,
+        #[serde(default)]
+        message: String,
+    }
+    serde_json::from_str::<Parts>(error.get())
+        .map_or_else(|_| (0, error.get().to_string()), |p| (p.code, p.message))
+}
+
+/// Appends `"{key}":` to a JSON object being written.
+fn key(out: &mut Vec<u8>, name: &str) {
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+}
+
+/// A request as one JSON text (no newline).
+pub fn request(id: &str, method: &str, params: Option<&str>) -> Vec<u8> {
+    call(Some(id), method, params)
+}
+
+/// A notification as one JSON text (no newline).
+pub fn notification(method: &str, params: Option<&str>) -> Vec<u8> {
+    call(None, method, params)
+}
+
+/// A request (with an id) or a notification.
+fn call(id: Option<&str>, method: &str, params: Option<&str>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + params.map_or(0, str::len));
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",");
+    if let Some(id) = id {
+        key(&mut out, "id");
+        out.extend_from_slice(id.as_bytes());
+        out.push(b',');
+    }
+    key(&mut out, "method");
+    serde_json::to_writer(&mut out, method).expect("a string serializes");
+    if let Some(params) = params {
+        out.push(b',');
+        key(&mut out, "params");
+        out.extend_from_slice(params.as_bytes());
+    }
+    out.push(b'}');
+    out
+}
+
+/// A response as one JSON text (no newline): `outcome` is the `result` (Ok) or the `error`
+/// (Err), written as given. `id` is `null` only for an error about a message whose id could
+/// not be read.
+pub fn response(id: Option<&str>, outcome: Result<&str, &str>) -> Vec<u8> {
+    let body = match outcome {
+        Ok(b) | Err(b) => b,
+    };
+    let mut out = Vec::with_capacity(48 + body.len());
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",");
+    key(&mut out, "id");
+    out.extend_from_slice(id.unwrap_or("null").as_bytes());
+    out.push(b',');
+    key(&mut out, if outcome.is_ok() { "result" } else { "error" });
+    out.extend_from_slice(body.as_bytes());
+    out.push(b'}');
+    out
+}
+
+/// An error response as one JSON text.
+pub fn error_response(id: Option<&str>, code: i64, message: &str) -> Vec<u8> {
+    response(id, Err(error_object(code, message, None).get()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_classified_and_keep_their_bytes() {
+        let text = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"n":1.50}}}"#;
+        let Message::Request { id, method, params } = parse(text).unwrap() else {
+            panic!("not a request")
+        };
+        assert_eq!((id.get(), method), ("7", "tools/call"));
+        assert_eq!(
+            params.unwrap().get(),
+            r#"{"name":"x","arguments":{"n":1.50}}"#
+        );
+        let again = request("\"g-1\"", method, params.map(RawValue::get));
+        let Message::Request { id, params: p2, .. } =
+            parse(std::str::from_utf8(&again).unwrap()).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(id.get(), "\"g-1\"");
+        assert_eq!(p2.unwrap().get(), params.unwrap().get());
+
+        let Message::Response { id, outcome } =
+            parse(r#"{"result":{"a":[1,2]},"jsonrpc":"2.0","id":"s"}"#).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (id.get(), outcome.unwrap().get()),
+            ("\"s\"", r#"{"a":[1,2]}"#)
+        );
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#),
+            Ok(Message::Notification {
+                method: "notifications/progress",
+                ..
+            })
+        ));
+        let err = response(Some("3"), Err(r#"{"code":-1,"message":"m"}"#));
+        assert_eq!(
+            std::str::from_utf8(&err).unwrap(),
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m"}}"#
+        );
+    }
+
+    #[test]
+    fn bad_messages_get_the_right_error_and_keep_a_readable_id() {
+        for (text, code, id) in [
+            ("nope", code::PARSE_ERROR, None),
+            ("{\"jsonrpc\":\"2.0\",", code::PARSE_ERROR, None),
+            ("[1,2]", code::INVALID_REQUEST, None),
+            (r#"{"id":1,"method":"x"}"#, code::INVALID_REQUEST, Some("1")),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+                code::INVALID_REQUEST,
+                None,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":{"a":1},"method":"x"}"#,
+                code::INVALID_REQUEST,
+                None,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":2,"method":7}"#,
+                code::INVALID_REQUEST,
+                Some("2"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":2,"method":"x","params":3}"#,
+                code::INVALID_REQUEST,
+                Some("2"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"method":"x","result":{}}"#,
+                code::INVALID_REQUEST,
+                Some("4"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","result":{}}"#,
+                code::INVALID_REQUEST,
+                None,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":5}"#,
+                code::INVALID_REQUEST,
+                Some("5"),
+            ),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!(e.code, code, "{text}: {}", e.message);
+            assert_eq!(e.id.map(RawValue::get), id, "{text}");
+        }
+    }
+
+    #[test]
+    fn revisions_compare_by_date() {
+        assert!(is_modern(MODERN));
+        assert!(LEGACY.iter().all(|v| !is_modern(v)));
+        assert!(is_modern("2027-01-01"));
+    }
+}
