@@ -20,7 +20,7 @@ ARTIFACTS_DIR := $(MCPGW_ROOT)/dist
 
 .PHONY: artifacts
 
-artifacts: lib-release static-gateway static-host
+artifacts: lib-release static-bins
 	rm -rf $(ARTIFACTS_DIR)/npm $(ARTIFACTS_DIR)/python $(ARTIFACTS_DIR)/goproxy
 	$(MAKE) -f $(MCPGW_ROOT)/mk/install.mk --no-print-directory dist
 	$(MAKE) -C $(MCPGW_ROOT)/bindings/node --no-print-directory pack DIST=$(ARTIFACTS_DIR)/npm

@@ -75,7 +75,7 @@ grep -qx "v$version" "$gov/list" || fail "the module proxy's list lacks v$versio
 same "$gov/v$version.mod" "$g/go.mod"
 
 # What each binding expects.
-grep -qx "export const ABI_VERSION = $abi;" "$n/src/native.js" || fail "the npm package expects another ABI than $abi"
+grep -qx "export const ABI_VERSION = $abi;" "$n/src/ffi.js" || fail "the npm package expects another ABI than $abi"
 grep -qx "ABI_VERSION = $abi" "$w/mcpgw_client/_native.py" || fail "the wheel expects another ABI than $abi"
 grep -q "^// #if MCPGW_ABI_VERSION != $abi\$" "$g/abi.go" || fail "the Go module expects another ABI than $abi"
 same "$root/include/mcpgw.h" "$c/include/mcpgw.h"

@@ -62,16 +62,14 @@ pc_prefix = $(if $(filter $(abs_prefix)/%,$(call abs_dir,$(PKGCONFIGDIR))),$${pc
 MCPGW_SONAME = $(shell readelf -d $(MCPGW_RELEASE)/libmcpgw.so | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 MCPGW_NATIVE_LIBS = $(shell cat $(MCPGW_RELEASE)/mcpgw-static-libs.txt)
 
-.PHONY: lib-debug lib-release static-gateway static-host install install-files uninstall dist header check-header
+.PHONY: lib-debug lib-release static-bins install install-files uninstall dist header check-header
 
 lib-debug lib-release:
 	CARGO='$(CARGO)' CARGO_TARGET_DIR='$(MCPGW_TARGET_DIR)' sh $(MCPGW_ROOT)/mk/build-lib.sh $(@:lib-%=%) >/dev/null
 
-static-gateway:
-	$(MAKE) -C $(MCPGW_ROOT) static
-
-static-host:
-	$(MAKE) -C $(MCPGW_ROOT) static-host
+# The static gateway and host endpoint (the root Makefile's static and static-host).
+static-bins:
+	$(MAKE) -C $(MCPGW_ROOT) static static-host
 
 define pc_vars
 prefix=$(pc_prefix)
@@ -113,7 +111,7 @@ install: install-files
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/mcpgw.pc $(DESTDIR)$(PKGCONFIGDIR)/mcpgw-static.pc
 	@echo "installed into $(DESTDIR)$(PREFIX)"
 
-install-files: lib-release static-gateway static-host
+install-files: lib-release static-bins
 	@[ -n '$(MCPGW_SONAME)' ] || { echo '$(MCPGW_RELEASE)/libmcpgw.so has no SONAME' >&2; exit 1; }
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
 		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MCPGW_DATADIR)
