@@ -1,11 +1,11 @@
 """make bench, AgentScope's DockerWorkspace: one MCP tool call (mcp-server-time's
 ``get_current_time``, in the workspace's .venv through ``extra_pip``) through AgentScope 2.0.11's
 own workspace (its Python gateway in the container, given through ``extra_pip`` what it lacks to
-call tools, and its host client: a ``python3 -c`` shim per request) against the same workspace
-swapped by ``use_mcpgw`` (mcpgw-gateway, one ``sh -c`` through the same aiodocker exec per
-request, and over a session channel), both on images built offline
+call tools, and its host client: a ``python3 -c`` shim per request through its aiodocker exec)
+against the same workspace swapped by ``use_mcpgw`` (mcpgw-gateway, one ``docker exec`` of the
+library's Docker backend per request, and over a session channel), both on images built offline
 (tests/python/agentscope_support.py), running side by side, interleaved rounds, medians. Beside
-them, the floor: a bare ``true`` through the same backend exec.
+them, the floors: a bare ``true`` through each one's exec.
 
     python bench/agentscope_docker.py GATEWAY TESTSERVER [--calls N] [--rounds R]
 
@@ -86,18 +86,21 @@ async def main(gateway: str, calls: int, rounds: int) -> None:
         async def floor() -> Any:
             return await backend.exec_shell(["true"])
 
-        for call in (stock_call, ours_call, floor):
+        async def cli_floor() -> Any:
+            # What the library's Docker backend runs per request, with nothing in it.
+            proc = await asyncio.create_subprocess_exec("docker", "exec", ours._container.id, "true")
+            assert await proc.wait() == 0
+
+        calls_of = (stock_call, ours_call, floor, cli_floor)
+        for call in calls_of:
             await per_call_ms(call, 3)
-        stock_ms: list[float] = []
-        ours_ms: list[float] = []
-        floor_ms: list[float] = []
+        ms: list[list[float]] = [[] for _ in calls_of]
         for _ in range(rounds):
-            stock_ms += await per_call_ms(stock_call, calls // rounds)
-            ours_ms += await per_call_ms(ours_call, calls // rounds)
-            floor_ms += await per_call_ms(floor, calls // rounds)
-        x, y, f = (statistics.median(v) for v in (stock_ms, ours_ms, floor_ms))
+            for call, times in zip(calls_of, ms, strict=True):
+                times.extend(await per_call_ms(call, calls // rounds))
+        x, y, f, c = (statistics.median(v) for v in ms)
         print(f"agentscope workspace per call ms: {x:.1f}, swapped per call ms: {y:.1f} ({x / y:.1f}x)")
-        print(f"floor, a bare `true` through the same aiodocker exec, ms: {f:.1f}; {len(stock_ms)} calls each")
+        print(f"floors, a bare `true` ms: aiodocker exec {f:.1f}, docker exec {c:.1f}; {len(ms[0])} calls each")
         assert ours._gateway is not None
         await ours._gateway.attach()
         await per_call_ms(ours_call, 3)

@@ -1,10 +1,10 @@
 """make bench, Python side: one tool call through AgentScope 2.0.11's stock host client
 (``GatewayClient`` + ``GatewayMCPTool``: a body file written, a ``python3 -c`` shim run and the
-file deleted, per call) against the same call through mcpgw's AgentScope adapter
-(``mcpgw_client.agentscope.GatewayClient``: one ``sh -c`` running the gateway's built-in client or curl),
-both through AgentScope's own ``LocalBackend``, against the same ``mcpgw-gateway``, in one run,
-interleaved. When the adapter holds a session channel (``attach``), its calls are measured over
-it too.
+file deleted, per call, through its ``LocalBackend``) against the same call through mcpgw's
+AgentScope adapter (``mcpgw_client.agentscope.GatewayClient`` on the same ``LocalBackend``: one
+``sh -c`` of the library's local backend running the gateway's built-in client), against the
+same ``mcpgw-gateway``, in one run, interleaved. When the adapter holds a session channel
+(``attach``), its calls are measured over it too.
 
     python bench/python_adapter.py GATEWAY TESTSERVER [--calls N]
 

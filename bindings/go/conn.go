@@ -7,6 +7,7 @@ import "C"
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -88,7 +89,8 @@ func (c *Client) Connect(ctx context.Context, mcp string, opts ...CallOption) (*
 }
 
 // Send sends one JSON-RPC message: a json.RawMessage, []byte or string is sent as it is (it must
-// be one JSON object), anything else as encoding/json encodes it.
+// be one JSON object), anything else as encoding/json encodes it. On a connection that has ended
+// it fails with ErrInvalidState, whose cause is why it ended (io.EOF after Close).
 func (k *Connection) Send(msg any) error {
 	const name = "send"
 	var text []byte
@@ -107,6 +109,12 @@ func (k *Connection) Send(msg any) error {
 	}
 	if !json.Valid(text) {
 		return invalidArgument(name, "the message is not JSON", nil)
+	}
+	k.mu.Lock()
+	ended, why := k.ended, k.err
+	k.mu.Unlock()
+	if ended {
+		return endedError(name, why)
 	}
 	h := k.h
 	h.mu.Lock()
@@ -187,4 +195,17 @@ func (k *Connection) closed(reason string, status int) {
 			k.err = &Error{Op: "connection", Code: CodeSessionLost, Message: "connection: " + reason, HTTPStatus: status}
 		}
 	})
+}
+
+// endedError is the error of an operation on a connection that ended because of why.
+func endedError(op string, why error) *Error {
+	message := op + ": the connection is closed"
+	var e *Error
+	switch {
+	case errors.As(why, &e):
+		message = op + ": the connection has ended: " + e.Message
+	case why != io.EOF:
+		message = op + ": the connection has ended: " + why.Error()
+	}
+	return &Error{Op: op, Code: CodeInvalidState, Message: message, Err: why}
 }

@@ -34,6 +34,14 @@
 // cancellation. A lost channel is opened again; the tool calls it carried are resumed on the new
 // one when the gateway keeps them, and fail with ErrSessionLost otherwise.
 //
+// # Virtual MCP connections and the official SDK
+//
+// Client.Connect opens a virtual MCP connection over the session: raw JSON-RPC both ways, the
+// gateway acting as the MCP server of the connection. The module
+// github.com/mcpgw/mcpgw/bindings/go/mcpsdk makes one an mcp.Transport of the official Go MCP
+// SDK (github.com/modelcontextprotocol/go-sdk), so an SDK client uses a sandboxed server as it
+// would a local one; it is a module of its own, so this one does not depend on the SDK.
+//
 // # Options
 //
 // Options of NewClient set libmcpgw's host configuration (WithGatewayPath, WithPort,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"syscall"
@@ -156,5 +157,13 @@ func TestConnect(t *testing.T) {
 	}
 	if err := conn.Send(func() {}); !errors.Is(err, mcpgw.ErrInvalidArgument) {
 		t.Errorf("a message that is not JSON: %v", err)
+	}
+	conn.Close()
+	if _, err := conn.Recv(ctx); err != io.EOF {
+		t.Errorf("Recv after Close: %v", err)
+	}
+	err = conn.Send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "ping"})
+	if !errors.Is(err, mcpgw.ErrInvalidState) || !errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "send: the connection is closed") {
+		t.Errorf("Send after Close: %v", err)
 	}
 }

@@ -14,19 +14,21 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 use futures::StreamExt;
+use mcpgw::wire::frame::CallId;
 use mcpgw::wire::request;
-use mcpgw::wire::rest::{NDJSON, route};
+use mcpgw::wire::rest::{NDJSON, header as mcpgw_header, route};
 use mcpgw::wire::{CallToolAnswer, Health, Query};
 use utoipa::openapi::path::HttpMethod;
 use utoipa::openapi::schema::ObjectBuilder;
 
-use crate::error::DeadlineSource;
 use crate::openapi::{
-    Endpoint, Params, array_of, lookup_errors, name, registration_body, sample_scope, schema_ref,
-    session_errors, string_schema,
+    Endpoint, Params, array_of, call_errors, call_id, call_success, lookup_errors, name,
+    outcome_errors, registration_body, sample_scope, schema_ref, session_errors, string_schema,
+    tool_not_found,
 };
 
 use crate::auth::{Token, constant_time_eq};
+use crate::calls::{Answer, Calls};
 use crate::chunk;
 use crate::error::Error;
 use crate::registry::{Registry, Scope};
@@ -39,6 +41,10 @@ pub struct AppState {
     pub token: Option<Token>,
     /// Reported by `/health`.
     pub instance_nonce: Option<String>,
+    /// The limits `/health` announces in its headers, for `attach` to fit.
+    pub health_headers: HeaderMap,
+    /// Resumable calls.
+    pub calls: Arc<Calls>,
     /// `/openapi.json`, rendered once.
     pub openapi: Bytes,
     /// The virtual MCP connections open.
@@ -250,69 +256,66 @@ pub fn surface() -> Vec<Route> {
             Endpoint {
                 method: HttpMethod::Post,
                 route: route::TOOL,
-                summary: "Calls a tool. With `Accept: application/x-ndjson` the answer is one ToolChunk a line: progress chunks, then the result. With `?format=mcp` it is the upstream's CallToolResult exactly as it sent it (content of every type with annotations and _meta, structuredContent, isError).",
+                summary: "Calls a tool. With `Accept: application/x-ndjson` the answer is one ToolChunk a line: progress chunks, then the result. With `?format=mcp` it is the upstream's CallToolResult exactly as it sent it (content of every type with annotations and _meta, structuredContent, isError). With the header `mcpgw-call-id` (and no `format`) the call is resumable: it runs on when its caller goes away, and `GET /calls/{id}` answers it again.",
                 auth: true,
                 query: Params::ScopeAndTimeout,
                 body: Some((schema_ref("CallToolBody"), false, "the tool's arguments")),
-                success: (
-                    200,
-                    "the tool's result",
-                    vec![
-                        ("application/json", schema_ref("CallToolAnswer")),
-                        (NDJSON, schema_ref("ToolChunk")),
-                    ],
-                ),
-                errors: [invalid("invalid arguments or timeout")]
+                success: call_success(),
+                errors: [invalid("invalid arguments, timeout, format or call id")]
                     .into_iter()
                     .chain(lookup_errors())
-                    .chain([(
-                        Error::ToolNotFound {
-                            tool: "read".into(),
-                            mcp: name(),
-                        },
-                        "the MCP has no such tool",
-                    )])
+                    .chain([tool_not_found()])
                     .chain(session_errors())
+                    .chain(outcome_errors())
                     .chain([
                         (
-                            Error::Died {
-                                mcp: name(),
-                                tool: "read".into(),
-                                report: "exited (exit status 1)".into(),
-                            },
-                            "the upstream died during the call (it is not retried)",
+                            Error::CallIdTaken { id: call_id() },
+                            "a call with that call id ran here already",
                         ),
                         (
-                            Error::ReplyTooLarge {
-                                mcp: name(),
-                                tool: "read".into(),
-                                bytes: 1 << 30,
-                                limit: 64 << 20,
-                            },
-                            "the reply was larger than --max-reply-bytes",
-                        ),
-                        (
-                            Error::Rpc {
-                                mcp: name(),
-                                code: -32602,
-                                message: "...".into(),
-                            },
-                            "the upstream answered with a JSON-RPC error",
-                        ),
-                        (
-                            Error::Deadline {
-                                tool: "read".into(),
-                                mcp: name(),
-                                limit: std::time::Duration::from_secs(30),
-                                source: DeadlineSource::ExecutionTimeout,
-                            },
-                            "the call passed its deadline; the upstream was told to cancel it",
-                        ),
-                        (
-                            Error::Internal("the call ended without an answer".into()),
-                            "the call ended without an answer",
+                            Error::CallsFull { budget: 64 << 20 },
+                            "running resumable calls hold all the memory kept for them",
                         ),
                     ])
+                    .collect(),
+            },
+        ),
+        route(
+            resume_call,
+            Endpoint {
+                method: HttpMethod::Get,
+                route: route::CALL,
+                summary: "Answers a resumable call again, exactly as its own request would have (waiting while it runs): its JSON answer, or with `Accept: application/x-ndjson` the ToolChunks after the first `after`, then the last one. `mcpgw-seq` numbers the first line.",
+                auth: true,
+                query: Params::Call,
+                body: None,
+                success: call_success(),
+                errors: [invalid("an invalid call id or query")]
+                    .into_iter()
+                    .chain(call_errors())
+                    .chain([tool_not_found()])
+                    .chain(session_errors())
+                    .chain(outcome_errors())
+                    .collect(),
+            },
+        ),
+        route(
+            delete_call,
+            Endpoint {
+                method: HttpMethod::Delete,
+                route: route::CALL,
+                summary: "Cancels a running resumable call (the upstream is sent `notifications/cancelled`) or forgets a finished one; with `ack=true` only forgets a finished one.",
+                auth: true,
+                query: Params::Call,
+                body: None,
+                success: (200, "cancelled or forgotten", json(schema_ref("Ok"))),
+                errors: [invalid("an invalid call id or query")]
+                    .into_iter()
+                    .chain(call_errors())
+                    .chain([(
+                        Error::CallRunning { id: call_id() },
+                        "`ack=true` for a call still running (it goes on)",
+                    )])
                     .collect(),
             },
         ),
@@ -509,8 +512,25 @@ fn ok() -> Response {
     json_response(StatusCode::OK, &mcpgw::wire::Ok::TRUE)
 }
 
+/// The headers of `/health` that announce the gateway's limits.
+pub fn health_headers(limits: &crate::conn::Limits, call_retention: Duration) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(mcpgw_header::MAX_CONNECTIONS, limits.max_connections.into());
+    headers.insert(
+        mcpgw_header::IDLE_TIMEOUT_MS,
+        (limits.idle_timeout.as_millis() as u64).into(),
+    );
+    if !call_retention.is_zero() {
+        headers.insert(
+            mcpgw_header::CALL_RETENTION_MS,
+            (call_retention.as_millis() as u64).into(),
+        );
+    }
+    headers
+}
+
 async fn health(State(state): Shared) -> Response {
-    match &state.instance_nonce {
+    let mut response = match &state.instance_nonce {
         Some(nonce) => json_response(
             StatusCode::OK,
             &Health {
@@ -524,7 +544,9 @@ async fn health(State(state): Shared) -> Response {
             mcpgw::wire::rest::HEALTH_OK,
         )
             .into_response(),
-    }
+    };
+    response.headers_mut().extend(state.health_headers.clone());
+    response
 }
 
 async fn metrics(State(state): Shared) -> Response {
@@ -630,10 +652,11 @@ async fn call_tool(
         let result = upstream.call(&tool, arguments, deadline, None).await?;
         return Ok(raw_json(result.get().as_bytes().to_vec()));
     }
-    let streaming = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .any(|v| v.to_str().is_ok_and(|v| v.contains(NDJSON)));
+    let streaming = wants_ndjson(&headers);
+    if let Some(id) = resumable(&headers, &state.calls)? {
+        let record = state.calls.start(id, upstream, tool, arguments, deadline)?;
+        return Ok(answer(state.calls.answer(record, 0, streaming).await?));
+    }
     if streaming {
         return stream_call(upstream, tool, arguments, deadline).await;
     }
@@ -641,7 +664,7 @@ async fn call_tool(
     Ok(json_response(
         StatusCode::OK,
         &CallToolAnswer {
-            chunk: chunk::from_call_result(result_value(&result)),
+            chunk: chunk::from_raw_result(&result),
         },
     ))
 }
@@ -748,12 +771,6 @@ async fn get_prompt(
     Ok(raw_json(result.get().as_bytes().to_vec()))
 }
 
-/// A `CallToolResult` as the upstream sent it, as a value to map (it is a JSON object: the
-/// call checked).
-fn result_value(raw: &serde_json::value::RawValue) -> serde_json::Value {
-    serde_json::from_str(raw.get()).unwrap_or_default()
-}
-
 /// Any JSON object.
 fn any_object() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
     ObjectBuilder::new()
@@ -843,10 +860,85 @@ async fn open_connection(
         .into_response())
 }
 
-fn ndjson_line(chunk: &mcpgw::wire::ToolChunk) -> Bytes {
-    let mut line = serde_json::to_vec(chunk).expect("wire types serialize");
-    line.push(b'\n');
-    Bytes::from(line)
+fn wants_ndjson(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.contains(NDJSON)))
+}
+
+fn parse_call_id(text: &str) -> Result<CallId, Error> {
+    CallId::parse(text).map_err(Error::Invalid)
+}
+
+/// The call id a tool call carries, when resumable calls are kept.
+fn resumable(headers: &HeaderMap, calls: &Calls) -> Result<Option<CallId>, Error> {
+    let Some(value) = headers.get(mcpgw_header::CALL_ID) else {
+        return Ok(None);
+    };
+    if calls.retention().is_zero() {
+        return Ok(None);
+    }
+    let text = value
+        .to_str()
+        .map_err(|_| Error::Invalid(format!("{} must be hex digits", mcpgw_header::CALL_ID)))?;
+    parse_call_id(text).map(Some)
+}
+
+/// The HTTP answer of a resumable call.
+fn answer(answer: Answer) -> Response {
+    match answer {
+        Answer::Json(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Answer::Lines { seq, lines } => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, NDJSON.to_string()),
+                (
+                    header::HeaderName::from_static(mcpgw_header::SEQ),
+                    seq.to_string(),
+                ),
+            ],
+            axum::body::Body::from_stream(lines),
+        )
+            .into_response(),
+    }
+}
+
+/// `GET /calls/{id}`: a resumable call answered again, from chunk `after` on when streamed.
+async fn resume_call(
+    State(state): Shared,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, Error> {
+    let id = parse_call_id(&id)?;
+    let q = request::call_query(raw.as_deref().unwrap_or("")).map_err(Error::Invalid)?;
+    let record = state.calls.find(&id)?;
+    let after = q.after.unwrap_or(0);
+    Ok(answer(
+        state
+            .calls
+            .answer(record, after, wants_ndjson(&headers))
+            .await?,
+    ))
+}
+
+/// `DELETE /calls/{id}`: cancels a running call, forgets a finished one (`ack=true`: only a
+/// finished one).
+async fn delete_call(
+    State(state): Shared,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, Error> {
+    let id = parse_call_id(&id)?;
+    let q = request::call_query(raw.as_deref().unwrap_or("")).map_err(Error::Invalid)?;
+    state.calls.delete(&id, q.ack.unwrap_or(false))?;
+    Ok(ok())
 }
 
 /// A call answered as NDJSON: a `ToolChunk` per upstream progress notification
@@ -862,34 +954,28 @@ async fn stream_call(
 ) -> Result<Response, Error> {
     let (line_tx, mut line_rx) = tokio::sync::mpsc::channel::<Result<Bytes, Error>>(64);
     tokio::spawn(async move {
-        let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(1024);
-        let call = upstream.call(&tool, arguments, deadline, Some(progress_tx));
-        tokio::pin!(call);
-        let progress_line = |p: crate::upstream::hub::Progress| {
-            Ok(ndjson_line(&chunk::progress(
-                p.progress,
-                p.total,
-                p.message.as_deref(),
-            )))
-        };
-        loop {
-            tokio::select! {
-                biased;
-                Some(p) = progress_rx.recv() => {
-                    if line_tx.send(progress_line(p)).await.is_err() {
-                        return;
+        // The caller went away: dropping the call cancels it upstream.
+        let result = upstream
+            .call_with_progress(
+                &tool,
+                arguments,
+                deadline,
+                |p| {
+                    let line_tx = &line_tx;
+                    async move {
+                        line_tx
+                            .send(Ok(chunk::ndjson(&chunk::progress_of(&p))))
+                            .await
+                            .is_ok()
                     }
-                }
-                result = &mut call => {
-                    while let Ok(p) = progress_rx.try_recv() {
-                        let _ = line_tx.send(progress_line(p)).await;
-                    }
-                    let _ = line_tx.send(result.map(|r| ndjson_line(&chunk::from_call_result(result_value(&r))))).await;
-                    return;
-                }
-                // The caller went away: dropping `call` cancels it upstream.
-                () = line_tx.closed() => return,
-            }
+                },
+                line_tx.closed(),
+            )
+            .await;
+        if let Some(result) = result {
+            let _ = line_tx
+                .send(result.map(|r| chunk::ndjson(&chunk::from_raw_result(&r))))
+                .await;
         }
     });
     let first = match line_rx.recv().await {
@@ -903,7 +989,7 @@ async fn stream_call(
         let item = rx.recv().await?;
         let line = item.unwrap_or_else(|e| {
             let (status, detail) = e.status_and_detail();
-            ndjson_line(&chunk::failure(status.as_u16(), &detail))
+            chunk::ndjson(&chunk::failure(status.as_u16(), &detail))
         });
         Some((Ok::<_, std::convert::Infallible>(line), rx))
     });

@@ -54,6 +54,12 @@ pub fn from_call_result(mut result: Value) -> ToolChunk {
     }
 }
 
+/// The chunk of a `CallToolResult` as the upstream sent it (the call checked it is a JSON
+/// object).
+pub fn from_raw_result(raw: &serde_json::value::RawValue) -> ToolChunk {
+    from_call_result(serde_json::from_str(raw.get()).unwrap_or_default())
+}
+
 /// A progress chunk of a streamed call: no content, `is_last: false`, and the progress under
 /// AgentScope's reserved `mcp_progress` key, which its `ToolResponse` does not accumulate.
 pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) -> ToolChunk {
@@ -69,6 +75,18 @@ pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) -> Too
         metadata,
         id: uuid4_hex(),
     }
+}
+
+/// The progress chunk of an upstream progress notification.
+pub fn progress_of(p: &crate::upstream::hub::Progress) -> ToolChunk {
+    progress(p.progress, p.total, p.message.as_deref())
+}
+
+/// A chunk as one NDJSON line.
+pub fn ndjson(chunk: &ToolChunk) -> bytes::Bytes {
+    let mut line = serde_json::to_vec(chunk).expect("wire types serialize");
+    line.push(b'\n');
+    line.into()
 }
 
 /// The last chunk of a streamed call that failed after progress was sent: state `error`, the

@@ -14,11 +14,12 @@ usage:
                 [--connect-timeout SECONDS] [--header-timeout SECONDS] [--idle-timeout SECONDS]
                 [--max-connections N] [--log-rate LINES] [--threads N] [--ready-file PATH]
                 [--max-mcp-connections N] [--max-connection-queue N]
-                [--max-pending-host-requests N]
+                [--max-pending-host-requests N] [--call-retention SECONDS]
+                [--call-retention-bytes N]
   mcpgw-gateway attach [--state-dir DIR] [--port P] [--host H] [--token-file PATH]
                 [--instance-nonce N] [--launch] [--gateway-arg ARG]... [--max-frame-bytes N]
-                [--max-in-flight N] [--max-mcp-connections N] [--log-file PATH]
-                [--log-level LEVEL]
+                [--max-in-flight N] [--max-mcp-connections N] [--heartbeat SECONDS]
+                [--heartbeat-timeout SECONDS] [--log-file PATH] [--log-level LEVEL]
   mcpgw-gateway request METHOD PATH [--port P] [--host H] [--token-file PATH]
                 [--body-file FILE|-] [--data BODY] [--header 'Name: value']... [--max-time SECONDS]
   mcpgw-gateway --version
@@ -36,15 +37,23 @@ limit; past it the longest-idle connection is closed), --log-rate 20 (log lines 
 upstream; the excess is counted in one line). Virtual MCP connections: --max-mcp-connections
 256 (open at once), --max-connection-queue 1024 (messages waiting for a client that does not
 read; past it the connection is cut off), --max-pending-host-requests 64 (the upstream's
-requests waiting for one connection's client; past it they are refused).
+requests waiting for one connection's client; past it they are refused). Resumable calls (a
+tool call with the header mcpgw-call-id: it runs on when its caller goes away, GET /calls/ID
+answers it again): kept --call-retention 600 seconds once nobody follows them or once they
+ended (0: calls are not resumable), all of them in --call-retention-bytes 67108864 of memory.
 
 attach relays the session channel's frames (one JSON object a line) between its stdin and stdout
 and a running gateway: the one of --port, or the one DIR/gateway.json names (token file
 DIR/token). With --launch it first starts one there when none answers (--gateway-arg passes
-arguments on to it). The first line it writes is its hello frame. Past --max-in-flight requests
-(1024) the next ones wait, then stdin is no longer read. Past --max-mcp-connections (64)
-virtual MCP connections on the channel, an open is refused (closed with status 429). Exit status: 0 at the end of input, 7
-when no gateway (or one of another instance) answers, 1 on other failures.
+arguments on to it). The first line it writes is its hello frame. It relays at most
+--max-in-flight requests at once (and never more than half the gateway's --max-connections, less
+2 for its own requests: 510 with the gateway's default); past it the next ones wait, then stdin
+is no longer read. Past --max-mcp-connections (64) virtual MCP connections on the channel, an
+open is refused (closed with status 429). It writes a ping frame when it has written nothing for
+--heartbeat (5; 0: never), and once the host has sent a ping, it ends the session when nothing
+arrives from the host for --heartbeat-timeout (15; 0: never). Exit status: 0 at the end of
+input, 7 when no gateway (or one of another instance) answers, 1 on other failures (a silent
+host among them).
 
 request sends one HTTP request to a local gateway with the token read from --token-file (or
 MCPGW_TOKEN) and prints the response body followed by the line `mcpgw-http-status:NNN`.
@@ -127,6 +136,11 @@ pub struct ServeArgs {
     pub max_connection_queue: usize,
     /// The upstream's requests waiting for one connection's client.
     pub max_pending_host_requests: usize,
+    /// How long a resumable call is kept once nobody follows it, or once it ended; zero: calls
+    /// are not resumable.
+    pub call_retention: Duration,
+    /// The memory resumable calls may hold together.
+    pub call_retention_bytes: usize,
 }
 
 impl Default for ServeArgs {
@@ -157,6 +171,8 @@ impl Default for ServeArgs {
             max_mcp_connections: 256,
             max_connection_queue: 1024,
             max_pending_host_requests: 64,
+            call_retention: Duration::from_secs(600),
+            call_retention_bytes: 64 << 20,
         }
     }
 }
@@ -203,10 +219,15 @@ pub struct AttachArgs {
     pub gateway_args: Vec<String>,
     /// The longest input line accepted.
     pub max_frame_bytes: usize,
-    /// Requests relayed at once.
-    pub max_in_flight: usize,
+    /// Requests relayed at once, when given (never more than the gateway allows a session).
+    pub max_in_flight: Option<usize>,
     /// Virtual MCP connections open at once on the channel.
     pub max_mcp_connections: usize,
+    /// How long attach may write nothing before it writes a `ping`; zero: never.
+    pub heartbeat: Duration,
+    /// How long the host may send nothing (once it has sent a `ping`) before the session
+    /// ends; zero: forever.
+    pub heartbeat_timeout: Duration,
     /// Log destination; stderr when absent.
     pub log_file: Option<PathBuf>,
     /// Least severe level logged.
@@ -296,6 +317,15 @@ fn seconds(flag: &str, value: &str) -> Result<Duration, String> {
     mcpgw::wire::spec::timeout_secs(&format!("--{flag}"), number(flag, value)?)
 }
 
+/// Like [`seconds`], or 0 for "never".
+fn seconds_or_zero(flag: &str, value: &str) -> Result<Duration, String> {
+    if number::<f64>(flag, value)? == 0.0 {
+        Ok(Duration::ZERO)
+    } else {
+        seconds(flag, value)
+    }
+}
+
 fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
     const VALUED: &[&str] = &[
         "port",
@@ -320,6 +350,8 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
         "max-mcp-connections",
         "max-connection-queue",
         "max-pending-host-requests",
+        "call-retention",
+        "call-retention-bytes",
     ];
     let mut out = ServeArgs::default();
     let mut flags = Flags::new(args);
@@ -359,6 +391,8 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, String> {
             "max-pending-host-requests" => {
                 out.max_pending_host_requests = at_least(name, &value, 1)?
             }
+            "call-retention" => out.call_retention = seconds_or_zero(name, &value)?,
+            "call-retention-bytes" => out.call_retention_bytes = at_least(name, &value, 4096)?,
             "daemon" => out.daemon = true,
             "no-auth" => out.no_auth = true,
             "allow-remote" => out.allow_remote = true,
@@ -379,6 +413,8 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         "max-frame-bytes",
         "max-in-flight",
         "max-mcp-connections",
+        "heartbeat",
+        "heartbeat-timeout",
         "log-file",
         "log-level",
     ];
@@ -391,8 +427,10 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         launch: false,
         gateway_args: Vec::new(),
         max_frame_bytes: ServeArgs::default().max_body_bytes + mcpgw::wire::frame::ENVELOPE_BYTES,
-        max_in_flight: 1024,
+        max_in_flight: None,
         max_mcp_connections: 64,
+        heartbeat: Duration::from_secs(5),
+        heartbeat_timeout: Duration::from_secs(15),
         log_file: None,
         log_level: tracing::Level::INFO,
     };
@@ -411,8 +449,10 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
             "launch" => out.launch = true,
             "gateway-arg" => out.gateway_args.push(value),
             "max-frame-bytes" => out.max_frame_bytes = at_least(name, &value, 1024)?,
-            "max-in-flight" => out.max_in_flight = at_least(name, &value, 1)?,
+            "max-in-flight" => out.max_in_flight = Some(at_least(name, &value, 1)?),
             "max-mcp-connections" => out.max_mcp_connections = at_least(name, &value, 1)?,
+            "heartbeat" => out.heartbeat = seconds_or_zero(name, &value)?,
+            "heartbeat-timeout" => out.heartbeat_timeout = seconds_or_zero(name, &value)?,
             "log-file" => out.log_file = Some(PathBuf::from(value)),
             "log-level" => out.log_level = level(name, &value)?,
             other => return Err(format!("unknown option --{other}")),
@@ -600,5 +640,57 @@ mod tests {
             panic!()
         };
         assert_eq!(s.ready_file.as_deref(), Some(std::path::Path::new("/r")));
+    }
+
+    #[test]
+    fn heartbeats_and_retention_parse_with_zero_for_off() {
+        let Command::Attach(a) = parse(&argv(&["attach", "--port", "1"])).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (a.heartbeat, a.heartbeat_timeout, a.max_in_flight),
+            (Duration::from_secs(5), Duration::from_secs(15), None)
+        );
+        let Command::Attach(a) = parse(&argv(&[
+            "attach",
+            "--port=1",
+            "--heartbeat=0.25",
+            "--heartbeat-timeout",
+            "0",
+            "--max-in-flight",
+            "8",
+        ]))
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (a.heartbeat, a.heartbeat_timeout, a.max_in_flight),
+            (Duration::from_millis(250), Duration::ZERO, Some(8))
+        );
+        let s = serve(&[]);
+        assert_eq!(
+            (s.call_retention, s.call_retention_bytes),
+            (Duration::from_secs(600), 64 << 20)
+        );
+        let s = serve(&["--call-retention", "0", "--call-retention-bytes", "4096"]);
+        assert_eq!(
+            (s.call_retention, s.call_retention_bytes),
+            (Duration::ZERO, 4096)
+        );
+        for (args, needle) in [
+            (
+                &["attach", "--port", "1", "--heartbeat", "-1"][..],
+                "--heartbeat",
+            ),
+            (
+                &["attach", "--port", "1", "--heartbeat-timeout", "x"][..],
+                "--heartbeat-timeout",
+            ),
+            (&["--call-retention", "-5"][..], "--call-retention"),
+            (&["--call-retention-bytes", "100"][..], "4096"),
+        ] {
+            let err = parse(&argv(args)).unwrap_err();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
     }
 }

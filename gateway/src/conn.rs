@@ -8,7 +8,8 @@
 //! - At most `max_connections` are served at once (never more than half the open-file limit,
 //!   which the gateway raises to its hard limit). A new connection past the cap, or an accept
 //!   that fails for want of descriptors, closes the longest-idle connection: idle clients cannot
-//!   lock out `/health`, calls or registrations.
+//!   lock out `/health`, calls or registrations. Only a connection with nothing in flight and
+//!   no byte of a next request read is closed so: a request under way is never lost to it.
 //! - A connection closed with a request body unread (say, `413` from its `Content-Length`)
 //!   lingers: it reads and drops what the client still sends for a moment, so the client gets
 //!   the answer instead of a reset.
@@ -114,6 +115,11 @@ impl Activity {
         self.in_flight.load(Ordering::Acquire) == 0
     }
 
+    /// Idle with no byte of a next request read: closing it loses nothing the client sent.
+    fn may_evict(&self) -> bool {
+        self.is_idle() && self.head_since.load(Ordering::Acquire) == 0
+    }
+
     /// When this idle connection must be closed, in clock milliseconds.
     fn deadline(&self, limits: &Limits) -> u64 {
         let head = self.head_since.load(Ordering::Acquire);
@@ -158,12 +164,13 @@ impl Table {
             .count()
     }
 
-    /// Asks the longest-idle connection to close; false when every connection is busy.
+    /// Asks the longest-idle connection to close (never one with a request under way, nor one
+    /// whose next request has begun to arrive); false when every connection is busy.
     fn evict_one(&self) -> bool {
         let live = self.live.lock().unwrap();
         let oldest = live
             .values()
-            .filter(|a| a.is_idle() && !a.evicted.load(Ordering::Acquire))
+            .filter(|a| a.may_evict() && !a.evicted.load(Ordering::Acquire))
             .min_by_key(|a| a.idle_since.load(Ordering::Acquire));
         match oldest {
             Some(activity) => {
@@ -303,10 +310,12 @@ async fn connection(
                 return;
             }
             () = activity.evict.notified() => {
-                if activity.is_idle() {
+                if activity.may_evict() {
                     tracing::debug!("closing the longest-idle connection to make room");
                     return;
                 }
+                // A request began meanwhile: the connection stays, and counts again.
+                activity.evicted.store(false, Ordering::Release);
             }
             _ = stop.wait_for(|s| *s), if !stopping => {
                 stopping = true;

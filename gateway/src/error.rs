@@ -142,6 +142,33 @@ pub enum Error {
         /// Its message.
         message: String,
     },
+    /// No resumable call has that id here.
+    CallUnknown {
+        /// The call id.
+        id: String,
+    },
+    /// The resumable call is no longer kept.
+    CallGone {
+        /// The call id.
+        id: String,
+        /// Why, e.g. "it ended more than 600s ago ...".
+        why: String,
+    },
+    /// A resumable call has (or had) that id: ids are never reused, so no call runs twice.
+    CallIdTaken {
+        /// The call id.
+        id: String,
+    },
+    /// Acknowledging a call that still runs would lose its answer.
+    CallRunning {
+        /// The call id.
+        id: String,
+    },
+    /// Running resumable calls hold all the memory kept for resumable calls.
+    CallsFull {
+        /// `--call-retention-bytes`.
+        budget: usize,
+    },
     /// The upstream failed in another way; the text says how.
     Upstream(String),
     /// The gateway itself failed; the text says how.
@@ -262,6 +289,23 @@ impl fmt::Display for Error {
             Error::Rpc { mcp, code, message } => {
                 write!(f, "{} answered with error {code}: {message}", py_repr(mcp))
             }
+            Error::CallUnknown { id } => write!(
+                f,
+                "no call {id} is known here: it never started on this gateway, or the gateway was restarted"
+            ),
+            Error::CallGone { id, why } => write!(f, "call {id} is no longer kept: {why}"),
+            Error::CallIdTaken { id } => write!(
+                f,
+                "call id {id} is taken: a call with it ran here already (a call is never run twice)"
+            ),
+            Error::CallRunning { id } => write!(
+                f,
+                "call {id} is still running: only a finished call is acknowledged"
+            ),
+            Error::CallsFull { budget } => write!(
+                f,
+                "running resumable calls hold all {budget} bytes kept for them (--call-retention-bytes): try again once some finish"
+            ),
         }
     }
 }
@@ -279,10 +323,17 @@ impl Error {
             Error::NoRoute
             | Error::NotFound { .. }
             | Error::ToolNotFound { .. }
-            | Error::Removed { .. } => StatusCode::NOT_FOUND,
+            | Error::Removed { .. }
+            | Error::CallUnknown { .. } => StatusCode::NOT_FOUND,
+            Error::CallGone { .. } => StatusCode::GONE,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Error::Conflict { .. } | Error::RemovedWhileConnecting { .. } => StatusCode::CONFLICT,
-            Error::StillConnecting { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Error::Conflict { .. }
+            | Error::RemovedWhileConnecting { .. }
+            | Error::CallIdTaken { .. }
+            | Error::CallRunning { .. } => StatusCode::CONFLICT,
+            Error::StillConnecting { .. } | Error::CallsFull { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Error::ConnectFailed(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Error::SessionFailed { .. }
             | Error::RestartFailed { .. }

@@ -8,6 +8,7 @@
 mod api;
 mod attach;
 mod auth;
+mod calls;
 mod chunk;
 mod cli;
 mod client;

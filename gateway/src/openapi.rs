@@ -5,13 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use mcpgw::wire::rest::{HEALTH_OK, NDJSON, route};
+use mcpgw::wire::rest::{HEALTH_OK, NDJSON, header, route};
 use mcpgw::wire::spec::{
     HEADER_NAME_PATTERN, HEADER_VALUE_PATTERN, LEGACY_SSE_URL_PATTERN, RESERVED_HEADERS,
 };
 use mcpgw::wire::{
-    CallToolAnswer, CallToolBody, ErrorBody, GetPromptBody, Health, McpEntry, McpSpec, Ok, Query,
-    ReadResourceBody, RuntimeHeaders, Tool, ToolChunk,
+    CallQuery, CallToolAnswer, CallToolBody, ErrorBody, GetPromptBody, Health, McpEntry, McpSpec,
+    Ok, Query, ReadResourceBody, RuntimeHeaders, Tool, ToolChunk,
 };
 use serde_json::{Value, json};
 use utoipa::openapi::path::{
@@ -26,7 +26,7 @@ use utoipa::openapi::{
 };
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::Error;
+use crate::error::{DeadlineSource, Error};
 use crate::registry::Scope;
 
 /// The text of `401`, the one answer not in the JSON error shape (AgentScope's).
@@ -61,6 +61,8 @@ pub enum Params {
     Scope,
     /// The scope and a call's `timeout`.
     ScopeAndTimeout,
+    /// `after` and `ack` of `/calls/{id}`.
+    Call,
 }
 
 /// A reference to a component schema.
@@ -114,6 +116,103 @@ pub fn lookup_errors() -> Vec<(Error, &'static str)> {
     ]
 }
 
+/// The call id the document's samples name.
+pub fn call_id() -> String {
+    "0123456789abcdef0123456789abcdef".into()
+}
+
+/// What a tool call answers, on its own request or resumed.
+pub fn call_success() -> (u16, &'static str, Vec<(&'static str, RefOr<Schema>)>) {
+    (
+        200,
+        "the tool's result",
+        vec![
+            ("application/json", schema_ref("CallToolAnswer")),
+            (NDJSON, schema_ref("ToolChunk")),
+        ],
+    )
+}
+
+/// Errors that end a call once it runs (the same whether answered on its own request or
+/// resumed).
+pub fn outcome_errors() -> Vec<(Error, &'static str)> {
+    vec![
+        (
+            Error::Died {
+                mcp: name(),
+                tool: "read".into(),
+                report: "exited (exit status 1)".into(),
+            },
+            "the upstream died during the call (it is not retried)",
+        ),
+        (
+            Error::ReplyTooLarge {
+                mcp: name(),
+                tool: "read".into(),
+                bytes: 1 << 30,
+                limit: 64 << 20,
+            },
+            "the reply was larger than --max-reply-bytes",
+        ),
+        (
+            Error::Rpc {
+                mcp: name(),
+                code: -32602,
+                message: "...".into(),
+            },
+            "the upstream answered with a JSON-RPC error",
+        ),
+        (
+            Error::Deadline {
+                tool: "read".into(),
+                mcp: name(),
+                limit: std::time::Duration::from_secs(30),
+                source: DeadlineSource::ExecutionTimeout,
+            },
+            "the call passed its deadline; the upstream was told to cancel it",
+        ),
+        (
+            Error::Internal("the call ended without an answer".into()),
+            "the call ended without an answer",
+        ),
+        (
+            Error::CallGone {
+                id: call_id(),
+                why: "it was cancelled (DELETE /calls/...)".into(),
+            },
+            "a resumable call was cancelled while it ran",
+        ),
+    ]
+}
+
+/// Errors of finding a resumable call.
+pub fn call_errors() -> Vec<(Error, &'static str)> {
+    vec![
+        (
+            Error::CallUnknown { id: call_id() },
+            "no call has that id here",
+        ),
+        (
+            Error::CallGone {
+                id: call_id(),
+                why: "it ended more than 600s ago (--call-retention)".into(),
+            },
+            "the call is no longer kept: acknowledged, cancelled, past --call-retention, or dropped for --call-retention-bytes",
+        ),
+    ]
+}
+
+/// A tool the MCP does not have.
+pub fn tool_not_found() -> (Error, &'static str) {
+    (
+        Error::ToolNotFound {
+            tool: "read".into(),
+            mcp: name(),
+        },
+        "the MCP has no such tool",
+    )
+}
+
 /// Errors of an operation that needs a live upstream session.
 pub fn session_errors() -> Vec<(Error, &'static str)> {
     vec![
@@ -164,26 +263,80 @@ pub fn registration_body() -> RefOr<Schema> {
     schema_ref("McpSpec")
 }
 
+/// Headers of an endpoint's success answer beyond plain HTTP's: name and meaning.
+fn success_headers(route: &str) -> &'static [(&'static str, &'static str)] {
+    match route {
+        route::HEALTH => &[
+            (
+                header::MAX_CONNECTIONS,
+                "client connections the gateway serves at once (--max-connections, as it applies it)",
+            ),
+            (
+                header::IDLE_TIMEOUT_MS,
+                "how long it keeps an idle keep-alive connection, in milliseconds (--idle-timeout)",
+            ),
+            (
+                header::CALL_RETENTION_MS,
+                "how long it keeps a resumable call nobody follows or that ended, in milliseconds (--call-retention); absent when calls are not resumable",
+            ),
+        ],
+        route::TOOL | route::CALL => &[(
+            header::SEQ,
+            "on the NDJSON answer of a resumable call: the number (1-based) of its first line in the call; the lines after it count up from there",
+        )],
+        _ => &[],
+    }
+}
+
+/// A call id: 32 to 64 lowercase hex digits.
+fn call_id_schema() -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some("^[0-9a-f]{32,64}$"))
+        .build()
+        .into()
+}
+
 fn parameters(kind: Params, route: &str) -> Vec<Parameter> {
     let mut params: Vec<Parameter> = route
         .split('/')
         .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
         .map(|name| {
+            let schema = if name == "id" {
+                call_id_schema()
+            } else {
+                string_schema()
+            };
             ParameterBuilder::new()
                 .name(name)
                 .parameter_in(ParameterIn::Path)
                 .required(Required::True)
-                .schema(Some(string_schema()))
+                .schema(Some(schema))
                 .build()
         })
         .collect();
-    if kind != Params::None {
-        params.extend(
+    match kind {
+        Params::None => {}
+        Params::Call => params.extend(CallQuery::into_params(|| Some(ParameterIn::Query))),
+        Params::Scope | Params::ScopeAndTimeout => params.extend(
             Query::into_params(|| Some(ParameterIn::Query))
                 .into_iter()
                 .filter(|p| {
                     kind == Params::ScopeAndTimeout || (p.name != "timeout" && p.name != "format")
                 }),
+        ),
+    }
+    if route == route::TOOL {
+        params.push(
+            ParameterBuilder::new()
+                .name(header::CALL_ID)
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(
+                    "makes the call resumable under this id: 32 to 64 lowercase hex digits, drawn at random (a call id is never used twice)",
+                ))
+                .schema(Some(call_id_schema()))
+                .build(),
         );
     }
     params
@@ -240,6 +393,16 @@ pub fn document(endpoints: impl IntoIterator<Item = Endpoint>, max_body_bytes: u
         }
         let (status, what, contents) = e.success;
         let mut ok = ResponseBuilder::new().description(what);
+        for (name, meaning) in success_headers(e.route) {
+            let integer = ObjectBuilder::new().schema_type(Type::Integer).build();
+            ok = ok.header(
+                *name,
+                utoipa::openapi::header::HeaderBuilder::new()
+                    .schema(integer)
+                    .description(Some(*meaning))
+                    .build(),
+            );
+        }
         for (media, schema) in contents {
             ok = ok.content(media, ContentBuilder::new().schema(Some(schema)).build());
         }
@@ -493,8 +656,16 @@ mod tests {
         assert_eq!(
             statuses(route::TOOL, "post"),
             [
-                "200", "400", "401", "404", "413", "500", "502", "503", "504"
+                "200", "400", "401", "404", "409", "410", "413", "500", "502", "503", "504"
             ]
+        );
+        assert_eq!(
+            statuses(route::CALL, "get"),
+            ["200", "400", "401", "404", "410", "500", "502", "504"]
+        );
+        assert_eq!(
+            statuses(route::CALL, "delete"),
+            ["200", "400", "401", "404", "409", "410"]
         );
         for path in [route::METRICS, route::OPENAPI, route::MCPS] {
             assert!(statuses(path, "get").contains(&"401".to_string()));

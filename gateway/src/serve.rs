@@ -177,6 +177,21 @@ async fn serve(
     ready_pipe: &mut Option<OwnedFd>,
 ) -> Result<(), String> {
     tokio::spawn(crate::upstream::process::reap_forever());
+    let fd_limit = crate::conn::raise_fd_limit();
+    let limits = crate::conn::Limits {
+        header_timeout: args.header_timeout,
+        idle_timeout: args.idle_timeout,
+        // Half the descriptors at most: the upstreams' pipes and connections need the rest.
+        max_connections: args
+            .max_connections
+            .min(usize::try_from(fd_limit / 2).unwrap_or(usize::MAX))
+            .max(1),
+    };
+    tracing::debug!(
+        fd_limit,
+        max_connections = limits.max_connections,
+        "client connection limits"
+    );
     let state = Arc::new(AppState {
         registry: Registry::new(Settings {
             call_timeout: args.call_timeout,
@@ -186,6 +201,11 @@ async fn serve(
         }),
         token,
         instance_nonce: args.instance_nonce.clone(),
+        health_headers: api::health_headers(&limits, args.call_retention),
+        calls: crate::calls::Calls::new(crate::calls::Settings {
+            retention: args.call_retention,
+            budget: args.call_retention_bytes,
+        }),
         openapi: serde_json::to_vec(&crate::openapi::document(
             api::surface().into_iter().map(|r| r.doc),
             args.max_body_bytes,
@@ -221,21 +241,6 @@ async fn serve(
     let listener = tokio::net::TcpListener::from_std(listener)
         .map_err(|e| format!("cannot register the listener: {e}"))?;
     let app = api::router(state.clone(), args.max_body_bytes);
-    let fd_limit = crate::conn::raise_fd_limit();
-    let limits = crate::conn::Limits {
-        header_timeout: args.header_timeout,
-        idle_timeout: args.idle_timeout,
-        // Half the descriptors at most: the upstreams' pipes and connections need the rest.
-        max_connections: args
-            .max_connections
-            .min(usize::try_from(fd_limit / 2).unwrap_or(usize::MAX))
-            .max(1),
-    };
-    tracing::debug!(
-        fd_limit,
-        max_connections = limits.max_connections,
-        "client connection limits"
-    );
 
     let ready = mcpgw::wire::DaemonReady {
         port,

@@ -162,3 +162,44 @@ async fn idle_connections_beyond_the_open_file_limit_do_not_lock_anyone_out() {
     assert!(started.elapsed() < Duration::from_secs(10));
     drop(idle);
 }
+
+#[test]
+fn eviction_spares_a_connection_whose_request_has_begun() {
+    let gw = start_gateway(&[
+        "--max-connections",
+        "2",
+        "--header-timeout",
+        "30",
+        "--idle-timeout",
+        "30",
+    ]);
+    // The oldest connection has sent half a request head.
+    let mut begun = TcpStream::connect(gw.authority()).unwrap();
+    begun.write_all(b"GET /health HTTP/1.1\r\n").unwrap();
+    // A younger one was answered and now idles.
+    let mut idle = TcpStream::connect(gw.authority()).unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 1024];
+    idle.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let n = idle.read(&mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    // A third connection needs room: the idle one goes, the begun request stays.
+    let third = raw_request(
+        &gw.authority(),
+        b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(5),
+    );
+    assert_eq!(third.status, 200);
+    let (rest, _) = until_closed(&mut idle, Duration::from_secs(5));
+    assert!(rest.is_empty(), "{:?}", String::from_utf8_lossy(&rest));
+    begun
+        .write_all(b"Host: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let (answer, _) = until_closed(&mut begun, Duration::from_secs(5));
+    assert!(
+        String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"),
+        "the request under way was closed: {:?}",
+        String::from_utf8_lossy(&answer)
+    );
+}

@@ -246,7 +246,9 @@ fn target(route: &str) -> (String, bool) {
     let path = route
         .replace("{name}", mcp)
         .replace("{tool}", "echo")
-        .replace("{prompt}", "p");
+        .replace("{prompt}", "p")
+        // A well-formed call id no call has: 404, never 400.
+        .replace("{id}", "0123456789abcdef0123456789abcdef");
     let existing = path != route;
     (path, existing)
 }

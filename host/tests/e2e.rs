@@ -73,6 +73,9 @@ fn attaches(needle: &str) -> Vec<u32> {
                     c.contains(" attach ") && c.contains(needle) && !c.contains(" exec ")
                 })
                 .unwrap_or(false)
+                // attach itself, not a shell that runs it
+                && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|comm| comm.trim() == "mcpgw-gateway")
         })
         .collect()
 }
@@ -168,6 +171,8 @@ async fn a_call_whose_channel_is_killed_resumes_or_fails_as_the_gateway_allows()
         // Resumed on a new channel: the call finishes, with every progress chunk once.
         assert!(matches!(result, Ok(Output::Chunk(_))), "{result:?}");
         assert_eq!(progress, 4);
+        let state = host.state().await.unwrap();
+        assert_eq!(state["resumed"], 1, "{state}");
     } else {
         eprintln!("this gateway keeps no calls: the call ends with its channel");
         let e: Error = result.unwrap_err();

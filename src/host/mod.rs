@@ -59,8 +59,9 @@ pub type ProcId = u64;
 /// How long a channel's exit status is awaited once its output ended, for the message.
 const EXIT_WAIT: Duration = Duration::from_millis(500);
 /// How long a container that still runs after a silent exit 137 is asked about again: the exec
-/// of a container being killed can end before the daemon marks it stopped.
-const ASK_FOR: Duration = Duration::from_secs(1);
+/// of a container being killed can end before the daemon marks it stopped (more than a second
+/// later on a loaded machine; a command's own exit 137 is then reported that much later).
+const ASK_FOR: Duration = Duration::from_secs(3);
 /// How often it is asked.
 const ASK_EVERY: Duration = Duration::from_millis(50);
 /// The time limit of one question.
@@ -230,8 +231,10 @@ struct Entry {
     deadline: Option<Instant>,
     /// The call's id, for a resumable call.
     call: Option<CallId>,
-    /// Whether the call is carried by a resume (its 404/410 means: not kept any more).
+    /// Whether the call is carried by a resume (its 410 means: not kept any more).
     resumed: bool,
+    /// Whether the call was sent again after a resume found it unknown to the gateway.
+    sent_again: bool,
 }
 
 /// Who a process is.
@@ -465,6 +468,7 @@ impl Host {
                 deadline: None,
                 call: None,
                 resumed: false,
+                sent_again: false,
             },
         );
         self.dispatch(id, now);
@@ -494,6 +498,7 @@ impl Host {
                 deadline: None,
                 call: None,
                 resumed: false,
+                sent_again: false,
             },
         );
         self.dispatch(id, now);
@@ -1466,6 +1471,32 @@ impl Host {
             entry.deadline = None;
             return;
         }
+        // A resume the gateway answers 404 is a call that never reached it (its channel died
+        // first): it is sent again under its own id, which the gateway runs at most once. If
+        // the first request reaches the gateway after all, the second is refused (409) and the
+        // call is resumed instead. Either way it runs once.
+        if let Ok(resp) = &answer
+            && ((entry.resumed && resp.status == 404) || (entry.sent_again && resp.status == 409))
+            && let Some(call) = entry.call.clone()
+            && let Some(channel) = self.channel.as_mut()
+            && !channel.session.is_lost()
+            && let request = op.session_request(entry.stream)
+            && (entry.sent_again || request.is_some())
+        {
+            let grace = Self::ms(self.config.answer_grace_ms);
+            let sid = match request {
+                Some(request) if entry.resumed => {
+                    channel.session.submit_request(request, Some(call))
+                }
+                _ => channel.session.resume(op.name(), call, 0, entry.stream),
+            };
+            channel.by_sid.insert(sid, id);
+            entry.place = Place::Session(sid);
+            (entry.resumed, entry.sent_again) = (entry.sent_again, entry.resumed);
+            entry.deadline = Some(now + op.session_limit() + grace);
+            self.flush(now);
+            return;
+        }
         let answer = match answer {
             Ok(resp) if entry.resumed && matches!(resp.status, 404 | 410) => {
                 let detail = String::from_utf8_lossy(&resp.body).into_owned();
@@ -1481,7 +1512,6 @@ impl Host {
             other => other,
         };
         op.deliver(answer);
-        let _ = now;
         let op = match std::mem::replace(&mut entry.job, Job::CloseSession) {
             Job::Op(op) => op,
             _ => unreachable!(),

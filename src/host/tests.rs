@@ -325,7 +325,7 @@ fn a_silent_137_asks_whether_the_container_still_runs() {
             None => sim.wait(Duration::from_millis(50)),
         }
     }
-    assert!((10..=30).contains(&asked), "asked {asked} times");
+    assert!((30..=90).contains(&asked), "asked {asked} times");
 }
 
 #[test]
@@ -500,6 +500,49 @@ fn a_resume_the_gateway_no_longer_keeps_fails_with_its_reason() {
     let e = sim.done().1.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::SessionLost, "{e}");
     assert!(e.message().contains("expired"), "{e}");
+}
+
+#[test]
+fn a_call_its_channel_never_delivered_is_sent_again_under_its_id_and_runs_once() {
+    let mut sim = Sim::new(config(docker()));
+    let ch = sim.session(0, 600_000);
+    let id = sim.submit(call_tool());
+    let call = sim.written()[0]["call"].clone();
+    // The channel dies before attach relayed the request: the gateway never saw the call.
+    sim.end_channel(ch, 0, b"");
+    let ch2 = sim.open();
+    sim.hello(ch2, 0, 600_000);
+    let resume = sim.written();
+    assert_eq!(resume[0]["t"], "resume");
+    let rid = resume[0]["id"].as_u64().unwrap();
+    sim.feed(
+        ch2,
+        json!({"t": "res", "id": rid, "status": 404, "body": {"detail": "no call is known here"}}),
+    );
+    // Sent again, under the same call id (the gateway runs an id at most once).
+    let again = sim.written();
+    assert_eq!(again[0]["t"], "req", "{again:?}");
+    assert_eq!(again[0]["call"], call);
+    let aid = again[0]["id"].as_u64().unwrap();
+    // The first request reached the gateway after all: the second is refused, and the call is
+    // resumed from its start.
+    sim.feed(
+        ch2,
+        json!({"t": "res", "id": aid, "status": 409, "body": {"detail": "a call with this id ran here already"}}),
+    );
+    let resume2 = sim.written();
+    assert_eq!(resume2[0]["t"], "resume", "{resume2:?}");
+    assert_eq!(resume2[0]["call"], call);
+    assert_eq!(resume2[0]["after"], 0);
+    let r2 = resume2[0]["id"].as_u64().unwrap();
+    sim.feed(
+        ch2,
+        json!({"t": "chunk", "id": r2, "seq": 1, "chunk": chunk("end", true)}),
+    );
+    sim.feed(ch2, json!({"t": "res", "id": r2, "status": 200}));
+    let (done, result) = sim.done();
+    assert_eq!(done, id);
+    assert!(result.is_ok(), "{result:?}");
 }
 
 #[test]

@@ -803,8 +803,11 @@ impl Session {
                 let Some(flight) = self.in_flight.remove(&id) else {
                     return self.unknown(id);
                 };
-                if let Some(call) = &flight.call {
-                    // The host has the answer: the gateway need not keep it.
+                // The host has the call's answer: the gateway need not keep it. (404, 409 and
+                // 410 say the gateway keeps no answer of that id: nothing to acknowledge.)
+                if let Some(call) = &flight.call
+                    && !matches!(status, 404 | 409 | 410)
+                {
                     HostFrame::Ack { call: call.clone() }.encode(&mut self.output);
                 }
                 let answer = match (flight.stream, body, flight.last_chunk) {

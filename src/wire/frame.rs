@@ -36,10 +36,17 @@
 //!   that fails before streaming answers with `res` and the gateway's error body.
 //! - `res` ends a request: `body` holds a JSON body as the gateway sent it, `text` a body that
 //!   is not JSON, neither an empty one.
-//! - `cancel` abandons a request: the gateway tells the upstream `notifications/cancelled`;
-//!   `cancelled` confirms it (a `res` that crossed it on the way may still arrive).
-//! - `error` with an id: the request could not be relayed (its final answer); without one: a
-//!   line that is not a valid frame and has no readable id, which `attach` names and skips.
+//! - `cancel` abandons a request: its final frame is then `cancelled`, unless its `res` (or
+//!   `error`) was already on the way, in which case no `cancelled` follows. For a request that
+//!   is not resumable, `cancelled` comes once `attach` has dropped the request's exchange: the
+//!   gateway notices the closed connection and sends the upstream `notifications/cancelled`
+//!   right after. For a resumable call it comes once the gateway has cancelled the call
+//!   (`DELETE /calls/{id}` answered); should that fail, the final frame is an `error` saying so.
+//! - `error` with an id: the request could not be relayed (its final answer), or the line
+//!   with that id was not a valid frame. Without an id: a line that is not a valid frame and
+//!   has no readable id, or whose id is that of a request in flight (which goes on, to its own
+//!   final frame). Every invalid line gets exactly one `error`, which quotes at most a short
+//!   prefix of what it refuses; the session goes on.
 //! - Every id in flight (a request, a resume or a connection) gets exactly one final frame:
 //!   `res`, `cancelled` or `error` for a request or a resume, `closed` (or `error`) for a
 //!   connection. An id is the host's to reuse once its final frame came.
@@ -47,14 +54,18 @@
 //! Calls that outlive their channel:
 //! - A `req` with `call` (a [`CallId`]: 32 to 64 lowercase hex digits the host draws at random,
 //!   so no other host can guess it) is resumable: when the channel ends without a `cancel`, the
-//!   gateway keeps running it and keeps its progress and outcome for `retention_ms` (bounded in
-//!   memory too). Its `chunk` frames carry `seq`, the 1-based index of the chunk in the call.
+//!   gateway keeps running it and keeps its progress and outcome, for `retention_ms` once
+//!   nobody follows it or once it ended (bounded in memory too). Its `chunk` frames carry
+//!   `seq`, the 1-based index of the chunk in the call; a `seq` that skips numbers says the
+//!   chunks between were dropped (the call's progress outgrew the memory kept for it). A call
+//!   id is never used twice: a `req` with one that ran already answers `res` 409.
 //! - `resume` continues call `call` on this channel under a new frame id: the chunks after the
 //!   first `after` (those the host already has), then its final frame, exactly as the `req`
 //!   would have answered. A call that is unknown or no longer kept answers `res` with status 404
-//!   or 410 and the gateway's detail. `cancel` of a resume's id cancels the call itself.
+//!   or 410 and the gateway's detail. `cancel` of a resume's id, as of a resumable `req`'s,
+//!   cancels the call itself.
 //! - `ack` tells the gateway that the host has the call's final answer, so it may forget it
-//!   before its retention ends. It has no answer.
+//!   before its retention ends (a call still running is left running). It has no answer.
 //!
 //! Virtual MCP connections:
 //! - `open` opens a JSON-RPC connection to one registered MCP of a scope (`path` names it, as a
@@ -69,9 +80,14 @@
 //! - Each side sends `ping` when it has sent nothing for `heartbeat_ms` (from the hello; 0: no
 //!   heartbeat) and declares the channel dead when nothing at all arrived for its own timeout,
 //!   so a channel that stops moving without an end of file (a half-open `kubectl exec` stream, a
-//!   frozen exec) is noticed. `ping` has no answer.
-//! - End of input ends the session: `attach` cancels every request in flight that is not
-//!   resumable (resumable calls keep running in the gateway), closes every connection, and exits.
+//!   frozen exec) is noticed. `ping` has no answer. `attach`'s timeout applies once the host
+//!   has sent a `ping`: a host that sends none is never cut off for being quiet.
+//! - End of input ends the session, and so does `attach`'s heartbeat timeout or a signal: a
+//!   request not sent yet gets `cancelled` (a `resume` not sent yet gets none: its call runs
+//!   on); a request in flight that is not resumable is
+//!   cancelled (`cancelled`); a resumable call in flight gets no frame and keeps running in the
+//!   gateway, for another channel to resume; a cancel under way is carried out. Every
+//!   connection is closed, and `attach` exits.
 
 use std::borrow::Cow;
 
@@ -317,8 +333,8 @@ pub struct Hello {
     /// How often `attach` sends a `ping` when it has nothing else to send; 0: never.
     #[serde(default)]
     pub heartbeat_ms: u64,
-    /// How long the gateway keeps a resumable call's outcome once the call ended; 0: the
-    /// gateway keeps none (calls end with their channel).
+    /// How long the gateway keeps a resumable call once nobody follows it, or once it ended;
+    /// 0: the gateway keeps none (calls end with their channel).
     #[serde(default)]
     pub retention_ms: u64,
 }

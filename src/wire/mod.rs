@@ -28,8 +28,8 @@ pub type JsonObject = Map<String, Value>;
 
 pub use chunk::{Block, DataBlock, Source, TextBlock, ToolChunk, ToolState};
 pub use rest::{
-    CallToolAnswer, CallToolBody, DaemonReady, ErrorBody, GetPromptBody, Health, McpEntry,
-    McpState, McpStatus, Ok, Query, ReadResourceBody, RuntimeHeaders,
+    CallQuery, CallToolAnswer, CallToolBody, DaemonReady, ErrorBody, GetPromptBody, Health,
+    McpEntry, McpState, McpStatus, Ok, Query, ReadResourceBody, RuntimeHeaders,
 };
 pub use spec::{
     EncodingErrorHandler, HttpConfig, McpConfig, McpSpec, StdioConfig, is_valid_name,

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::spec::{RUNTIME_HEADERS_NEED_HTTP, check_name};
-use super::{CallToolBody, HttpConfig, JsonObject, McpSpec, Query, RuntimeHeaders, StdioConfig};
+use super::{
+    CallQuery, CallToolBody, HttpConfig, JsonObject, McpSpec, Query, RuntimeHeaders, StdioConfig,
+};
 
 /// A `POST /mcps` body: the spec and the runtime headers it carried (never echoed).
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +22,11 @@ pub struct Registration {
 
 /// The query string (without `?`) of any endpoint.
 pub fn query(raw: &str) -> Result<Query, String> {
+    serde_urlencoded::from_str(raw).map_err(|e| format!("invalid query string: {e}"))
+}
+
+/// The query string (without `?`) of `/calls/{id}`.
+pub fn call_query(raw: &str) -> Result<CallQuery, String> {
     serde_urlencoded::from_str(raw).map_err(|e| format!("invalid query string: {e}"))
 }
 

@@ -42,6 +42,26 @@ pub mod route {
     /// `GET` with an HTTP/1.1 upgrade: a virtual MCP connection (one JSON-RPC message a line,
     /// both ways).
     pub const CONNECTION: &str = "/mcps/{name}/connection";
+    /// `GET` resumes a resumable call, `DELETE` cancels or forgets it.
+    pub const CALL: &str = "/calls/{id}";
+}
+
+/// Headers of the REST surface beyond plain HTTP's (names in lowercase, as HTTP/2 writes them;
+/// HTTP/1.1 compares them without case).
+pub mod header {
+    /// On a tool call: makes it resumable under this [`crate::wire::frame::CallId`]: it runs on
+    /// when its caller goes away, and `GET /calls/{id}` answers it again.
+    pub const CALL_ID: &str = "mcpgw-call-id";
+    /// On the NDJSON answer of a resumable call: the 1-based index in the call of the answer's
+    /// first line; the lines after it count up from there.
+    pub const SEQ: &str = "mcpgw-seq";
+    /// On `/health`: the gateway's `--max-connections` (as it applies it).
+    pub const MAX_CONNECTIONS: &str = "mcpgw-max-connections";
+    /// On `/health`: the gateway's `--idle-timeout` in milliseconds.
+    pub const IDLE_TIMEOUT_MS: &str = "mcpgw-idle-timeout-ms";
+    /// On `/health`: how long the gateway keeps a resumable call once nobody follows it or it
+    /// ended (`--call-retention`), in milliseconds; absent when it keeps none.
+    pub const CALL_RETENTION_MS: &str = "mcpgw-call-retention-ms";
 }
 
 /// Request paths with their parameters percent-encoded, as clients send them.
@@ -75,6 +95,11 @@ pub mod path {
             percent_encode(name),
             percent_encode(tool)
         )
+    }
+
+    /// `/calls/{id}` (a call id is hex digits: nothing to encode).
+    pub fn call(id: &crate::wire::frame::CallId) -> String {
+        format!("/calls/{id}")
     }
 }
 
@@ -165,6 +190,22 @@ impl Query {
             )),
         }
     }
+}
+
+/// The query of `/calls/{id}` (unknown parameters, the scope's among them, are ignored: a call
+/// is found by its id alone).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
+pub struct CallQuery {
+    /// `GET`, streamed: how many of the call's chunks the caller has already; they are not
+    /// sent again.
+    #[serde(default)]
+    pub after: Option<u64>,
+    /// `DELETE`: acknowledge a finished call (a running one is left running, and `409` says
+    /// so), rather than cancel whatever the call is doing.
+    #[serde(default)]
+    pub ack: Option<bool>,
 }
 
 /// The body of `PUT /mcps/{name}/runtime-headers`.

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use crate::servers::repo;
 
@@ -146,6 +147,44 @@ impl Container {
     /// Kills the container (it stays, stopped).
     pub fn kill(&self) {
         let _ = run(Command::new(self.engine.program()).args(["kill", &self.id]));
+    }
+
+    /// `ENGINE exec -i CONTAINER ARGS...`, to spawn.
+    pub fn exec_i(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(self.engine.program());
+        command.args(["exec", "-i", &self.id]).args(args);
+        command
+    }
+
+    /// Runs `sh -c script` in the container and returns its output.
+    pub fn sh(&self, script: &str) -> std::process::Output {
+        Command::new(self.engine.program())
+            .args(["exec", &self.id, "sh", "-c", script])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// Waits up to `limit` for the file at `path` in the container to hold `needle`, and
+    /// returns its text.
+    pub fn wait_for_text(&self, path: &str, needle: &str, limit: Duration) -> Option<String> {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            let out = self.sh(&format!("cat {path} 2>/dev/null"));
+            let text = String::from_utf8_lossy(&out.stdout);
+            if out.status.success() && text.contains(needle) {
+                return Some(text.into_owned());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        None
+    }
+
+    /// Pauses (freezes every process of) the container, or unpauses it.
+    pub fn set_paused(&self, paused: bool) {
+        let verb = if paused { "pause" } else { "unpause" };
+        run(Command::new(self.engine.program()).args([verb, &self.id]))
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// Removes it.

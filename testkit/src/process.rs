@@ -124,12 +124,21 @@ pub fn processes_in_group(pgid: u32) -> Vec<u32> {
 
 /// The resident memory of a process in KiB (`VmRSS` of `/proc/PID/status`).
 pub fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+/// The peak resident memory of a process in KiB (`VmHWM` of `/proc/PID/status`).
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM:")
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no VmRSS for {pid}"))
+        .unwrap_or_else(|| panic!("no {field} for {pid}"))
 }
 
 /// Samples a process's resident memory every few milliseconds until dropped.

@@ -3,6 +3,7 @@ client side by side, and its real BubblewrapWorkspace driven through its own Too
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
 import shutil
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import GATEWAY, TESTSERVER, gateway_has_attach, skip, ts_spec
+from conftest import GATEWAY, TESTSERVER, gateway_has_attach, processes_mentioning, skip, ts_spec, wait_for
 
 pytest.importorskip("agentscope", reason="AgentScope is not installed (make deps)")
 
@@ -26,9 +27,9 @@ from agentscope.workspace._gateway_client import GatewayClient as StockGatewayCl
 from agentscope.workspace._gateway_client import GatewayMCPTool as StockGatewayMCPTool
 
 import mcpgw_client as mcpgw
-import mcpgw_client.agentscope
+import mcpgw_client.agentscope._swap
 from agentscope_support import bwrap_reason, cmdline, descendants
-from mcpgw_client.agentscope import GatewayClient, GatewayMCPClient, bootstrap_commands, use_mcpgw
+from mcpgw_client.agentscope import GatewayClient, GatewayMCPClient, bootstrap_commands, has_channel, use_mcpgw
 
 
 @pytest.fixture
@@ -42,6 +43,8 @@ async def launched(tmp_path: Path) -> AsyncIterator[GatewayClient]:
 
 async def test_the_adapter_behaves_as_agentscopes_client(launched: GatewayClient) -> None:
     gc = launched
+    # AgentScope's local backend is the library's own local shell.
+    assert gc.sandbox.config["kind"] == "local" and has_channel(gc.sandbox)
     assert await gc.health()
     assert gc.gateway_port > 0 and gc.token_file and Path(gc.token_file).stat().st_mode & 0o777 == 0o600
     other = GatewayClient(LocalBackend(), gc.gateway_port, token_file=gc.token_file, instance_nonce="someone-else")
@@ -114,6 +117,83 @@ async def test_same_chunks_as_the_stock_client_on_the_same_gateway(launched: Gat
     await theirs.close()
 
 
+class ExecOnly:
+    """A backend that offers nothing but AgentScope's ``exec_shell`` and ``write_file``, as E2B's
+    and Daytona's do: here AgentScope's LocalBackend's."""
+
+    def __init__(self) -> None:
+        self._local = LocalBackend()
+
+    async def exec_shell(self, command: list[str], *, cwd: str | None = None, timeout: float | None = None) -> Any:
+        return await self._local.exec_shell(command, cwd=cwd, timeout=timeout)
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        await self._local.write_file(path, data)
+
+
+async def open_local(command: str) -> asyncio.subprocess.Process:
+    """A channel opener: `command` in a local shell, its standard streams piped."""
+    pipe = asyncio.subprocess.PIPE
+    return await asyncio.create_subprocess_exec(
+        "sh", "-c", command, stdin=pipe, stdout=pipe, stderr=pipe, start_new_session=True
+    )
+
+
+async def test_a_backend_with_only_exec_shell(tmp_path: Path) -> None:
+    # The binding's generic backend over AgentScope's exec_shell: the launch and every request
+    # run through it; a session channel only with an opener.
+    gc = await GatewayClient.launch(ExecOnly(), gateway_path=str(GATEWAY), state_dir=str(tmp_path / "gw"))
+    try:
+        assert gc.sandbox.config["kind"] == "exec" and not has_channel(gc.sandbox)
+        with pytest.raises(RuntimeError, match="no session channel is known for a ExecOnly"):
+            await gc.attach()
+        client = gc.make_client(ts_spec())
+        await client.connect()
+        chunk = await (await client.get_tool("echo"))(text="through exec_shell")
+        assert chunk.content[0].text == "through exec_shell"
+
+        over = GatewayClient(
+            ExecOnly(),
+            gc.gateway_port,
+            token_file=gc.token_file,
+            instance_nonce=gc.instance_nonce,
+            gateway_path=str(GATEWAY),
+            open_channel=open_local,
+        )
+        try:
+            assert has_channel(over.sandbox)
+            hello = await over.attach()
+            assert hello["port"] == gc.gateway_port and (await over.client()).state["session"] == "open"
+            [listed] = await over.list_mcps()
+            chunk = await (await listed.get_tool("echo"))(text="over the channel")
+            assert chunk.content[0].text == "over the channel"
+        finally:
+            await over.aclose()
+        await client.close(ignore_errors=False)
+    finally:
+        await gc.aclose()
+
+
+class KeptLocal(ExecOnly):
+    """:class:`ExecOnly` with a ``start_process`` whose processes stay, as bubblewrap's (here
+    local processes, each leading a process group of its own)."""
+
+    async def start_process(self, command: list[str], **streams: Any) -> asyncio.subprocess.Process:
+        streams.setdefault("stdin", asyncio.subprocess.DEVNULL)
+        return await asyncio.create_subprocess_exec(*command, start_new_session=True, **streams)
+
+
+async def test_a_kept_launch_that_never_finishes_ends_at_the_librarys_deadline(tmp_path: Path) -> None:
+    # The launch runs in a kept process; the library's time limit for it is the only one, and
+    # the kept process ends with it.
+    hanging = tmp_path / "hanging-gateway"
+    hanging.write_text("#!/bin/sh\nsleep 300\n")
+    hanging.chmod(0o755)
+    with pytest.raises(mcpgw.DeadlineError, match="did not finish within its time limit"):
+        await GatewayClient.launch(KeptLocal(), gateway_path=str(hanging), state_dir=str(tmp_path / "gw"), timeout=0.5)
+    await wait_for(lambda: not processes_mentioning(str(hanging)), "the kept launch to be ended")
+
+
 class RecordingBackend:
     """Wraps a real backend's process primitives to see every argv it is given while `active`
     (the adapter's part: the gateway's set-up and the MCP operations, not AgentScope's own
@@ -179,7 +259,7 @@ async def test_bubblewrap_workspace_through_agentscopes_toolkit(
     workspace._setup_mcp_gateway = recorded_setup
     # AgentScope's own bootstrap steps (they probe the workspace's .venv interpreter, which the
     # agent's commands run) are not the gateway's: not recorded.
-    bootstrap = mcpgw.agentscope.bootstrap
+    bootstrap = mcpgw_client.agentscope._swap.bootstrap
 
     async def unrecorded_bootstrap(ws: Any, **kwargs: Any) -> None:
         assert recorded is not None
@@ -189,13 +269,15 @@ async def test_bubblewrap_workspace_through_agentscopes_toolkit(
         finally:
             recorded.active = True
 
-    monkeypatch.setattr(mcpgw.agentscope, "bootstrap", unrecorded_bootstrap)
+    monkeypatch.setattr(mcpgw_client.agentscope._swap, "bootstrap", unrecorded_bootstrap)
     async with workspace:
         assert recorded is not None
         launch = list(recorded.argvs)
         assert any("--daemon" in " ".join(a) for a in launch), launch
         recorded.active = True
         assert isinstance(workspace._gateway, GatewayClient)
+        # Bubblewrap's own exec_shell carries the requests, its start_process the channel.
+        assert workspace._gateway.sandbox.config["kind"] == "exec" and has_channel(workspace._gateway.sandbox)
         assert await workspace._gateway.health()
         assert ((await workspace._gateway.client()).state["session"] == "open") == session
         await workspace.add_mcp(

@@ -4,6 +4,8 @@ its sdist, then its builtin tools and an MCP tool call through the swapped works
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +22,18 @@ from agentscope.workspace import DockerWorkspace
 from agentscope.workspace._docker._make_dockerfile import prepare_build_context
 from agentscope.workspace._gateway_client import GatewayClient as StockGatewayClient
 
+import mcpgw_client as mcpgw
 from agentscope_support import TIME_SERVER_PIP, agentscope_test_file, docker_image, docker_image_reason, run_swapped
 from mcpgw_client.agentscope import GatewayClient, gateway_free_image, use_mcpgw
 
 #: The swapped workspaces' extra_pip: a real MCP server, in the .venv (first on PATH).
 EXTRA_PIP = [TIME_SERVER_PIP]
+#: That server, as the workspaces register it.
+TIME = MCPClient(
+    name="time",
+    is_stateful=True,
+    mcp_config=StdioMCPConfig(command="mcp-server-time", args=["--local-timezone", "UTC"]),
+)
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +94,9 @@ async def test_docker_workspace_tools_and_an_mcp_call_swapped(swapped: DockerWor
     backend = workspace.get_backend()
     gateway = workspace._gateway
     assert isinstance(gateway, GatewayClient) and workspace.gateway_port == gateway.gateway_port
+    # Requests and the channel go through the library's Docker backend, into this container.
+    assert gateway.sandbox.config["kind"] == "docker"
+    assert gateway.sandbox.config["container"] == workspace._container.id
     # What the image's bootstrap gives AgentScope's tools is there; the gateway's part is not.
     assert (await exec_ok(workspace, "uv", "--version")).startswith("uv 0.13.4")
     assert (await exec_ok(workspace, "uvx", "--version")).startswith("uvx 0.13.4")
@@ -100,21 +112,34 @@ async def test_docker_workspace_tools_and_an_mcp_call_swapped(swapped: DockerWor
     glob = await tools["Glob"](pattern="**/*.txt", path="/workspace")
     assert "/workspace/notes/a.txt" in glob.content[0].text, glob
 
-    await workspace.add_mcp(
-        MCPClient(
-            name="time",
-            is_stateful=True,
-            mcp_config=StdioMCPConfig(command="mcp-server-time", args=["--local-timezone", "UTC"]),
-        ),
-        agent_id="agent",
-        session_id="s1",
-    )
+    await workspace.add_mcp(TIME, agent_id="agent", session_id="s1")
     [time_mcp] = await workspace.list_mcps(agent_id="agent", session_id="s1")
     chunk = await (await time_mcp.get_tool("get_current_time"))(timezone="Asia/Tokyo")
     assert '"timezone": "Asia/Tokyo"' in chunk.content[0].text, chunk
     # The gateway in the container is mcpgw's: no Python gateway runs there.
     ps = await exec_ok(workspace, "ps", "-o", "args")
     assert "mcpgw-gateway" in ps and "_mcp_gateway_app" not in ps, ps
+
+
+async def test_a_container_removed_under_the_workspace_is_the_backends_failure(docker_ok: None, tmp_path: Path) -> None:
+    # The library's Docker backend tells the container being gone from the command's failure.
+    docker_image(stock=False, extra_pip=EXTRA_PIP)
+    workspace = use_mcpgw(
+        DockerWorkspace(host_workdir=str(tmp_path / "ws"), extra_pip=EXTRA_PIP), gateway_binary=str(STATIC_GATEWAY)
+    )
+    await workspace.initialize()
+    try:
+        await workspace.add_mcp(TIME)
+        [time_mcp] = await workspace.list_mcps()
+        tool = await time_mcp.get_tool("get_current_time")
+        subprocess.run(["docker", "rm", "-f", workspace._container.id], check=True, capture_output=True)
+        with pytest.raises(RuntimeError, match="failed") as raised:
+            await tool(timezone="UTC")
+        cause = raised.value.__cause__
+        assert isinstance(cause, mcpgw.BackendError) and cause.state == "gone", repr(cause)
+    finally:
+        with contextlib.suppress(Exception):
+            await workspace.close()
 
 
 async def test_the_stock_host_client_reaches_the_swapped_gateway(swapped: DockerWorkspace) -> None:

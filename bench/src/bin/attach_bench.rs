@@ -97,11 +97,16 @@ impl Session {
         s
     }
 
+    /// The next frame, skipping attach's heartbeats.
     fn read(&mut self) -> String {
-        self.line.clear();
-        self.output.read_line(&mut self.line).unwrap();
-        assert!(!self.line.is_empty(), "attach closed its stdout");
-        self.line.clone()
+        loop {
+            self.line.clear();
+            self.output.read_line(&mut self.line).unwrap();
+            assert!(!self.line.is_empty(), "attach closed its stdout");
+            if self.line.trim_end() != "{\"t\":\"ping\"}" {
+                return self.line.clone();
+            }
+        }
     }
 
     /// Queues a call; returns its id.
@@ -118,8 +123,7 @@ impl Session {
 
     /// Reads one answer line: its id, and whether it is a 200.
     fn read_answer(&mut self) -> (u64, bool) {
-        self.line.clear();
-        self.output.read_line(&mut self.line).unwrap();
+        self.read();
         let line = &self.line;
         let id_at = line.find("\"id\":").expect("an id") + 5;
         let digits = line[id_at..].bytes().take_while(u8::is_ascii_digit).count();

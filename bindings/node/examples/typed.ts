@@ -1,9 +1,11 @@
 // The binding from TypeScript: an exec backend adapting an async sandbox SDK, a call with a
 // deadline and an AbortSignal, the ToolChunk's blocks narrowed by type, a streamed call over a
-// session with its progress, errors by class. Checked with `npm run typecheck` (tsc --noEmit)
-// against the declarations generated from the sources (types/); run the JS quickstart to see it
-// work.
+// session with its progress, errors by class, the official MCP SDK's client on the binding's
+// transport. Checked with `npm run typecheck` (tsc --noEmit) against the declarations generated
+// from the sources (types/); run the JS quickstart to see it work.
 
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { McpgwTransport } from 'mcpgw/sdk';
 import {
   BackendError,
   Client,
@@ -58,6 +60,17 @@ export function describe(chunk: ToolChunk): string[] {
 /** One line per registered MCP server: its name and how it stands. */
 export function states(entries: McpEntry[]): string[] {
   return entries.map((e) => `${e.name}: ${e.status?.state ?? 'unknown'}`);
+}
+
+/** The tools of MCP `mcp`, listed by the official SDK's client over a session of `client`. */
+export async function sdkToolNames(client: Client, mcp: string): Promise<string[]> {
+  const sdk = new McpClient({ name: 'typed', version: '1.0.0' });
+  await sdk.connect(new McpgwTransport(client, mcp, { agentId: 'typed' }));
+  try {
+    return (await sdk.listTools()).tools.map((t) => t.name);
+  } finally {
+    await sdk.close();
+  }
 }
 
 export async function main(gatewayPath: string, serverPath: string): Promise<void> {

@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import * as mcpgw from '../index.js';
+import * as sdk from '../src/sdk.js';
 import { PACKAGE, gatewayPath, testserverPath } from './helpers.js';
 
 const TSC = join(PACKAGE, 'node_modules', '.bin', 'tsc');
@@ -68,9 +69,11 @@ test('the declarations cover every export, and examples/typed.ts type-checks aga
   mkdirSync(join(dir, 'node_modules'));
   symlinkSync(PACKAGE, join(dir, 'node_modules', 'mcpgw'));
   const names = Object.keys(mcpgw).sort();
+  const sdkNames = Object.keys(sdk).sort();
   writeFileSync(
     join(dir, 'exports.ts'),
-    `import * as m from 'mcpgw';\nexport const names: (keyof typeof m)[] = ${JSON.stringify(names)};\n`,
+    `import * as m from 'mcpgw';\nexport const names: (keyof typeof m)[] = ${JSON.stringify(names)};\n` +
+      `import * as s from 'mcpgw/sdk';\nexport const sdkNames: (keyof typeof s)[] = ${JSON.stringify(sdkNames)};\n`,
   );
   const common = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext'];
   const types = ['--types', 'node', '--typeRoots', join(PACKAGE, 'node_modules', '@types')];
@@ -80,18 +83,30 @@ test('the declarations cover every export, and examples/typed.ts type-checks aga
   assert.equal(r.status, 0, `tsc failed:\n${r.stdout}${r.stderr}`);
 });
 
-test("the README's quickstart runs as written", () => {
+/**
+ * Runs the README's first `js` block after `heading` as a module, from the package directory
+ * (where `import ... from 'mcpgw'` resolves to this package), with the gateway's and the test
+ * server's paths as its arguments (`[eval]` stands in for the script path that `node -e` does
+ * not put into process.argv).
+ *
+ * @param {string} heading
+ * @param {Record<string, string>} [env] more environment
+ */
+function runReadmeExample(heading, env = {}) {
   const readme = readFileSync(join(PACKAGE, 'README.md'), 'utf8');
-  const code = readme.split('## Quickstart')[1].match(/```js\n([\s\S]*?)```/)?.[1] ?? '';
+  const code = readme.split(heading)[1]?.match(/```js\n([\s\S]*?)```/)?.[1];
+  assert.ok(code, `no js block after ${heading} in README.md`);
+  return spawnSync(
+    process.execPath,
+    ['--input-type=module', '-e', code, '[eval]', gatewayPath(), testserverPath()],
+    { cwd: PACKAGE, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 },
+  );
+}
+
+test("the README's quickstart runs as written", () => {
   const tmp = mkdtempSync(join(tmpdir(), 'mcpgw-readme-'));
   try {
-    // From the package directory `import ... from 'mcpgw'` resolves to this package; `[eval]`
-    // stands in for the script path that `node -e` does not put into process.argv.
-    const r = spawnSync(
-      process.execPath,
-      ['--input-type=module', '-e', code, '[eval]', gatewayPath(), testserverPath()],
-      { cwd: PACKAGE, env: { ...process.env, TMPDIR: tmp }, encoding: 'utf8', timeout: 60_000 },
-    );
+    const r = runReadmeExample('## Quickstart', { TMPDIR: tmp });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^echo echo_json add media /m);
     assert.match(r.stdout, /^data: image\/png 70 bytes$/m);
@@ -100,4 +115,11 @@ test("the README's quickstart runs as written", () => {
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
+});
+
+test("the README's example of the official MCP SDK runs as written", () => {
+  const r = runReadmeExample('## The official MCP SDK');
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^echo echo_json add media /m);
+  assert.match(r.stdout, /^\[ \{ type: 'text', text: 'hi' \} \]$/m);
 });

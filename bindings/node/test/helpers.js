@@ -349,6 +349,15 @@ export function engine(kind) {
     kind === 'podman'
       ? ['--no-init', '--', '--ulimit', 'nofile=20000:20000', '--ulimit', 'nproc=20000:20000']
       : [];
+  /** @type {string | undefined} */
+  let nodeImage;
+  /** Starts a container of `img` named `name` with `extra` run options; returns the name. */
+  const startFrom = (img, name, extra) => {
+    const args = [...runOptions, ...(extra.length && !runOptions.length ? ['--'] : []), ...extra];
+    const r = sandboxSh('start', img, name, ...args);
+    if (!r.ok) throw new Error(`starting container ${name} failed: ${r.stderr}`);
+    return name;
+  };
   return {
     kind,
     /** The options the backend needs (`podman(box, {options})`). */
@@ -358,10 +367,21 @@ export function engine(kind) {
     start(name, ...extra) {
       const img = image();
       if (!('image' in img)) throw new Error(img.skip);
-      const args = [...runOptions, ...(extra.length && !runOptions.length ? ['--'] : []), ...extra];
-      const r = sandboxSh('start', img.image, name, ...args);
-      if (!r.ok) throw new Error(`starting container ${name} failed: ${r.stderr}`);
-      return name;
+      return startFrom(img.image, name, extra);
+    },
+    /**
+     * Starts a container named `name` of the test image with node and tests/servers' npm
+     * servers inside too (`sandbox.sh image --node`), built on first use.
+     */
+    startNode(name) {
+      const img = image();
+      if (!('image' in img)) throw new Error(img.skip);
+      if (!nodeImage) {
+        const built = sandboxSh('image', '--node');
+        if (!built.ok) throw new Error(`the node test image cannot be built: ${built.stderr}`);
+        nodeImage = built.stdout.split('\n').pop() ?? '';
+      }
+      return startFrom(nodeImage, name, []);
     },
     /** Removes containers, whatever state they are in. */
     stop: (...names) => sandboxSh('stop', ...names),

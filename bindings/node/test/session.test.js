@@ -324,23 +324,44 @@ describe('a session to a running gateway', () => {
     await waitFor(() => existsSync(marker2), { ms: 2000, every: 1, what: 'the cancel marker' });
   });
 
-  test('a lost channel fails the calls it carried and is opened again; the next call goes over the new one', async (t) => {
+  test('a lost channel is opened again: the calls it carried resume on the new one (or fail when the gateway keeps no calls); the next call goes over it', async (t) => {
     const [first] = attaches();
-    const stream = client.callToolStream('ts', 'slow', { seconds: 30, steps: 300 });
-    const plain = client.callTool('ts', 'slow', { seconds: 30 });
+    const resumes = Boolean(client.state().hello?.retention_ms);
+    const seconds = resumes ? 2 : 30;
+    const stream = client.callToolStream('ts', 'slow', { seconds, steps: 20 });
+    const plain = client.callTool('ts', 'slow', { seconds });
     const it = stream[Symbol.asyncIterator]();
     assert.ok(progressOf(/** @type {any} */ ((await it.next()).value)), 'the call runs');
     const killedAt = performance.now();
     process.kill(first, 'SIGKILL');
-    const [e1, e2] = await Promise.all([streamFailure(it), rejection(plain)]);
-    const took = performance.now() - killedAt;
-    t.diagnostic(`in-flight calls failed ${took.toFixed(0)} ms after the channel was killed`);
-    for (const e of [e1, e2]) {
-      assert.ok(e instanceof SessionLostError, `${e}`);
-      assert.equal(e.code, 'SESSION_LOST');
-      assert.match(e.message, /137/);
+    if (resumes) {
+      /** @type {any[]} */
+      const rest = [];
+      for (let r = await it.next(); !r.done; r = await it.next()) rest.push(r.value);
+      const done = await plain;
+      t.diagnostic(
+        `in-flight calls finished ${(performance.now() - killedAt).toFixed(0)} ms after the channel was killed`,
+      );
+      const last = rest.at(-1);
+      assert.ok(last?.is_last, 'the stream ends with its last chunk');
+      assert.notEqual(last.state, 'error', JSON.stringify(last));
+      assert.notEqual(done.state, 'error', JSON.stringify(done));
+      const steps = rest.map((c) => progressOf(c)?.progress).filter((p) => p !== undefined);
+      for (let i = 1; i < steps.length; i++) {
+        assert.ok(steps[i] > steps[i - 1], `each progress chunk once, in order: ${steps}`);
+      }
+      assert.equal(client.state().resumed >= 2, true, JSON.stringify(client.state()));
+    } else {
+      const [e1, e2] = await Promise.all([streamFailure(it), rejection(plain)]);
+      t.diagnostic(
+        `in-flight calls failed ${(performance.now() - killedAt).toFixed(0)} ms after the channel was killed`,
+      );
+      for (const e of [e1, e2]) {
+        assert.ok(e instanceof SessionLostError, `${e}`);
+        assert.equal(e.code, 'SESSION_LOST');
+        assert.match(e.message, /137/);
+      }
     }
-    assert.ok(took < 1000, `took ${took} ms`);
     const from = sb.commands().length;
     assert.equal(textOf(await client.callTool('ts', 'echo', { text: 'again' })), 'again');
     assert.equal(oneShotSince(from), 0, 'it went over a new channel');
@@ -350,7 +371,7 @@ describe('a session to a running gateway', () => {
     assert.equal(client.state().session, 'open');
   });
 
-  test('a virtual connection over the session: refused by this attach, it closes with the reason', async () => {
+  test('a virtual connection over the session: JSON-RPC both ways with the MCP; an unknown MCP is refused with the reason', async () => {
     for (const [mcp, opts] of [
       [5, {}],
       ['t\0s', {}],
@@ -361,12 +382,51 @@ describe('a session to a running gateway', () => {
         InvalidArgumentError,
       );
     }
+    const refused = client.connect('nosuch');
+    assert.equal(await refused.opened, false);
+    const end = await refused.closed;
+    assert.equal(end.status, 404, JSON.stringify(end));
+    assert.match(String(end.reason), /nosuch/);
+    assert.throws(() => refused.send({ jsonrpc: '2.0', id: 1, method: 'ping' }), InvalidStateError);
+    for await (const message of refused)
+      assert.fail(`a message on a refused connection: ${message}`);
+
     const conn = client.connect('ts');
-    assert.equal(await conn.opened, false);
-    const end = await conn.closed;
-    assert.ok(end.reason, 'it ends with a reason');
-    assert.throws(() => conn.send({ jsonrpc: '2.0', id: 1, method: 'ping' }), InvalidStateError);
-    for await (const message of conn) assert.fail(`a message on a refused connection: ${message}`);
+    assert.equal(await conn.opened, true);
+    const messages = conn[Symbol.asyncIterator]();
+    conn.send({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'node-test', version: '1' },
+      },
+    });
+    const init = /** @type {any} */ ((await messages.next()).value);
+    assert.equal(init.id, 1, JSON.stringify(init));
+    assert.ok(init.result.serverInfo, JSON.stringify(init));
+    conn.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    conn.send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'over a connection' } },
+      }),
+    );
+    const call = /** @type {any} */ ((await messages.next()).value);
+    assert.equal(call.id, 2, JSON.stringify(call));
+    assert.equal(call.result.content[0].text, 'over a connection');
+    conn.close();
+    const closed = await conn.closed;
+    assert.equal(closed.status, 0, JSON.stringify(closed));
+    assert.throws(() => conn.send({ jsonrpc: '2.0', id: 3, method: 'ping' }), InvalidStateError);
+    assert.equal(
+      textOf(await client.callTool('ts', 'echo', { text: 'still there' })),
+      'still there',
+    );
   });
 
   test('closing the session fails what it carries and ends its process; nothing native is left', async () => {

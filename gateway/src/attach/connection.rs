@@ -21,7 +21,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use super::output;
-use super::relay::{HttpClient, encode};
+use super::pool::{self, SendError};
+use super::relay::encode;
 
 /// Messages from the host queued for one connection; past it the connection is closed (the
 /// dispatcher never waits on one connection).
@@ -35,7 +36,7 @@ const TOKEN: &str = "mcpgw-jsonrpc";
 
 /// The connections of one session channel.
 pub struct Connections {
-    client: HttpClient,
+    addr: std::net::SocketAddr,
     authority: Authority,
     authorization: Option<HeaderValue>,
     out: output::Sender,
@@ -49,16 +50,16 @@ struct Open {
 }
 
 impl Connections {
-    /// Connections to the gateway at `authority`, at most `max` at once, frames to `out`.
+    /// Connections to the gateway at `addr`, at most `max` at once, frames to `out`.
     pub fn new(
-        client: HttpClient,
+        addr: std::net::SocketAddr,
         authority: Authority,
         authorization: Option<HeaderValue>,
         out: output::Sender,
         max: usize,
     ) -> Arc<Connections> {
         Arc::new(Connections {
-            client,
+            addr,
             authority,
             authorization,
             out,
@@ -171,16 +172,18 @@ impl Connections {
         let request = request
             .body(Full::new(Bytes::new()))
             .map_err(|e| (format!("cannot build the request: {e}"), None))?;
-        let response = self.client.request(request).await.map_err(|e| {
-            (
-                format!(
-                    "cannot reach the gateway at {}: {}",
-                    self.authority,
-                    crate::upstream::error_chain(&e)
-                ),
-                None,
-            )
-        })?;
+        let response = pool::send_upgradable(self.addr, request)
+            .await
+            .map_err(|e| {
+                let why = match e {
+                    SendError::Connect(e) => e.to_string(),
+                    SendError::Request(e) => crate::upstream::error_chain(&e),
+                };
+                (
+                    format!("cannot reach the gateway at {}: {why}", self.authority),
+                    None,
+                )
+            })?;
         let status = response.status();
         if status != http::StatusCode::SWITCHING_PROTOCOLS {
             let body = response

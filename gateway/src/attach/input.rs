@@ -2,7 +2,7 @@
 //! stdin can be polled, else on a thread of its own.
 //!
 //! A line longer than the limit is refused as soon as it passes the limit and the rest of it is
-//! skipped as it arrives, never held. A request's body is not copied: it stays in the line's
+//! skipped as it arrives, never held: at most the limit's worth of a line is in memory, once. A request's body is not copied: it stays in the line's
 //! buffer and goes to the gateway as a slice of it.
 
 use std::io::Read;
@@ -12,9 +12,10 @@ use std::os::fd::FromRawFd;
 use bytes::Bytes;
 use http::Method;
 use http::uri::PathAndQuery;
-use mcpgw::wire::frame::{HostFrame, quoted};
+use mcpgw::wire::frame::{CallId, HostFrame, quoted};
 use tokio::sync::mpsc;
 
+use super::liveness::Moment;
 use super::stdio;
 
 /// Frames parsed ahead of the relay; beyond, the reader waits (and stdin with it).
@@ -22,6 +23,9 @@ const QUEUE: usize = 64;
 
 /// Bytes read from stdin at a time.
 const READ_BYTES: usize = 64 * 1024;
+
+/// Past this length a line's buffer grows to the limit in one step.
+const EXACT_GROWTH_BYTES: usize = 1 << 20;
 
 /// How much of an oversized line is searched for its request id.
 const ID_SEARCH_BYTES: usize = 4096;
@@ -39,6 +43,17 @@ pub struct Call {
     pub body: Option<Bytes>,
     /// Whether a tool call should answer as a stream of chunks.
     pub stream: bool,
+    /// The resumable call it makes or resumes.
+    pub resumable: Option<Resumable>,
+}
+
+/// The resumable call of a request.
+#[derive(Debug, Clone)]
+pub struct Resumable {
+    /// Its id.
+    pub call: CallId,
+    /// Whether the request resumes it (`GET /calls/{id}`) rather than makes it.
+    pub resume: bool,
 }
 
 /// What a line of input asks for.
@@ -66,6 +81,8 @@ pub enum Input {
     Close(u64),
     /// A heartbeat (or a frame that needs no answer).
     Ping,
+    /// The host has the final answer of a resumable call.
+    Ack(CallId),
     /// A line that is not a valid frame: the `error` frame to answer it with.
     Invalid {
         /// The id the line carried, when it could be read.
@@ -75,9 +92,9 @@ pub enum Input {
     },
 }
 
-/// Starts reading stdin (call it inside the runtime); the receiver ends (`None`) at the end of
-/// input.
-pub fn start(max_frame_bytes: usize) -> mpsc::Receiver<Input> {
+/// Starts reading stdin (call it inside the runtime), touching `read` whenever bytes arrive;
+/// the receiver ends (`None`) at the end of input.
+pub fn start(max_frame_bytes: usize, read: Moment) -> mpsc::Receiver<Input> {
     let (tx, rx) = mpsc::channel(QUEUE);
     match stdio::pollable(0, tokio::io::Interest::READABLE) {
         Some(stdin) => {
@@ -92,6 +109,7 @@ pub fn start(max_frame_bytes: usize) -> mpsc::Receiver<Input> {
                             0
                         }
                     };
+                    read.touch();
                     for input in lines.feed(&buf[..n]) {
                         if tx.send(input).await.is_err() {
                             return;
@@ -121,6 +139,7 @@ pub fn start(max_frame_bytes: usize) -> mpsc::Receiver<Input> {
                                 0
                             }
                         };
+                        read.touch();
                         for input in lines.feed(&buf[..n]) {
                             if tx.blocking_send(input).is_err() {
                                 return;
@@ -172,13 +191,23 @@ pub fn parse(line: Vec<u8>) -> Input {
             };
         }
         Ok(HostFrame::Close { id }) => return Input::Close(id),
-        Ok(HostFrame::Resume { id, .. }) => {
-            return Input::Invalid {
-                id: Some(id),
-                message: "this attach does not carry resumes yet".into(),
-            };
+        Ok(HostFrame::Resume {
+            id,
+            call,
+            after,
+            stream,
+        }) => {
+            let path = format!("{}?after={after}", mcpgw::wire::rest::path::call(&call));
+            return Input::Request(Call {
+                id,
+                method: Method::GET,
+                path: PathAndQuery::try_from(path).expect("hex digits and a number"),
+                body: None,
+                stream,
+                resumable: Some(Resumable { call, resume: true }),
+            });
         }
-        Ok(HostFrame::Ack { .. }) => return Input::Ping,
+        Ok(HostFrame::Ack { call }) => return Input::Ack(call),
         Err(e) => {
             return Input::Invalid {
                 id: e.id,
@@ -192,7 +221,10 @@ pub fn parse(line: Vec<u8>) -> Input {
         Err(e) => {
             return Input::Invalid {
                 id: Some(request.id),
-                message: format!("path {:?} is not a valid request target: {e}", request.path),
+                message: format!(
+                    "path {} is not a valid request target: {e}",
+                    quoted(&request.path)
+                ),
             };
         }
     };
@@ -202,6 +234,10 @@ pub fn parse(line: Vec<u8>) -> Input {
         at..at + raw.get().len()
     });
     let (id, stream) = (request.id, request.stream);
+    let resumable = request.call.clone().map(|call| Resumable {
+        call,
+        resume: false,
+    });
     drop(request);
     Input::Request(Call {
         id,
@@ -209,6 +245,7 @@ pub fn parse(line: Vec<u8>) -> Input {
         path,
         body: body.map(|range| Bytes::from(line).slice(range)),
         stream,
+        resumable,
     })
 }
 
@@ -278,6 +315,13 @@ impl Splitter {
                 }
             };
             return (used, Some(Line::TooLong { id }));
+        }
+        let needed = self.line.len() + take;
+        if needed > self.line.capacity() && needed > EXACT_GROWTH_BYTES {
+            // A long line gets the limit's capacity at once: growing by doubling would copy it
+            // over and over and hold up to twice the limit (the pages of a large allocation
+            // cost memory only once written).
+            self.line.reserve_exact(self.max - self.line.len());
         }
         self.line.extend_from_slice(&data[..take]);
         match newline {

@@ -10,12 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use http::header::HeaderValue;
-use http_body_util::BodyExt;
 use mcpgw::wire::output::exit;
-use mcpgw::wire::{DaemonReady, Health};
+use mcpgw::wire::{DaemonReady, Health, frame};
 
 use super::Failure;
-use super::relay::HttpClient;
 use crate::cli::AttachArgs;
 
 /// The ready file of the gateway of a state directory.
@@ -46,6 +44,8 @@ pub struct Gateway {
     pub token_file: Option<PathBuf>,
     /// Whether this attach started it.
     pub launched: bool,
+    /// What it announced of its limits.
+    pub limits: Limits,
 }
 
 /// What the state directory or the command line say about a gateway.
@@ -104,14 +104,14 @@ fn host(args: &AttachArgs) -> Result<IpAddr, Failure> {
 }
 
 /// Finds (or launches) the gateway and checks that it answers as the one expected.
-pub async fn locate(args: &AttachArgs, client: &HttpClient) -> Result<Gateway, Failure> {
+pub async fn locate(args: &AttachArgs) -> Result<Gateway, Failure> {
     let ip = host(args)?;
     let reason = match known(args)? {
         Some(k) => {
             let addr = SocketAddr::new(ip, k.port);
             let nonce = args.instance_nonce.clone().or(k.nonce.clone());
-            match health(client, addr, nonce.as_deref()).await {
-                Ok(()) => return Ok(found(args, addr, k, nonce, false)),
+            match health(addr, nonce.as_deref()).await {
+                Ok(limits) => return Ok(found(args, addr, k, nonce, false, limits)),
                 Err(reason) => reason,
             }
         }
@@ -141,8 +141,8 @@ pub async fn locate(args: &AttachArgs, client: &HttpClient) -> Result<Gateway, F
     if let Some(k) = known(args)? {
         let addr = SocketAddr::new(ip, k.port);
         let nonce = args.instance_nonce.clone().or(k.nonce.clone());
-        if health(client, addr, nonce.as_deref()).await.is_ok() {
-            return Ok(found(args, addr, k, nonce, false));
+        if let Ok(limits) = health(addr, nonce.as_deref()).await {
+            return Ok(found(args, addr, k, nonce, false, limits));
         }
     }
     let nonce = args
@@ -151,7 +151,7 @@ pub async fn locate(args: &AttachArgs, client: &HttpClient) -> Result<Gateway, F
         .unwrap_or_else(mcpgw::random::mint_nonce);
     let ready = launch(args, dir, &nonce).await?;
     let addr = SocketAddr::new(ip, ready.port);
-    health(client, addr, Some(&nonce))
+    let limits = health(addr, Some(&nonce))
         .await
         .map_err(|e| Failure::new(exit::OTHER, format!("the launched gateway {e}")))?;
     let k = Known {
@@ -160,7 +160,7 @@ pub async fn locate(args: &AttachArgs, client: &HttpClient) -> Result<Gateway, F
         nonce: ready.instance_nonce,
         token_file: ready.token_file.map(PathBuf::from),
     };
-    Ok(found(args, addr, k, Some(nonce), true))
+    Ok(found(args, addr, k, Some(nonce), true, limits))
 }
 
 fn found(
@@ -169,6 +169,7 @@ fn found(
     k: Known,
     nonce: Option<String>,
     launched: bool,
+    limits: Limits,
 ) -> Gateway {
     let token_file = args
         .token_file
@@ -181,39 +182,59 @@ fn found(
         nonce,
         token_file,
         launched,
+        limits,
+    }
+}
+
+/// What the gateway's `/health` announces of its limits (a gateway that announces none gets
+/// the defaults of `serve`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Client connections it serves at once.
+    pub max_connections: usize,
+    /// How long it keeps an idle keep-alive connection.
+    pub idle_timeout: Duration,
+    /// How long it keeps a resumable call nobody follows; zero: it keeps none.
+    pub call_retention: Duration,
+}
+
+impl Limits {
+    fn from_headers(headers: &http::HeaderMap) -> Limits {
+        use mcpgw::wire::rest::header;
+        let number = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        };
+        let defaults = crate::cli::ServeArgs::default();
+        Limits {
+            max_connections: number(header::MAX_CONNECTIONS)
+                .map_or(defaults.max_connections, |n| n as usize),
+            idle_timeout: number(header::IDLE_TIMEOUT_MS)
+                .map_or(defaults.idle_timeout, Duration::from_millis),
+            call_retention: number(header::CALL_RETENTION_MS)
+                .map_or(Duration::ZERO, Duration::from_millis),
+        }
     }
 }
 
 /// Asks `/health` and checks the nonce; the error says what answered instead.
-async fn health(client: &HttpClient, addr: SocketAddr, nonce: Option<&str>) -> Result<(), String> {
-    let uri: http::Uri = format!("http://{addr}{}", mcpgw::wire::rest::route::HEALTH)
-        .parse()
-        .expect("a valid URI");
-    let ask = async {
-        let response = client.get(uri).await.map_err(|e| {
-            format!(
-                "no gateway answers at {addr}: {}",
-                crate::upstream::error_chain(&e)
-            )
-        })?;
-        let status = response.status();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| format!("the gateway at {addr} broke off its /health answer: {e}"))?
-            .to_bytes();
-        Ok::<_, String>((status, body))
-    };
-    let (status, body) = tokio::time::timeout(HEALTH_LIMIT, ask)
+async fn health(addr: SocketAddr, nonce: Option<&str>) -> Result<Limits, String> {
+    let request = http::Request::get(mcpgw::wire::rest::route::HEALTH)
+        .header(http::header::HOST, addr.to_string())
+        .body(Default::default())
+        .expect("a valid request");
+    let (head, body) = tokio::time::timeout(HEALTH_LIMIT, super::pool::send_once(addr, request))
         .await
-        .map_err(|_| format!("{addr} did not answer /health within {HEALTH_LIMIT:?}"))??;
+        .map_err(|_| format!("{addr} did not answer /health within {HEALTH_LIMIT:?}"))?
+        .map_err(|e| format!("no gateway answers at {addr}: {e}"))?;
+    let status = head.status;
     let health = Health::parse(&body)
         .filter(|_| status.is_success())
         .ok_or_else(|| {
             format!(
-                "{addr} is not a gateway: /health answered {status} {:?}",
-                String::from_utf8_lossy(&body[..body.len().min(200)])
+                "{addr} is not a gateway: /health answered {status} {}",
+                frame::quoted(&String::from_utf8_lossy(&body))
             )
         })?;
     match nonce {
@@ -221,7 +242,7 @@ async fn health(client: &HttpClient, addr: SocketAddr, nonce: Option<&str>) -> R
             "the gateway at {addr} is another instance: its /health reports instance nonce {:?}, not {want:?}",
             health.instance_nonce.as_deref().unwrap_or("(none)")
         )),
-        _ => Ok(()),
+        _ => Ok(Limits::from_headers(&head.headers)),
     }
 }
 

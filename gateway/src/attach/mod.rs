@@ -5,14 +5,18 @@
 //! One thread does it all when stdin and stdout can be polled (pipes, sockets, terminals: every
 //! exec channel), so a frame never waits for another thread to be scheduled: a single-threaded
 //! async runtime reads and parses frames ([`input`]), relays requests to the gateway over a
-//! keep-alive connection pool, many at once ([`relay`]), and writes each burst of answers with
-//! one `write` ([`output`]). Stdin or stdout that is a file gets a blocking thread instead. Before any of it, [`locate`] finds the gateway
-//! (and with `--launch` starts one) and checks that it is the one asked for.
+//! keep-alive connection pool that fits the gateway's limits ([`pool`]), many at once
+//! ([`relay`]), writes each burst of answers with one `write` ([`output`]), and keeps the
+//! heartbeat ([`liveness`]). Stdin or stdout that is a file gets a blocking thread instead.
+//! Before any of it, [`locate`] finds the gateway (and with `--launch` starts one), checks that
+//! it is the one asked for, and reads its limits.
 
 mod connection;
 mod input;
+mod liveness;
 mod locate;
 mod output;
+mod pool;
 mod relay;
 mod stdio;
 mod tty;
@@ -67,9 +71,18 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::new(1, format!("cannot start the async runtime: {e}")))?;
-    let client = relay::http_client();
-    let gateway = runtime.block_on(locate::locate(&args, &client))?;
+    let gateway = runtime.block_on(locate::locate(&args))?;
     let auth = locate::authorization(&gateway)?;
+    let (max_in_flight, connections) = relay::fit(
+        args.max_in_flight.unwrap_or(usize::MAX),
+        gateway.limits.max_connections,
+    );
+    if let Some(asked) = args.max_in_flight.filter(|&n| n > max_in_flight) {
+        tracing::info!(
+            "relaying at most {max_in_flight} requests at once (not --max-in-flight {asked}): the gateway serves {} connections (--max-connections)",
+            gateway.limits.max_connections
+        );
+    }
     tracing::info!(
         port = gateway.addr.port(),
         pid = gateway.pid,
@@ -87,21 +100,22 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         token_file: gateway.token_file.as_ref().map(|p| p.display().to_string()),
         launched: gateway.launched,
         max_frame_bytes: args.max_frame_bytes as u64,
-        heartbeat_ms: 0,
-        retention_ms: 0,
+        heartbeat_ms: args.heartbeat.as_millis() as u64,
+        retention_ms: gateway.limits.call_retention.as_millis() as u64,
     });
     let flags = stdio::Restore::record();
     let (ending, written) = runtime.block_on(async {
-        let (out, writer) = output::start(relay::encode(&hello));
-        let frames = input::start(args.max_frame_bytes);
+        let live = liveness::Liveness::new(args.heartbeat, args.heartbeat_timeout);
+        let (out, writer) = output::start(relay::encode(&hello), live.written.clone());
+        let frames = input::start(args.max_frame_bytes, live.read.clone());
         let relay = Arc::new(relay::Relay::new(
-            client,
             &gateway,
+            connections,
             auth,
             out.clone(),
             args.max_mcp_connections,
         ));
-        let ending = relay::run(relay, frames, args.max_in_flight, FLUSH_LIMIT).await;
+        let ending = relay::run(relay, frames, max_in_flight, live, FLUSH_LIMIT).await;
         (ending, writer.finish(&out, FLUSH_LIMIT).await)
     });
     // Dropping the runtime drops every request task left (its connection closes, which
@@ -113,7 +127,9 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
     }
     tracing::info!("session ended: {ending}");
     match (ending, written) {
-        (relay::Ending::OutputClosed, _) | (_, Err(_)) => Ok(ExitCode::FAILURE),
+        (relay::Ending::OutputClosed | relay::Ending::Silent(_), _) | (_, Err(_)) => {
+            Ok(ExitCode::FAILURE)
+        }
         _ => Ok(ExitCode::SUCCESS),
     }
 }

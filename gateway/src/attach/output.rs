@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use super::liveness::Moment;
 use super::stdio;
 
 /// Encoded frames waiting for stdout; beyond, request tasks wait (and the gateway with them).
@@ -63,13 +64,13 @@ impl Writer {
     }
 }
 
-/// Starts the writer (call it inside the runtime) with `first` to write before anything else.
-/// It ends at the empty frame, or when stdout fails.
-pub fn start(first: Vec<u8>) -> (Sender, Writer) {
+/// Starts the writer (call it inside the runtime) with `first` to write before anything else;
+/// it touches `written` after each write. It ends at the empty frame, or when stdout fails.
+pub fn start(first: Vec<u8>, written: Moment) -> (Sender, Writer) {
     let (tx, rx) = mpsc::channel(QUEUE);
     let writer = match stdio::pollable(1, tokio::io::Interest::WRITABLE) {
         Some(stdout) => Writer::Task(tokio::spawn(async move {
-            let result = write_frames_polled(&stdout, first, rx).await;
+            let result = write_frames_polled(&stdout, first, rx, &written).await;
             report(&result);
             result
         })),
@@ -81,7 +82,7 @@ pub fn start(first: Vec<u8>) -> (Sender, Writer) {
                     // SAFETY: fd 1 stays open for the life of the process; ManuallyDrop never
                     // closes it.
                     let mut stdout = ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
-                    let result = write_frames(&mut *stdout, first, rx);
+                    let result = write_frames(&mut *stdout, first, rx, &written);
                     report(&result);
                     let _ = done_tx.send(result);
                 })
@@ -125,6 +126,7 @@ async fn write_frames_polled(
     out: &tokio::io::unix::AsyncFd<stdio::Std>,
     first: Vec<u8>,
     mut rx: mpsc::Receiver<Vec<u8>>,
+    written: &Moment,
 ) -> std::io::Result<()> {
     let mut burst = first;
     loop {
@@ -136,6 +138,7 @@ async fn write_frames_polled(
             Next::Large(frame) => stdio::write_all(out, &frame).await?,
             Next::Wait => {}
         }
+        written.touch();
         match rx.recv().await {
             Some(frame) if !frame.is_empty() => burst = frame,
             _ => return Ok(()),
@@ -147,6 +150,7 @@ fn write_frames(
     out: &mut impl Write,
     first: Vec<u8>,
     mut rx: mpsc::Receiver<Vec<u8>>,
+    written: &Moment,
 ) -> std::io::Result<()> {
     let mut burst = first;
     loop {
@@ -159,6 +163,7 @@ fn write_frames(
             Next::Wait => {}
         }
         out.flush()?;
+        written.touch();
         match rx.blocking_recv() {
             Some(frame) if !frame.is_empty() => burst = frame,
             _ => return Ok(()),
@@ -195,7 +200,7 @@ mod tests {
         tx.try_send(Vec::new()).unwrap();
         tx.try_send(b"after the end\n".to_vec()).unwrap();
         let mut out = Writes::default();
-        write_frames(&mut out, b"hello\n".to_vec(), rx).unwrap();
+        write_frames(&mut out, b"hello\n".to_vec(), rx, &Moment::now()).unwrap();
         let all: Vec<u8> = out.0.concat();
         let mut want = b"hello\n".to_vec();
         for i in 0..100 {

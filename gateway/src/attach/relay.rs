@@ -1,7 +1,8 @@
 //! The relay: each `req` frame becomes one HTTP request to the gateway, many in flight at once
-//! over a keep-alive pool, each answered as soon as it completes (so out of order); `cancel`
-//! drops a request's exchange, which closes its connection, and the gateway cancels the call
-//! upstream.
+//! over a keep-alive pool ([`super::pool`]), each answered as soon as it completes (so out of
+//! order). `cancel` drops a request's exchange, which closes its connection, and the gateway
+//! cancels the call upstream; a resumable call outlives its exchange, so its `cancel` becomes
+//! `DELETE /calls/{id}`. A `resume` is `GET /calls/{id}`, an `ack` `DELETE /calls/{id}?ack=true`.
 //!
 //! Everything here runs on one current-thread runtime, which keeps the bookkeeping simple: a
 //! task that has not finished cannot run while the dispatcher cancels it, so a request ends
@@ -9,42 +10,43 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-use http::uri::{Authority, Scheme, Uri};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
-use mcpgw::wire::frame::{Body, GatewayFrame, body_of};
-use mcpgw::wire::rest::NDJSON;
+use mcpgw::wire::frame::{Body, CallId, GatewayFrame, body_of, quoted};
+use mcpgw::wire::rest::{NDJSON, header};
 use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::AbortHandle;
 
-use super::input::{Call, Input};
+use super::input::{Call, Input, Resumable};
+use super::liveness::{Beat, Liveness};
 use super::locate::Gateway;
 use super::output;
+use super::pool::{Lease, Pool, Response, SendError};
 
 /// Requests read ahead while all slots are taken, so a `cancel` behind them is still seen.
 const MAX_WAITING: usize = 64;
 
-/// The client every request and health check goes through.
-pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
+/// Acknowledgements sent to the gateway at once, at most.
+const MAX_ACKS: usize = 256;
 
-/// A keep-alive pool to the gateway, Nagle off (frames are small and latency is the point).
-/// Idle connections are dropped well before the gateway's own `--idle-timeout` (60 s) closes
-/// them: a request on a connection the gateway is closing fails with a reset.
-pub fn http_client() -> HttpClient {
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    connector.set_connect_timeout(Some(Duration::from_secs(5)));
-    Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build(connector)
+/// Connections a session keeps beside those of its requests, for its own requests to the
+/// gateway (cancelling and forgetting resumable calls).
+pub const SPARE_CONNECTIONS: usize = 2;
+
+/// How many requests a session relays at once and how many connections it opens: at most
+/// half the connections the gateway serves (at least one), so that another session or one-shot
+/// requests fit beside it, and at most `max_in_flight` requests.
+pub fn fit(max_in_flight: usize, gateway_max_connections: usize) -> (usize, usize) {
+    let allowance = (gateway_max_connections / 2).max(1);
+    let spare = SPARE_CONNECTIONS.min(allowance - 1);
+    let in_flight = max_in_flight.min(allowance - spare).max(1);
+    (in_flight, in_flight + spare)
 }
 
 /// One frame as one line.
@@ -63,6 +65,8 @@ pub enum Ending {
     Signal(&'static str),
     /// Stdout failed: the host is gone.
     OutputClosed,
+    /// Nothing arrived from the host for this long (`--heartbeat-timeout`).
+    Silent(Duration),
 }
 
 impl std::fmt::Display for Ending {
@@ -71,60 +75,248 @@ impl std::fmt::Display for Ending {
             Ending::Eof => f.write_str("end of input"),
             Ending::Signal(name) => write!(f, "{name}"),
             Ending::OutputClosed => f.write_str("stdout closed"),
+            Ending::Silent(after) => write!(
+                f,
+                "nothing arrived from the host for {after:?} (--heartbeat-timeout)"
+            ),
         }
     }
 }
 
 /// What the dispatcher and the request tasks share.
 pub struct Relay {
-    client: HttpClient,
-    authority: Authority,
+    pool: Arc<Pool>,
+    host: HeaderValue,
     addr: SocketAddr,
     gateway_pid: u32,
     authorization: Option<HeaderValue>,
     out: output::Sender,
-    in_flight: Mutex<HashMap<u64, AbortHandle>>,
+    in_flight: Mutex<HashMap<u64, Flight>>,
+    chores: Chores,
     /// The virtual MCP connections.
     connections: Arc<super::connection::Connections>,
 }
 
+/// A request in flight.
+struct Flight {
+    /// Its exchange, or the cancelling of its call.
+    task: AbortHandle,
+    /// The resumable call it makes or resumes.
+    call: Option<CallId>,
+    /// Its call is being cancelled in the gateway; that ends with its final frame.
+    cancelling: bool,
+}
+
+/// attach's own requests to the gateway (cancelling and acknowledging resumable calls), which
+/// the end of the session waits for.
+#[derive(Default)]
+struct Chores {
+    pending: AtomicUsize,
+    acks: AtomicUsize,
+    done: Notify,
+}
+
+/// Counts a chore out when its task ends, however it ends.
+struct ChoreDone {
+    relay: Arc<Relay>,
+    ack: bool,
+}
+
+impl Drop for ChoreDone {
+    fn drop(&mut self) {
+        if self.ack {
+            self.relay.chores.acks.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.relay.chores.pending.fetch_sub(1, Ordering::Relaxed);
+        self.relay.chores.done.notify_waiters();
+    }
+}
+
 impl Relay {
-    /// A relay to `gateway` that writes its frames to `out`.
+    /// A relay to `gateway` over at most `connections` connections that writes its frames to
+    /// `out`.
     pub fn new(
-        client: HttpClient,
         gateway: &Gateway,
+        connections: usize,
         authorization: Option<HeaderValue>,
         out: output::Sender,
         max_connections: usize,
     ) -> Relay {
-        let authority = Authority::try_from(gateway.addr.to_string()).expect("an address");
+        let authority =
+            http::uri::Authority::try_from(gateway.addr.to_string()).expect("an address");
         Relay {
             connections: super::connection::Connections::new(
-                client.clone(),
-                authority.clone(),
+                gateway.addr,
+                authority,
                 authorization.clone(),
                 out.clone(),
                 max_connections,
             ),
-            client,
-            authority,
+            // Reused only well within the gateway's idle timeout: it never closes one under a
+            // request.
+            pool: Pool::new(gateway.addr, connections, gateway.limits.idle_timeout / 2),
+            host: HeaderValue::try_from(gateway.addr.to_string()).expect("an address"),
             addr: gateway.addr,
             gateway_pid: gateway.pid,
             authorization,
             out,
             in_flight: Mutex::new(HashMap::new()),
+            chores: Chores::default(),
         }
     }
 
     fn start(self: &Arc<Self>, call: Call, permit: OwnedSemaphorePermit) {
         let id = call.id;
+        let resumable = call.resumable.as_ref().map(|r| r.call.clone());
         let task = tokio::spawn(self.clone().serve(call, permit));
         // On a current-thread runtime the task cannot run, let alone remove its entry, before
         // this insert.
-        self.in_flight
-            .lock()
-            .unwrap()
-            .insert(id, task.abort_handle());
+        self.in_flight.lock().unwrap().insert(
+            id,
+            Flight {
+                task: task.abort_handle(),
+                call: resumable,
+                cancelling: false,
+            },
+        );
+    }
+
+    /// Runs one of attach's own requests on a task of its own; `None` when `ack` and too many
+    /// acknowledgements wait already (one more is dropped: a call not acknowledged is only
+    /// kept until its retention ends).
+    fn chore(
+        self: &Arc<Self>,
+        ack: bool,
+        work: impl Future<Output = ()> + Send + 'static,
+    ) -> Option<AbortHandle> {
+        if ack && self.chores.acks.fetch_add(1, Ordering::Relaxed) >= MAX_ACKS {
+            self.chores.acks.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        self.chores.pending.fetch_add(1, Ordering::Relaxed);
+        let done = ChoreDone {
+            relay: self.clone(),
+            ack,
+        };
+        Some(
+            tokio::spawn(async move {
+                let _done = done;
+                work.await
+            })
+            .abort_handle(),
+        )
+    }
+
+    /// Waits for every chore, at most `limit`.
+    async fn chores_done(&self, limit: Duration) {
+        let all = async {
+            loop {
+                let done = self.chores.done.notified();
+                tokio::pin!(done);
+                done.as_mut().enable();
+                if self.chores.pending.load(Ordering::Relaxed) == 0 {
+                    return;
+                }
+                done.await;
+            }
+        };
+        if tokio::time::timeout(limit, all).await.is_err() {
+            tracing::warn!(
+                "the gateway did not answer every cancel and acknowledgement within {limit:?}"
+            );
+        }
+    }
+
+    /// `DELETE /calls/{call}` (`ack`: only a finished call); the status it answered.
+    async fn delete_call(&self, call: &CallId, ack: bool) -> Result<(u16, Bytes), String> {
+        let mut path = mcpgw::wire::rest::path::call(call);
+        if ack {
+            path.push_str("?ack=true");
+        }
+        let request = self
+            .builder(http::Method::DELETE, &path)
+            .body(Full::default())
+            .map_err(|e| format!("cannot build the request: {e}"))?;
+        let (response, lease) = self
+            .pool
+            .send(request)
+            .await
+            .map_err(|e| self.unreachable(&e))?;
+        let status = response.status().as_u16();
+        Ok((status, self.whole_body(response, lease).await?))
+    }
+
+    /// A request to the gateway, with its `Host` and the token.
+    fn builder(&self, method: http::Method, target: &str) -> http::request::Builder {
+        let request = http::Request::builder()
+            .method(method)
+            .uri(target)
+            .header(HOST, self.host.clone());
+        match &self.authorization {
+            Some(auth) => request.header(AUTHORIZATION, auth.clone()),
+            None => request,
+        }
+    }
+
+    /// Reads the whole body of `response`, then gives its connection back to the pool.
+    async fn whole_body(&self, response: Response, mut lease: Lease) -> Result<Bytes, String> {
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| self.broke_off(&e))?
+            .to_bytes();
+        lease.reusable();
+        Ok(body)
+    }
+
+    /// Cancels resumable call `call` of request `id` in the gateway, then ends `id`.
+    async fn cancel_call(self: Arc<Self>, id: u64, call: CallId) {
+        let last = match self.delete_call(&call, false).await {
+            // Cancelled, or already gone: either way it runs no more.
+            Ok((200 | 404 | 410, _)) => GatewayFrame::Cancelled { id },
+            Ok((status, body)) => GatewayFrame::Error {
+                id: Some(id),
+                message: format!(
+                    "cancelling call {call} in the gateway failed: {status} {}",
+                    quoted(&String::from_utf8_lossy(&body))
+                )
+                .into(),
+            },
+            Err(e) => GatewayFrame::Error {
+                id: Some(id),
+                message: format!("cancelling call {call} in the gateway failed: {e}").into(),
+            },
+        };
+        self.finish(id, encode(&last)).await;
+    }
+
+    fn ack(self: &Arc<Self>, call: CallId) {
+        let relay = self.clone();
+        let acked = self.chore(true, async move {
+            match relay.delete_call(&call, true).await {
+                Ok((200 | 404 | 410, _)) => tracing::debug!(%call, "acknowledged"),
+                Ok((status, body)) => tracing::info!(
+                    %call,
+                    "the gateway refused the acknowledgement: {status} {}",
+                    quoted(&String::from_utf8_lossy(&body))
+                ),
+                Err(e) => tracing::info!(%call, "acknowledging failed: {e}"),
+            }
+        });
+        if acked.is_none() {
+            tracing::debug!("{MAX_ACKS} acknowledgements wait already: one more is dropped");
+        }
+    }
+
+    /// Takes request `id` out and queues its last frame without a pause in between, so a
+    /// cancel finds the request either still running or already answered.
+    async fn finish(&self, id: u64, last: Vec<u8>) {
+        let Ok(slot) = self.out.reserve().await else {
+            return;
+        };
+        self.in_flight.lock().unwrap().remove(&id);
+        slot.send(last);
     }
 
     fn admit(
@@ -134,16 +326,8 @@ impl Relay {
         waiting: &mut VecDeque<Call>,
         outbox: &mut Outbox,
     ) {
-        let id = call.id;
-        if self.in_use(id, waiting) {
-            let message = format!("request id {id} is already in flight: this request was dropped");
-            outbox.push(
-                &self.out,
-                &GatewayFrame::Error {
-                    id: None,
-                    message: message.into(),
-                },
-            );
+        if self.is_in_flight(call.id, waiting) {
+            self.refuse(Some(call.id), "a new request".into(), waiting, outbox);
             return;
         }
         match permits.clone().try_acquire_owned() {
@@ -152,8 +336,8 @@ impl Relay {
         }
     }
 
-    /// Whether `id` belongs to a request or a connection in flight.
-    fn in_use(&self, id: u64, waiting: &VecDeque<Call>) -> bool {
+    /// Whether `id` belongs to a request or a virtual MCP connection in flight.
+    fn is_in_flight(&self, id: u64, waiting: &VecDeque<Call>) -> bool {
         self.in_flight.lock().unwrap().contains_key(&id)
             || waiting.iter().any(|c| c.id == id)
             || self.connections.contains(id)
@@ -161,72 +345,136 @@ impl Relay {
 
     /// `open`, `msg` and `close` of virtual MCP connections.
     fn connection_frame(&self, input: Input, waiting: &VecDeque<Call>, outbox: &mut Outbox) {
-        let refused = match input {
+        match input {
             Input::Open { id, path } => {
-                if self.in_use(id, waiting) {
-                    Some(GatewayFrame::Error {
-                        id: Some(id),
-                        message: format!("id {id} is already in flight: this open was refused")
-                            .into(),
-                    })
-                } else {
-                    self.connections.open(id, path).err()
+                if self.is_in_flight(id, waiting) {
+                    self.refuse(Some(id), "an open".into(), waiting, outbox);
+                } else if let Err(frame) = self.connections.open(id, path) {
+                    outbox.push(&self.out, &frame);
                 }
             }
             Input::Message { id, msg } => {
-                (!self.connections.message(id, msg)).then(|| GatewayFrame::Error {
-                    id: None,
-                    message: format!("a msg frame for connection {id}, which is not open: dropped")
-                        .into(),
-                })
-            }
-            Input::Close(id) => {
-                if !self.connections.close(id) {
-                    tracing::debug!(id, "close for a connection not open: ignored");
+                if self.connections.message(id, msg) {
+                    return;
                 }
-                None
+                let message =
+                    format!("a msg frame for connection {id}, which is not open: dropped");
+                outbox.push(
+                    &self.out,
+                    &GatewayFrame::Error {
+                        id: None,
+                        message: message.into(),
+                    },
+                );
             }
-            _ => None,
-        };
-        if let Some(frame) = refused {
-            outbox.push(&self.out, &frame);
+            Input::Close(id) if !self.connections.close(id) => {
+                tracing::debug!(id, "close for a connection not open: ignored");
+            }
+            _ => {}
         }
     }
 
-    fn cancel(&self, id: u64, waiting: &mut VecDeque<Call>, outbox: &mut Outbox) {
-        let task = self.in_flight.lock().unwrap().remove(&id);
-        let known = match task {
-            Some(task) => {
-                // Dropping the exchange closes its connection: the gateway cancels upstream.
-                task.abort();
-                true
-            }
-            None => match waiting.iter().position(|c| c.id == id) {
-                Some(at) => waiting.remove(at).is_some(),
-                None => false,
+    /// Answers a frame that is refused with one `error`: with the frame's id, unless a request
+    /// or a connection in flight has that id (it goes on, to its own one final frame).
+    fn refuse(
+        &self,
+        id: Option<u64>,
+        message: String,
+        waiting: &VecDeque<Call>,
+        outbox: &mut Outbox,
+    ) {
+        let frame = match id {
+            Some(id) if self.is_in_flight(id, waiting) => GatewayFrame::Error {
+                id: None,
+                message: format!(
+                    "a frame with id {id}, the id of a request in flight, was refused (that request goes on): {message}"
+                )
+                .into(),
+            },
+            _ => GatewayFrame::Error {
+                id,
+                message: message.into(),
             },
         };
-        if known {
-            outbox.push(&self.out, &GatewayFrame::Cancelled { id });
-        } else {
+        outbox.push(&self.out, &frame);
+    }
+
+    fn cancel(self: &Arc<Self>, id: u64, waiting: &mut VecDeque<Call>, outbox: &mut Outbox) {
+        let mut flights = self.in_flight.lock().unwrap();
+        if let Some(flight) = flights.get_mut(&id) {
+            if flight.cancelling {
+                tracing::debug!(id, "a second cancel of a request: ignored");
+                return;
+            }
+            // Dropping the exchange closes its connection: the gateway cancels a call that is
+            // not resumable; a resumable one is cancelled in the gateway by its id.
+            flight.task.abort();
+            match flight.call.clone() {
+                None => {
+                    flights.remove(&id);
+                    outbox.push(&self.out, &GatewayFrame::Cancelled { id });
+                }
+                Some(call) => {
+                    flight.cancelling = true;
+                    if let Some(task) = self.chore(false, self.clone().cancel_call(id, call)) {
+                        flight.task = task;
+                    }
+                }
+            }
+            return;
+        }
+        let Some(at) = waiting.iter().position(|c| c.id == id) else {
             tracing::debug!(
                 id,
                 "cancel for a request not in flight (finished or unknown): ignored"
             );
+            return;
+        };
+        let call = waiting.remove(at).expect("found");
+        match call.resumable {
+            // A resume's call runs in the gateway (a call not sent yet runs nowhere).
+            Some(Resumable { call, resume: true }) => {
+                let task = self.chore(false, self.clone().cancel_call(id, call.clone()));
+                if let Some(task) = task {
+                    let flight = Flight {
+                        task,
+                        call: Some(call),
+                        cancelling: true,
+                    };
+                    flights.insert(id, flight);
+                }
+            }
+            _ => outbox.push(&self.out, &GatewayFrame::Cancelled { id }),
         }
     }
 
-    fn cancel_all(&self, waiting: VecDeque<Call>, outbox: &mut Outbox) {
-        let tasks: Vec<_> = self.in_flight.lock().unwrap().drain().collect();
-        let ids = tasks
-            .into_iter()
-            .map(|(id, task)| {
-                task.abort();
-                id
-            })
-            .chain(waiting.into_iter().map(|c| c.id));
-        for id in ids {
-            outbox.push(&self.out, &GatewayFrame::Cancelled { id });
+    /// The end of the session: what waits was never sent, and is cancelled (a resume gets no
+    /// frame); a request in flight is cancelled unless its call is resumable, which runs on in
+    /// the gateway for a later channel to resume (its exchange is dropped without a frame). A
+    /// call being cancelled gets its final frame once the gateway answered.
+    fn end(&self, waiting: VecDeque<Call>, outbox: &mut Outbox) {
+        for call in waiting {
+            // A resume not sent yet leaves its call running, like one in flight.
+            if !call.resumable.is_some_and(|r| r.resume) {
+                outbox.push(&self.out, &GatewayFrame::Cancelled { id: call.id });
+            }
+        }
+        let mut detached = 0;
+        self.in_flight.lock().unwrap().retain(|&id, flight| {
+            if flight.cancelling {
+                return true;
+            }
+            flight.task.abort();
+            match flight.call {
+                None => outbox.push(&self.out, &GatewayFrame::Cancelled { id }),
+                Some(_) => detached += 1,
+            }
+            false
+        });
+        if detached > 0 {
+            tracing::info!(
+                "{detached} resumable calls run on in the gateway, for another channel to resume"
+            );
         }
     }
 
@@ -244,32 +492,24 @@ impl Relay {
                 message: message.into(),
             }),
         };
-        // Taking the id out and queueing the last frame happen without a pause in between, so a
-        // cancel finds the request either still running or already answered.
-        let Ok(slot) = self.out.reserve().await else {
-            return;
-        };
-        self.in_flight.lock().unwrap().remove(&call.id);
-        slot.send(last);
+        self.finish(call.id, last).await;
     }
 
     fn request(&self, call: &Call) -> Result<http::Request<Full<Bytes>>, String> {
-        let mut uri = http::uri::Parts::default();
-        uri.scheme = Some(Scheme::HTTP);
-        uri.authority = Some(self.authority.clone());
-        uri.path_and_query = Some(call.path.clone());
-        let uri = Uri::from_parts(uri).map_err(|e| format!("invalid request target: {e}"))?;
-        let mut request = http::Request::builder()
-            .method(call.method.clone())
-            .uri(uri);
-        if let Some(auth) = &self.authorization {
-            request = request.header(AUTHORIZATION, auth.clone());
-        }
+        let mut request = self.builder(call.method.clone(), call.path.as_str());
         if call.body.is_some() {
             request = request.header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         if call.stream {
             request = request.header(ACCEPT, HeaderValue::from_static(NDJSON));
+        }
+        if let Some(Resumable {
+            call,
+            resume: false,
+        }) = &call.resumable
+        {
+            let id = HeaderValue::try_from(call.as_str()).expect("hex digits");
+            request = request.header(header::CALL_ID, id);
         }
         request
             .body(Full::new(call.body.clone().unwrap_or_default()))
@@ -278,9 +518,9 @@ impl Relay {
 
     /// Sends the request, relays a streamed answer's chunks, and returns the last frame.
     async fn exchange(&self, call: &Call) -> Result<Vec<u8>, String> {
-        let response = self
-            .client
-            .request(self.request(call)?)
+        let (response, mut lease) = self
+            .pool
+            .send(self.request(call)?)
             .await
             .map_err(|e| self.unreachable(&e))?;
         let status = response.status().as_u16();
@@ -291,19 +531,22 @@ impl Relay {
                 .is_some_and(|v| v.as_bytes().starts_with(NDJSON.as_bytes()));
         let id = call.id;
         if !streamed {
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| self.broke_off(&e))?
-                .to_bytes();
+            let body = self.whole_body(response, lease).await?;
             return Ok(encode(&GatewayFrame::Response {
                 id,
                 status,
                 body: body_of(&body),
             }));
         }
-        // NDJSON: every line is a ToolChunk, relayed the moment it is complete.
+        // NDJSON: every line is a ToolChunk, relayed the moment it is complete; a resumable
+        // call's lines are numbered from the one the gateway says.
+        let mut seq = call.resumable.as_ref().map(|_| {
+            response
+                .headers()
+                .get(header::SEQ)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                .unwrap_or(1)
+        });
         let mut body = response.into_body();
         let mut partial = Vec::new();
         while let Some(frame) = body.frame().await {
@@ -314,17 +557,18 @@ impl Relay {
             let mut rest = &data[..];
             while let Some(at) = memchr::memchr(b'\n', rest) {
                 if partial.is_empty() {
-                    self.chunk(id, &rest[..at]).await?;
+                    self.chunk(id, &rest[..at], &mut seq).await?;
                 } else {
                     partial.extend_from_slice(&rest[..at]);
-                    self.chunk(id, &partial).await?;
+                    self.chunk(id, &partial, &mut seq).await?;
                     partial.clear();
                 }
                 rest = &rest[at + 1..];
             }
             partial.extend_from_slice(rest);
         }
-        self.chunk(id, &partial).await?;
+        lease.reusable();
+        self.chunk(id, &partial, &mut seq).await?;
         Ok(encode(&GatewayFrame::Response {
             id,
             status,
@@ -332,7 +576,7 @@ impl Relay {
         }))
     }
 
-    async fn chunk(&self, id: u64, line: &[u8]) -> Result<(), String> {
+    async fn chunk(&self, id: u64, line: &[u8], seq: &mut Option<u64>) -> Result<(), String> {
         let line = line.trim_ascii();
         if line.is_empty() {
             return Ok(());
@@ -342,14 +586,18 @@ impl Relay {
             .and_then(|text| serde_json::from_str(text).ok())
             .ok_or_else(|| {
                 format!(
-                    "the gateway streamed a line that is not JSON: {:?}",
-                    String::from_utf8_lossy(&line[..line.len().min(200)])
+                    "the gateway streamed a line that is not JSON: {}",
+                    quoted(&String::from_utf8_lossy(line))
                 )
             })?;
+        let this = *seq;
+        if let Some(next) = seq {
+            *next += 1;
+        }
         self.send(&GatewayFrame::Chunk {
             id,
             chunk,
-            seq: None,
+            seq: this,
         })
         .await;
         Ok(())
@@ -364,20 +612,19 @@ impl Relay {
         }
     }
 
-    fn unreachable(&self, e: &hyper_util::client::legacy::Error) -> String {
-        let cause = crate::upstream::error_chain(e);
-        if e.is_connect() {
-            format!(
-                "cannot reach the gateway at {}{}: {cause}",
+    fn unreachable(&self, e: &SendError) -> String {
+        match e {
+            SendError::Connect(e) => format!(
+                "cannot reach the gateway at {}{}: {e}",
                 self.addr,
                 self.gone()
-            )
-        } else {
-            format!(
-                "the gateway at {} failed the request{}: {cause}",
+            ),
+            SendError::Request(e) => format!(
+                "the gateway at {} failed the request{}: {}",
                 self.addr,
-                self.gone()
-            )
+                self.gone(),
+                crate::upstream::error_chain(e)
+            ),
         }
     }
 
@@ -416,19 +663,24 @@ impl Outbox {
     }
 }
 
-/// Relays until stdin ends, a signal arrives or stdout fails, `max_in_flight` requests at once
-/// (past it the next ones wait, then stdin is no longer read); then cancels whatever is still in
-/// flight, answering `cancelled` for each while stdout takes them (at most `limit`).
+/// Relays until stdin ends, a signal arrives, stdout fails or the host falls silent,
+/// `max_in_flight` requests at once (past it the next ones wait, then stdin is no longer read),
+/// writing heartbeats as `live` says; then cancels whatever is still in flight, answering
+/// `cancelled` for each while stdout takes them (at most `limit`).
 pub async fn run(
     relay: Arc<Relay>,
     mut frames: mpsc::Receiver<Input>,
     max_in_flight: usize,
+    mut live: Liveness,
     limit: Duration,
 ) -> Ending {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
     let mut int = signal(SignalKind::interrupt()).expect("installing a SIGINT handler");
     let mut hup = signal(SignalKind::hangup()).expect("installing a SIGHUP handler");
+    let far = || tokio::time::Instant::now() + Duration::from_secs(86400 * 365);
+    let beat = tokio::time::sleep_until(live.next_check().unwrap_or_else(far));
+    tokio::pin!(beat);
     let permits = Arc::new(Semaphore::new(max_in_flight));
     let mut waiting: VecDeque<Call> = VecDeque::new();
     let mut outbox = Outbox::default();
@@ -443,6 +695,14 @@ pub async fn run(
                 Ok(slot) => slot.send(outbox.0.pop_front().expect("not empty")),
                 Err(_) => break Ending::OutputClosed,
             },
+            () = &mut beat => {
+                match live.check(tokio::time::Instant::now()) {
+                    Beat::Silent(after) => break Ending::Silent(after),
+                    Beat::Ping => outbox.push(&relay.out, &GatewayFrame::Ping),
+                    Beat::Nothing => {}
+                }
+                beat.as_mut().reset(live.next_check().unwrap_or_else(far));
+            }
             permit = permits.clone().acquire_owned(), if !waiting.is_empty() => {
                 let call = waiting.pop_front().expect("not empty");
                 relay.start(call, permit.expect("the semaphore is never closed"));
@@ -455,24 +715,40 @@ pub async fn run(
                 Some(input @ (Input::Open { .. } | Input::Message { .. } | Input::Close(_))) => {
                     relay.connection_frame(input, &waiting, &mut outbox)
                 }
-                Some(Input::Ping) => {}
-                Some(Input::Invalid { id, message }) => {
-                    outbox.push(&relay.out, &GatewayFrame::Error { id, message: message.into() })
+                Some(Input::Ping) => {
+                    live.host_pinged();
+                    beat.as_mut().reset(live.next_check().unwrap_or_else(far));
                 }
+                Some(Input::Ack(call)) => relay.ack(call),
+                Some(Input::Invalid { id, message }) => relay.refuse(id, message, &waiting, &mut outbox),
             },
         }
     };
     relay.connections.close_all();
-    if ending != Ending::OutputClosed {
-        relay.cancel_all(waiting, &mut outbox);
-        if tokio::time::timeout(limit, outbox.flush(&relay.out))
+    relay.end(waiting, &mut outbox);
+    if ending != Ending::OutputClosed
+        && tokio::time::timeout(limit, outbox.flush(&relay.out))
             .await
             .is_err()
-        {
-            tracing::warn!(
-                "stdout took no frames for {limit:?}: the last cancelled frames are lost"
-            );
+    {
+        tracing::warn!("stdout took no frames for {limit:?}: the last cancelled frames are lost");
+    }
+    relay.chores_done(limit).await;
+    ending
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_fits_in_half_the_gateways_connections() {
+        assert_eq!(fit(usize::MAX, 1024), (510, 512));
+        assert_eq!(fit(8, 1024), (8, 10));
+        assert_eq!(fit(usize::MAX, 64), (30, 32));
+        assert_eq!(fit(usize::MAX, 4), (1, 2));
+        for gateway in 1..=3 {
+            assert_eq!(fit(usize::MAX, gateway), (1, 1));
         }
     }
-    ending
 }

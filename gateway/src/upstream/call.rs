@@ -10,11 +10,15 @@ use mcpgw::wire::jsonrpc;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::hub::ProgressSender;
+use super::hub::{Progress, ProgressSender};
 use super::rpc::Reply;
 use super::session::Session;
 use super::{Upstream, stdio};
 use crate::error::{DeadlineSource, Error, py_repr};
+
+/// Progress notifications of one call waiting for its caller; beyond, intermediate ones are
+/// dropped (never the result).
+const PROGRESS_QUEUE: usize = 1024;
 
 impl Upstream {
     /// Calls `tool` and returns the upstream's `CallToolResult` as it sent it. `deadline`
@@ -228,6 +232,45 @@ impl Upstream {
             py_repr(&self.name),
             super::tools::MAX_PAGES
         )))
+    }
+
+    /// [`Upstream::call`] with its progress handed to `progress` as it arrives, in order, all
+    /// of it before the result. `None` when the caller went away first (`progress` returned
+    /// false, or `gone` resolved): the call is then dropped, which cancels it upstream.
+    pub async fn call_with_progress<F>(
+        &self,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        deadline: Option<Duration>,
+        mut progress: impl FnMut(Progress) -> F,
+        gone: impl Future<Output = ()>,
+    ) -> Option<Result<Box<RawValue>, Error>>
+    where
+        F: Future<Output = bool>,
+    {
+        let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
+        let call = self.call(tool, arguments, deadline, Some(progress_tx));
+        tokio::pin!(call);
+        tokio::pin!(gone);
+        loop {
+            tokio::select! {
+                biased;
+                Some(p) = progress_rx.recv() => {
+                    if !progress(p).await {
+                        return None;
+                    }
+                }
+                result = &mut call => {
+                    while let Ok(p) = progress_rx.try_recv() {
+                        if !progress(p).await {
+                            return None;
+                        }
+                    }
+                    return Some(result);
+                }
+                () = &mut gone => return None,
+            }
+        }
     }
 
     /// The effective deadline of a call and where it came from.

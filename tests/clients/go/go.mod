@@ -2,7 +2,11 @@ module mcpgw.test/clients
 
 go 1.25.0
 
-require github.com/modelcontextprotocol/go-sdk v1.8.0
+require (
+	github.com/mcpgw/mcpgw/bindings/go v0.0.0
+	github.com/mcpgw/mcpgw/bindings/go/mcpsdk v0.0.0
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+)
 
 require (
 	github.com/google/jsonschema-go v0.4.3 // indirect
@@ -13,4 +17,10 @@ require (
 	golang.org/x/sync v0.20.0 // indirect
 	golang.org/x/sys v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
+)
+
+// The binding mode's Go binding and SDK transport, of this checkout.
+replace (
+	github.com/mcpgw/mcpgw/bindings/go => ../../../bindings/go
+	github.com/mcpgw/mcpgw/bindings/go/mcpsdk => ../../../bindings/go/mcpsdk
 )

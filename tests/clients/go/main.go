@@ -5,6 +5,13 @@
 //
 //	everything stdio COMMAND [ARG...]
 //	everything http URL [TOKEN_FILE]
+//	everything binding docker CONTAINER COMMAND [ARG...]
+//
+// The binding mode runs the server COMMAND inside a running Docker container through the Go
+// binding of mcpgw: it opens a session with the binding's Docker backend (which launches the
+// gateway from the container's PATH), registers the server and connects the client over
+// mcpsdk's transport, a virtual MCP connection of the session; at the end it stops the gateway.
+// It needs a build with -tags mcpgw_intree (which links this checkout's libmcpgw).
 //
 // The SDK's own handlers answer the server's sampling, elicitation and roots requests.
 package main
@@ -194,6 +201,13 @@ func run(args []string) (map[string]any, error) {
 
 	var transport mcp.Transport
 	switch args[0] {
+	case "binding":
+		t, stop, err := bindingTransport(ctx, args[2], args[3:])
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		transport = t
 	case "stdio":
 		cmd := exec.Command(args[1], args[2:]...)
 		cmd.Stderr = os.Stderr
@@ -344,8 +358,11 @@ func run(args []string) (map[string]any, error) {
 
 func main() {
 	args := os.Args[1:]
-	if len(args) < 2 || (args[0] != "stdio" && args[0] != "http") || (args[0] == "http" && len(args) > 3) {
-		fmt.Fprintln(os.Stderr, "usage: everything stdio COMMAND [ARG...] | http URL [TOKEN_FILE]")
+	binding := len(args) > 0 && args[0] == "binding"
+	if len(args) < 2 || (args[0] != "stdio" && args[0] != "http" && !binding) || (args[0] == "http" && len(args) > 3) ||
+		(binding && (len(args) < 4 || args[1] != "docker")) {
+		fmt.Fprintln(os.Stderr, "usage: everything stdio COMMAND [ARG...] | http URL [TOKEN_FILE] | "+
+			"binding docker CONTAINER COMMAND [ARG...]")
 		os.Exit(2)
 	}
 	out, err := run(args)
