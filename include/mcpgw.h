@@ -1,11 +1,13 @@
 /*
  * mcpgw.h: libmcpgw, the host-side client of mcpgw-gateway.
  *
- * The library never opens a socket: it builds each gateway request as a POSIX `sh -c` command,
- * hands it to the host's exec callback (or, in sans-IO form, to the host's own loop) and decodes
- * what comes back. Conventions: every fallible function returns mcpgw_result; out-parameters are
- * written only on success (error_out only on failure); every returned allocation has its _free,
- * which accepts NULL; strings are NUL-terminated UTF-8; each type states its thread-safety.
+ * The library does no I/O of its own: a host driver (mcpgw_host) turns the operations submitted
+ * to it, and what the host reports back (exits, output, channel bytes, time), into actions (run
+ * this program, open the session channel, write these bytes, operation N is done) that the
+ * host's own event loop carries out; see examples/c/host_loop.c for one such loop. Conventions:
+ * every fallible function returns mcpgw_result; out-parameters are written only on success
+ * (error_out only on failure); every returned allocation has its _free, which accepts NULL;
+ * strings are NUL-terminated UTF-8; each type states its thread-safety.
  */
 
 #ifndef MCPGW_H
@@ -71,8 +73,8 @@ enum mcpgw_result
      */
     MCPGW_RESULT_INVALID_ARGUMENT = 7003,
     /*
-     A sans-IO operation was driven out of order, or a client without an exec callback was
-     asked for a blocking call.
+     A call came in a state that cannot take it: a connection opened without a session, a
+     message sent on a connection that is not open.
      */
     MCPGW_RESULT_INVALID_STATE = 7004,
     /*
@@ -80,7 +82,8 @@ enum mcpgw_result
      */
     MCPGW_RESULT_HOST_IO = 7005,
     /*
-     The exec callback could not run a command in the sandbox.
+     The sandbox backend could not run a command at all: the sandbox is gone, not running or
+     unreachable, or the program (or the host's exec function) could not be run.
      */
     MCPGW_RESULT_EXEC_FAILED = 7100,
     /*
@@ -89,7 +92,7 @@ enum mcpgw_result
      */
     MCPGW_RESULT_COMMAND_FAILED = 7101,
     /*
-     No gateway answers on the port, or a different one than this client launched.
+     No gateway answers on the port, or a different one than this host launched.
      */
     MCPGW_RESULT_GATEWAY_NOT_RUNNING = 7102,
     /*
@@ -215,13 +218,14 @@ enum mcpgw_action_kind
      */
     MCPGW_ACTION_KIND_KILL = 5,
     /*
-     Progress of operation `mcpgw_action_id`: `mcpgw_action_json` is a ToolChunk.
+     Progress of operation `mcpgw_action_id`: `mcpgw_action_bytes` is a ToolChunk's JSON.
      */
     MCPGW_ACTION_KIND_PROGRESS = 6,
     /*
      Operation `mcpgw_action_id` finished: `mcpgw_action_result` says how, and
-     `mcpgw_action_json` is its result (or its error: code, name, message, http_status,
-     detail, backend).
+     `mcpgw_action_bytes` is its result as JSON (a call_tool's ToolChunk, a list_tools's
+     tools, `{"ok":true}` for an operation that returns nothing, ...) or its error (`code`,
+     `name`, `message`, `http_status`, `detail`, `backend`).
      */
     MCPGW_ACTION_KIND_DONE = 7,
     /*
@@ -229,7 +233,7 @@ enum mcpgw_action_kind
      */
     MCPGW_ACTION_KIND_CONNECTION_OPENED = 8,
     /*
-     A JSON-RPC message (`mcpgw_action_json`) for connection `mcpgw_action_id`.
+     A JSON-RPC message (`mcpgw_action_bytes`, JSON text) for connection `mcpgw_action_id`.
      */
     MCPGW_ACTION_KIND_CONNECTION_MESSAGE = 9,
     /*
@@ -281,68 +285,6 @@ typedef uint32_t mcpgw_stdin_kind;
 #endif // __cplusplus
 
 /*
- What a session event is.
- */
-enum mcpgw_session_event_kind
-#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
-  : uint32_t
-#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
- {
-    /*
-     The channel answered (`attach` runs); `mcpgw_session_event_text` is its hello frame's
-     JSON (gateway version, port, pid, instance nonce, whether it launched the gateway).
-     */
-    MCPGW_SESSION_EVENT_KIND_OPENED = 1,
-    /*
-     A progress chunk of op `mcpgw_session_event_id`: `mcpgw_session_event_chunk`.
-     */
-    MCPGW_SESSION_EVENT_KIND_PROGRESS = 2,
-    /*
-     Op `mcpgw_session_event_id` finished: its result is in the op (`mcpgw_op_result`, ...).
-     */
-    MCPGW_SESSION_EVENT_KIND_FINISHED = 3,
-    /*
-     Op `mcpgw_session_event_id` was never written before the channel was lost: it is back
-     in one-shot form (`mcpgw_op_command` gives its first command), to run that way or free.
-     */
-    MCPGW_SESSION_EVENT_KIND_UNSENT = 4,
-    /*
-     Something the channel said that concerns no op: `mcpgw_session_event_text`, for a log.
-     */
-    MCPGW_SESSION_EVENT_KIND_NOTICE = 5,
-    /*
-     The channel is gone (every op it carried got its `FINISHED` or `UNSENT` first):
-     `mcpgw_session_event_text` says why. Open a new session to go on.
-     */
-    MCPGW_SESSION_EVENT_KIND_LOST = 6,
-};
-#ifndef __cplusplus
-#if __STDC_VERSION__ >= 202311L
-typedef enum mcpgw_session_event_kind mcpgw_session_event_kind;
-#else
-typedef uint32_t mcpgw_session_event_kind;
-#endif // __STDC_VERSION__ >= 202311L
-#endif // __cplusplus
-
-/*
- How requests reach the gateway inside the sandbox.
- */
-typedef enum {
-    /*
-     curl when the sandbox has it (detected once), else the gateway's built-in client.
-     */
-    MCPGW_TRANSPORT_AUTO = 0,
-    /*
-     Always curl.
-     */
-    MCPGW_TRANSPORT_CURL = 1,
-    /*
-     Always `mcpgw-gateway request`.
-     */
-    MCPGW_TRANSPORT_BUILTIN = 2,
-} mcpgw_transport;
-
-/*
  One action of the driver, with C views of what it carries.
 
  Immutable once made: may be moved between threads and read from several at once. Released
@@ -358,47 +300,6 @@ typedef struct mcpgw_action mcpgw_action;
 typedef struct mcpgw_block mcpgw_block;
 
 /*
- A session driven by the library over the channel's two file descriptors: a thread of its own
- reads the channel; any number of threads run ops over it at once (`mcpgw_blocking_session_run`).
-
- Thread-safe. Created with `mcpgw_blocking_session_start`, released with
- `mcpgw_blocking_session_free`.
- */
-typedef struct mcpgw_blocking_session mcpgw_blocking_session;
-
-/*
- Per-call options: the scope the MCPs live in (`agent_id`, `session_id`, both "" by default)
- and a time limit (the client's timeout by default). Opaque: built with
- `mcpgw_call_options_new` and the setters, so new options can be added without breaking
- programs built against an older header. A NULL `const mcpgw_call_options *` means all
- defaults. Read (and copied) only during the call it is passed to.
-
- May be moved between threads; not for concurrent modification (concurrent reads are fine).
- Released with `mcpgw_call_options_free`.
- */
-typedef struct mcpgw_call_options mcpgw_call_options;
-
-/*
- A client of one gateway in one sandbox, with the host's exec callback.
-
- Thread-safe: its functions may be called from several threads at once (blocking calls then
- call the exec callback concurrently). Created with `mcpgw_client_new`, released with
- `mcpgw_client_free`.
- */
-typedef struct mcpgw_client mcpgw_client;
-
-/*
- Settings of a client, built up with the `mcpgw_client_config_set_*` functions and read by
- `mcpgw_client_new`. Defaults: gateway path `mcpgw-gateway`, host `127.0.0.1`, port 0 (picked
- at launch), token file `<state dir>/token`, state directory `/tmp/mcpgw-<16 hex>`,
- transport auto, timeout 60 s, commands of at most 120 KiB.
-
- May be moved between threads; not for concurrent use. Released with
- `mcpgw_client_config_free`.
- */
-typedef struct mcpgw_client_config mcpgw_client_config;
-
-/*
  A failure: result code, a message a person can act on, and the gateway's HTTP status and
  `detail` when it answered.
 
@@ -406,13 +307,6 @@ typedef struct mcpgw_client_config mcpgw_client_config;
  library (through an `error_out` parameter), released with `mcpgw_error_free`.
  */
 typedef struct mcpgw_error mcpgw_error;
-
-/*
- The output a callback reports for one command, filled with `mcpgw_exec_output_set`; it also
- holds the command's standard input (`mcpgw_exec_output_stdin`). Valid only during the
- callback that received it; used by that callback's thread only.
- */
-typedef struct mcpgw_exec_output mcpgw_exec_output;
 
 /*
  One sandbox's gateway and its session channel: the host driver. It turns submitted
@@ -425,70 +319,12 @@ typedef struct mcpgw_exec_output mcpgw_exec_output;
 typedef struct mcpgw_host mcpgw_host;
 
 /*
- One operation on the gateway in sans-IO form: it says which command to run next
- (`mcpgw_op_command`), takes what the command did (`mcpgw_op_complete`), and repeats until
- it has a result (`mcpgw_op_result`). Or it runs through the client's exec callback
- (`mcpgw_client_run`), or over a session (`mcpgw_session_submit`), which finishes it.
-
- May be moved between threads, but used by one thread at a time (a session it was submitted
- to finishes it on the thread that feeds the session). Independent operations of the same
- client may be in flight at once. Created by a `mcpgw_client_prepare_*` function, released
- with `mcpgw_op_free`; it keeps what it needs of its client, which may be freed first.
- */
-typedef struct mcpgw_op mcpgw_op;
-
-/*
- A session channel in sans-IO form: the host spawns its command, moves bytes between the
- channel and the session, and reads its events. Created with `mcpgw_session_open`, released
- with `mcpgw_session_free` (or handed to `mcpgw_blocking_session_start`).
-
- May be moved between threads; used by one thread at a time.
- */
-typedef struct mcpgw_session mcpgw_session;
-
-/*
- One event of a session. Owned by the caller: free it with `mcpgw_session_event_free`.
- Immutable: may be moved between threads and read from several at once.
- */
-typedef struct mcpgw_session_event mcpgw_session_event;
-
-/*
  The result of a tool call (AgentScope's `ToolChunk`), with its data blocks decoded.
 
  Immutable: may be moved between threads and read from several at once. Released with
  `mcpgw_tool_chunk_free`.
  */
 typedef struct mcpgw_tool_chunk mcpgw_tool_chunk;
-
-/*
- Runs `command` with `sh -c` inside the sandbox and reports its exit status and output with
- `mcpgw_exec_output_set(out, ...)`, then returns 0; returns non-zero when the command could not
- be run at all (optionally after `mcpgw_exec_output_set_error`). Whatever the exit status of
- the command, it ran: return 0. `timeout_ms` is how long the command may take. A client
- configured with `mcpgw_client_config_set_exec_stdin` may give the command bytes for its
- standard input: read them with `mcpgw_exec_output_stdin(out, ...)`.
-
- Called on the thread that made the blocking call, for as long as that call lasts; calls made
- concurrently from several threads call it concurrently. It must not call back into the same
- client.
- */
-typedef int32_t (*mcpgw_exec_fn)(void *userdata,
-                                 const char *command,
-                                 uint32_t timeout_ms,
-                                 mcpgw_exec_output *out);
-
-/*
- Releases the `userdata` of a client, called exactly once: when the client is freed, or when
- `mcpgw_client_new` fails.
- */
-typedef void (*mcpgw_userdata_free_fn)(void *userdata);
-
-/*
- Receives each progress chunk of a call run with `mcpgw_blocking_session_run`, as it happens,
- on the thread that called it. `chunk` is borrowed for the duration of the callback. It must
- not call back into the same session.
- */
-typedef void (*mcpgw_progress_fn)(void *userdata, const mcpgw_tool_chunk *chunk);
 
 #ifdef __cplusplus
 extern "C" {
@@ -532,8 +368,8 @@ uint32_t mcpgw_abi_version(void);
 void mcpgw_string_free(char *s);
 
 /*
- Parses a ToolChunk from its JSON text (as `mcpgw_tool_chunk_to_json` or the gateway writes
- it). On success `*chunk_out` receives a new chunk, to free with `mcpgw_tool_chunk_free`.
+ Parses a ToolChunk from its NUL-terminated JSON text (the bytes of a call_tool's DONE action
+ or of a PROGRESS action, or what `mcpgw_tool_chunk_to_json` wrote). On success `*chunk_out` receives a new chunk, to free with `mcpgw_tool_chunk_free`.
  `error_out` may be NULL; on failure it receives an error to free with `mcpgw_error_free`.
  */
 mcpgw_result mcpgw_tool_chunk_from_json(const char *json,
@@ -563,8 +399,8 @@ bool mcpgw_tool_chunk_is_last(const mcpgw_tool_chunk *chunk);
 const char *mcpgw_tool_chunk_id(const mcpgw_tool_chunk *chunk);
 
 /*
- The chunk's metadata as a JSON object (`structured_content`, `mcp_progress`, `error`, ...). Borrowed:
- valid until the chunk is freed; NULL for a NULL chunk.
+ The chunk's metadata as a JSON object (`structured_content`, `mcp_progress`, `error`, ...).
+ Borrowed: valid until the chunk is freed; NULL for a NULL chunk.
  */
 const char *mcpgw_tool_chunk_metadata_json(const mcpgw_tool_chunk *chunk);
 
@@ -627,245 +463,6 @@ const char *mcpgw_block_name(const mcpgw_block *block);
  blocks afterwards.
  */
 void mcpgw_tool_chunk_free(mcpgw_tool_chunk *chunk);
-
-/*
- Creates a client. `config` may be NULL for the defaults; it is copied, not kept. `exec` may
- be NULL for a client used only in sans-IO form (its ops driven by the host, or over a
- session). `userdata` is passed to every `exec` call; `userdata_free` (may be NULL) is called
- with it exactly once: when the client is freed, or at once when this function fails. On
- success `*client_out` receives the client; free it with `mcpgw_client_free`. `error_out` may
- be NULL; on failure it receives an error to free with `mcpgw_error_free`.
- */
-mcpgw_result mcpgw_client_new(const mcpgw_client_config *config,
-                              mcpgw_exec_fn exec,
-                              void *userdata,
-                              mcpgw_userdata_free_fn userdata_free,
-                              mcpgw_client **client_out,
-                              mcpgw_error **error_out);
-
-/*
- Frees a client and calls its userdata finalizer. NULL is ignored. Operations prepared from
- it stay usable. Takes ownership: do not use `client` afterwards, and make no call on it
- concurrently with this one.
- */
-void mcpgw_client_free(mcpgw_client *client);
-
-/*
- The gateway's port, once known (configured, launched, or learned from a session); 0
- otherwise.
- */
-uint16_t mcpgw_client_port(const mcpgw_client *client);
-
-/*
- Reports a command's exit status and output from inside an exec callback. The buffers are
- copied (a buffer may be NULL when its length is 0). A NULL `out` is ignored; a second call
- replaces the first.
- */
-void mcpgw_exec_output_set(mcpgw_exec_output *out,
-                           int32_t exit_code,
-                           const uint8_t *out_buf,
-                           size_t out_len,
-                           const uint8_t *err_buf,
-                           size_t err_len);
-
-/*
- Says why a command could not be run, from inside an exec callback that then returns
- non-zero; the text (copied) goes into the error the call reports. NULL arguments are
- ignored.
- */
-void mcpgw_exec_output_set_error(mcpgw_exec_output *out, const char *message);
-
-/*
- From inside an exec callback: the bytes to pass on the command's standard input; `*buf_out`
- and `*len_out` receive them (borrowed until the callback returns), or NULL and 0 when the
- command takes none. Only clients configured with `mcpgw_client_config_set_exec_stdin` make
- such commands. NULL arguments are ignored.
- */
-void mcpgw_exec_output_stdin(const mcpgw_exec_output *out,
-                             const uint8_t **buf_out,
-                             size_t *len_out);
-
-/*
- Prepares launching the gateway inside the sandbox: one command starts `mcpgw-gateway
- --daemon` (which mints the token into its 0600 token file there, so the host never sees it)
- and confirms its instance nonce. Its result JSON: `{"port","pid","token_file",
- "instance_nonce","state_dir"}`. On failure the error carries the gateway's reason and log
- tail.
- */
-mcpgw_result mcpgw_client_prepare_start_gateway(const mcpgw_client *client,
-                                                const mcpgw_call_options *options,
-                                                mcpgw_op **op_out);
-
-/*
- Prepares stopping the gateway this client launched (SIGTERM, then SIGKILL after the timeout;
- its state directory is removed).
- */
-mcpgw_result mcpgw_client_prepare_stop_gateway(const mcpgw_client *client,
-                                               const mcpgw_call_options *options,
-                                               mcpgw_op **op_out);
-
-/*
- Prepares installing the gateway binary read from `host_path` (on the host) at the client's
- absolute gateway path in the sandbox, unless an identical file is there (SHA-256). Its result
- JSON: `{"uploaded","sha256","path"}`.
- */
-mcpgw_result mcpgw_client_prepare_ensure_gateway_binary(const mcpgw_client *client,
-                                                        const mcpgw_call_options *options,
-                                                        const char *host_path,
-                                                        mcpgw_op **op_out);
-
-/*
- Prepares `GET /health`; with a known instance nonce, a different gateway on the port is
- `MCPGW_RESULT_GATEWAY_NOT_RUNNING`. Its result JSON: `{"status","instance_nonce"}`.
- */
-mcpgw_result mcpgw_client_prepare_health(const mcpgw_client *client,
-                                         const mcpgw_call_options *options,
-                                         mcpgw_op **op_out);
-
-/*
- Prepares `GET /mcps`: the scope's registered specs, each with its `status`.
- */
-mcpgw_result mcpgw_client_prepare_list_mcps(const mcpgw_client *client,
-                                            const mcpgw_call_options *options,
-                                            mcpgw_op **op_out);
-
-/*
- Prepares `POST /mcps` with `spec_json`, an MCP spec (AgentScope's `MCPClient` dump), checked
- first with the gateway's own validator. Succeeds once the MCP is connected and its tools
- listed.
- */
-mcpgw_result mcpgw_client_prepare_add_mcp(const mcpgw_client *client,
-                                          const mcpgw_call_options *options,
-                                          const char *spec_json,
-                                          mcpgw_op **op_out);
-
-/*
- Prepares `DELETE /mcps/{name}`: succeeds once the MCP's session and processes are gone.
- */
-mcpgw_result mcpgw_client_prepare_remove_mcp(const mcpgw_client *client,
-                                             const mcpgw_call_options *options,
-                                             const char *name,
-                                             mcpgw_op **op_out);
-
-/*
- Prepares `GET /mcps/{mcp}/tools`: the MCP `Tool` objects (camelCase), filtered by the
- spec's `enable_tools` / `disable_tools`.
- */
-mcpgw_result mcpgw_client_prepare_list_tools(const mcpgw_client *client,
-                                             const mcpgw_call_options *options,
-                                             const char *mcp,
-                                             mcpgw_op **op_out);
-
-/*
- Prepares calling tool `tool` of MCP `mcp` with `arguments_json` (a JSON object; "" or "null"
- for none). The options' timeout is also the gateway's deadline for the call. The result is a
- ToolChunk (`mcpgw_op_tool_chunk`, or its JSON).
- */
-mcpgw_result mcpgw_client_prepare_call_tool(const mcpgw_client *client,
-                                            const mcpgw_call_options *options,
-                                            const char *mcp,
-                                            const char *tool,
-                                            const char *arguments_json,
-                                            mcpgw_op **op_out);
-
-/*
- Prepares replacing the runtime headers of the streamable HTTP MCP `mcp` with
- `headers_json`, a JSON object of header names to values (`{}` clears them), without
- reconnecting it.
- */
-mcpgw_result mcpgw_client_prepare_set_runtime_headers(const mcpgw_client *client,
-                                                      const mcpgw_call_options *options,
-                                                      const char *mcp,
-                                                      const char *headers_json,
-                                                      mcpgw_op **op_out);
-
-/*
- Runs `op` to its end through the client's exec callback, on the calling thread: the blocking
- form of every operation. Returns the operation's result (as `mcpgw_op_result` then does);
- its output is then read from the op (`mcpgw_op_result_json`, `mcpgw_op_tool_chunk`) and its
- failure from `mcpgw_op_error`. `MCPGW_RESULT_INVALID_STATE` (and the op unchanged) for a
- client without an exec callback, or an op that a session carries; an op that has finished
- returns its result again.
- */
-mcpgw_result mcpgw_client_run(const mcpgw_client *client, mcpgw_op *op);
-
-/*
- Creates a configuration with the defaults. On success `*config_out` receives it; free it with
- `mcpgw_client_config_free`.
- */
-mcpgw_result mcpgw_client_config_new(mcpgw_client_config **config_out);
-
-/*
- Frees a configuration. NULL is ignored. Takes ownership: do not use it afterwards.
- */
-void mcpgw_client_config_free(mcpgw_client_config *config);
-
-/*
- The gateway binary inside the sandbox (a bare name is looked up on `PATH`; installing it with
- ensure_gateway_binary needs an absolute path). Copied.
- */
-mcpgw_result mcpgw_client_config_set_gateway_path(mcpgw_client_config *config, const char *path);
-
-/*
- The loopback address the gateway listens on ("127.0.0.1" by default). Copied.
- */
-mcpgw_result mcpgw_client_config_set_host(mcpgw_client_config *config, const char *host);
-
-/*
- The gateway's port: 0 (the default) lets start_gateway pick a free one; non-zero, with a
- token file, attaches to a gateway that already runs.
- */
-mcpgw_result mcpgw_client_config_set_port(mcpgw_client_config *config, uint16_t port);
-
-/*
- The gateway's token file inside the sandbox; NULL restores the default
- (`<state dir>/token`). Copied.
- */
-mcpgw_result mcpgw_client_config_set_token_file(mcpgw_client_config *config, const char *path);
-
-/*
- The per-launch state directory inside the sandbox (token file, log); NULL restores the
- default (`/tmp/mcpgw-<16 hex of the nonce>`). Copied.
- */
-mcpgw_result mcpgw_client_config_set_state_dir(mcpgw_client_config *config, const char *path);
-
-/*
- The instance nonce of a gateway that already runs, checked by health; NULL for none. Copied.
- */
-mcpgw_result mcpgw_client_config_set_instance_nonce(mcpgw_client_config *config, const char *nonce);
-
-/*
- Where large request bodies are staged inside the sandbox; NULL restores the default (the
- state directory, else /tmp). Copied.
- */
-mcpgw_result mcpgw_client_config_set_staging_dir(mcpgw_client_config *config, const char *path);
-
-/*
- How requests are sent: one of the `mcpgw_transport` values; `MCPGW_RESULT_INVALID_ARGUMENT`
- for another value.
- */
-mcpgw_result mcpgw_client_config_set_transport(mcpgw_client_config *config, uint32_t transport);
-
-/*
- The timeout of calls that set none, in milliseconds (not 0; 60000 by default).
- */
-mcpgw_result mcpgw_client_config_set_timeout_ms(mcpgw_client_config *config, uint32_t timeout_ms);
-
-/*
- The longest command text handed to the exec callback (at least 4096; by default 120 KiB,
- under the kernel's 128 KiB for one `sh -c` argument); larger bodies are staged.
- */
-mcpgw_result mcpgw_client_config_set_max_command_bytes(mcpgw_client_config *config,
-                                                       size_t max_bytes);
-
-/*
- Whether the exec callback passes a command's standard input (`docker exec -i`,
- `kubectl exec -i`, a local shell): then it must read `mcpgw_exec_output_stdin` in its
- callback, or a sans-IO host `mcpgw_op_command_stdin`, and pass those bytes. The gateway
- binary and bodies too large for one command then travel on stdin in one command instead of
- staged pieces. False by default.
- */
-mcpgw_result mcpgw_client_config_set_exec_stdin(mcpgw_client_config *config, bool passes_stdin);
 
 /*
  The error's result code; `MCPGW_RESULT_NULL_PARAMETER` for NULL.
@@ -1007,8 +604,8 @@ mcpgw_action *mcpgw_host_next_action(mcpgw_host *host);
 
 /*
  What the driver knows, as JSON: `{"session":"off"|"opening"|"open","gateway":{port, pid,
- token_file, instance_nonce, state_dir} or null, "hello":{...} or null}`. Free it with
- `mcpgw_string_free`; NULL for a NULL host.
+ token_file, instance_nonce, state_dir} or null, "hello":{...} or null, "resumed": calls
+ resumed on a new channel so far}`. Free it with `mcpgw_string_free`; NULL for a NULL host.
  */
 char *mcpgw_host_state_json(const mcpgw_host *host);
 
@@ -1064,7 +661,9 @@ mcpgw_stdin_kind mcpgw_action_stdin_kind(const mcpgw_action *action);
 /*
  The bytes an action carries: a RUN's stdin (kind BYTES), a WRITE's bytes, a PROGRESS's
  chunk, a DONE's result or error, a CONNECTION_MESSAGE's message (the last three JSON text).
- Writes their length to `*len_out` (when not NULL). Borrowed; NULL when there are none.
+ Writes their length to `*len_out` (when not NULL). Not NUL-terminated: copy them to pass
+ them on as a C string (e.g. to `mcpgw_tool_chunk_from_json`). Borrowed; NULL when there are
+ none.
  */
 const uint8_t *mcpgw_action_bytes(const mcpgw_action *action, size_t *len_out);
 
@@ -1088,273 +687,6 @@ const char *mcpgw_action_text(const mcpgw_action *action);
  A CONNECTION_CLOSED's HTTP status (a refused open: 404 for no such MCP), else 0.
  */
 uint16_t mcpgw_action_status(const mcpgw_action *action);
-
-/*
- The command to run next: on success `*command_out` receives `sh -c` text (borrowed: valid
- until the next `mcpgw_op_complete`, `mcpgw_op_fail_exec` or `mcpgw_op_free` on this op) and
- `*timeout_ms_out` how long the host should let it run. `MCPGW_RESULT_INVALID_STATE` when the
- operation has finished or a session carries it: then read `mcpgw_op_result`.
- */
-mcpgw_result mcpgw_op_command(const mcpgw_op *op,
-                              const char **command_out,
-                              uint32_t *timeout_ms_out);
-
-/*
- The bytes the pending command wants on its standard input: on success `*buf_out` and
- `*len_out` receive them (borrowed like the command's text), or NULL and 0 when it takes none.
- Only clients configured with `mcpgw_client_config_set_exec_stdin` make such commands.
- `MCPGW_RESULT_INVALID_STATE` when no command is pending.
- */
-mcpgw_result mcpgw_op_command_stdin(const mcpgw_op *op, const uint8_t **buf_out, size_t *len_out);
-
-/*
- Hands back what the pending command did: its exit status and everything it wrote to stdout
- and stderr (copied; a buffer may be NULL when its length is 0). Returns
- `MCPGW_RESULT_OK` when the input was taken (the operation may then want another command or
- have finished), `MCPGW_RESULT_INVALID_STATE` when no command was pending (the operation is
- then unchanged).
- */
-mcpgw_result mcpgw_op_complete(mcpgw_op *op,
-                               int32_t exit_code,
-                               const uint8_t *out_buf,
-                               size_t out_len,
-                               const uint8_t *err_buf,
-                               size_t err_len);
-
-/*
- Reports that the host could not run the pending command at all (the sandbox is gone, the
- backend refused); `reason` (may be NULL) goes into the error message. The operation then
- fails with `MCPGW_RESULT_EXEC_FAILED`. `MCPGW_RESULT_INVALID_STATE` when no command was
- pending.
- */
-mcpgw_result mcpgw_op_fail_exec(mcpgw_op *op, const char *reason);
-
-/*
- Whether the operation has finished (it wants no more commands and has its result).
- */
-bool mcpgw_op_is_finished(const mcpgw_op *op);
-
-/*
- The operation's outcome: `MCPGW_RESULT_OK` when it succeeded, the failure's code when it
- failed (details in `mcpgw_op_error`), `MCPGW_RESULT_INVALID_STATE` while it is under way.
- */
-mcpgw_result mcpgw_op_result(const mcpgw_op *op);
-
-/*
- The failure of a failed operation, NULL otherwise. Borrowed: valid until the op is freed
- (nothing done to the op in between replaces it); never freed on its own.
- */
-const mcpgw_error *mcpgw_op_error(const mcpgw_op *op);
-
-/*
- The operation's name, e.g. "call_tool". Static; NULL for a NULL op.
- */
-const char *mcpgw_op_name(const mcpgw_op *op);
-
-/*
- The result of a succeeded operation as JSON: start_gateway `{"port","pid","token_file",
- "instance_nonce","state_dir"}`, ensure_gateway_binary `{"uploaded","sha256","path"}`, health
- `{"status","instance_nonce"}`, list_mcps the array of specs (each with its `status`),
- list_tools the array of MCP `Tool` objects, call_tool the ToolChunk, the others
- `{"ok":true}`. On success `*json_out` receives a string to free with `mcpgw_string_free`.
- `MCPGW_RESULT_INVALID_STATE` unless the operation succeeded.
- */
-mcpgw_result mcpgw_op_result_json(const mcpgw_op *op, char **json_out);
-
-/*
- The ToolChunk of a succeeded call_tool operation. On success `*chunk_out` receives a new
- chunk to free with `mcpgw_tool_chunk_free`. `MCPGW_RESULT_INVALID_STATE` unless the operation
- is a succeeded call_tool; `MCPGW_RESULT_PROTOCOL_ERROR` when a data block holds invalid
- base64 (then `error_out`, when not NULL, receives the details).
- */
-mcpgw_result mcpgw_op_tool_chunk(const mcpgw_op *op,
-                                 mcpgw_tool_chunk **chunk_out,
-                                 mcpgw_error **error_out);
-
-/*
- Frees an operation, finished or not (an unfinished one simply stops; a body it had staged
- in the sandbox stays in the staging directory; one a session carries is forgotten by it, and
- its answer dropped). NULL is ignored. Takes ownership: do not use `op` afterwards.
- */
-void mcpgw_op_free(mcpgw_op *op);
-
-/*
- Creates options with the defaults. On success `*options_out` receives them; free them with
- `mcpgw_call_options_free`.
- */
-mcpgw_result mcpgw_call_options_new(mcpgw_call_options **options_out);
-
-/*
- Frees options. NULL is ignored. Takes ownership: do not use them afterwards.
- */
-void mcpgw_call_options_free(mcpgw_call_options *options);
-
-/*
- The agent part of the scope (copied; NUL-terminated UTF-8).
- */
-mcpgw_result mcpgw_call_options_set_agent_id(mcpgw_call_options *options, const char *agent_id);
-
-/*
- The session part of the scope (copied; NUL-terminated UTF-8).
- */
-mcpgw_result mcpgw_call_options_set_session_id(mcpgw_call_options *options, const char *session_id);
-
-/*
- Bounds each command of the call, in milliseconds; 0 restores the client's timeout. A tool
- call also passes it to the gateway as the call's deadline.
- */
-mcpgw_result mcpgw_call_options_set_timeout_ms(mcpgw_call_options *options, uint32_t timeout_ms);
-
-/*
- Creates a session of `client`. On success `*session_out` receives it: spawn
- `mcpgw_session_command` with its stdin and stdout piped. `error_out` may be NULL; on failure
- it receives an error to free with `mcpgw_error_free`.
- */
-mcpgw_result mcpgw_session_open(const mcpgw_client *client,
-                                mcpgw_session **session_out,
-                                mcpgw_error **error_out);
-
-/*
- The `sh -c` text that opens the channel inside the sandbox: run it with stdin and stdout
- piped (`docker exec -i C sh -c TEXT`, `kubectl exec -i ...`, an E2B background command with
- stdin) and keep it running. Its stderr is for logs. Borrowed: valid until the session is
- freed; NULL for NULL.
- */
-const char *mcpgw_session_command(const mcpgw_session *session);
-
-/*
- Sends `op` (a REST op that has run no command: health, list_mcps, add_mcp, remove_mcp,
- list_tools, call_tool, set_runtime_headers) over the session; on success `*id_out` receives
- the id its events carry. The op stays the caller's: it wants no command until the session
- finishes it (event `FINISHED`). With `stream`, a call_tool reports each progress chunk as it
- happens (events `PROGRESS`). `MCPGW_RESULT_INVALID_ARGUMENT` for an op a session cannot
- carry (left unchanged, or, for a body over the session's frame limit, failed);
- `MCPGW_RESULT_SESSION_LOST` on a lost session.
- */
-mcpgw_result mcpgw_session_submit(mcpgw_session *session,
-                                  mcpgw_op *op,
-                                  bool stream,
-                                  uint64_t *id_out);
-
-/*
- Abandons op `id`: the gateway cancels it upstream (`notifications/cancelled`), and the op
- fails with `MCPGW_RESULT_CANCELLED`. Returns whether `id` was in flight.
- */
-bool mcpgw_session_cancel(mcpgw_session *session, uint64_t id);
-
-/*
- The bytes to write to the channel's stdin: on success `*buf_out` and `*len_out` receive
- them (borrowed: valid until the next call on this session); length 0 when there is nothing
- to write. Mark what was written with `mcpgw_session_consume`.
- */
-mcpgw_result mcpgw_session_output(const mcpgw_session *session,
-                                  const uint8_t **buf_out,
-                                  size_t *len_out);
-
-/*
- Marks the first `n` bytes of `mcpgw_session_output` as written to the channel.
- */
-void mcpgw_session_consume(mcpgw_session *session, size_t n);
-
-/*
- Takes `len` bytes read from the channel's stdout (copied). Then read the events.
- */
-mcpgw_result mcpgw_session_feed(mcpgw_session *session, const uint8_t *buf, size_t len);
-
-/*
- Says that the channel's stdout ended (its process exited, the backend dropped it);
- `reason` (may be NULL), e.g. its exit status and stderr tail, goes into the messages. Every
- op in flight fails with `MCPGW_RESULT_SESSION_LOST` (events follow).
- */
-void mcpgw_session_feed_eof(mcpgw_session *session, const char *reason);
-
-/*
- Ends the session from the host's side: every op in flight fails with
- `MCPGW_RESULT_SESSION_LOST` (events follow). Then close the channel's stdin: `attach`
- cancels what was in flight in the gateway and exits.
- */
-void mcpgw_session_close(mcpgw_session *session);
-
-/*
- Whether the channel is gone.
- */
-bool mcpgw_session_is_lost(const mcpgw_session *session);
-
-/*
- The next event: on success `*event_out` receives it (free it with
- `mcpgw_session_event_free`); `MCPGW_RESULT_INVALID_STATE` when there is none now. A
- `FINISHED` op has its result already; an `UNSENT` one is back in one-shot form.
- */
-mcpgw_result mcpgw_session_next_event(mcpgw_session *session, mcpgw_session_event **event_out);
-
-/*
- Frees a session: a channel still open should be closed (its stdin) by the host too. Ops it
- carried and that have not finished stay unfinished. NULL is ignored. Takes ownership.
- */
-void mcpgw_session_free(mcpgw_session *session);
-
-/*
- The event's kind; `MCPGW_SESSION_EVENT_KIND_LOST` for NULL.
- */
-mcpgw_session_event_kind mcpgw_session_event_get_kind(const mcpgw_session_event *event);
-
-/*
- The id of the op a `PROGRESS`, `FINISHED` or `UNSENT` event is about; 0 otherwise.
- */
-uint64_t mcpgw_session_event_id(const mcpgw_session_event *event);
-
-/*
- The chunk of a `PROGRESS` event (`metadata.mcp_progress` holds the progress); NULL
- otherwise. Borrowed: valid until the event is freed.
- */
-const mcpgw_tool_chunk *mcpgw_session_event_chunk(const mcpgw_session_event *event);
-
-/*
- The text of an `OPENED` (the hello's JSON), `NOTICE` or `LOST` event; NULL otherwise.
- Borrowed: valid until the event is freed.
- */
-const char *mcpgw_session_event_text(const mcpgw_session_event *event);
-
-/*
- Frees an event. NULL is ignored. Takes ownership.
- */
-void mcpgw_session_event_free(mcpgw_session_event *event);
-
-/*
- Starts driving `session` (freshly opened, nothing submitted yet) over the channel the host
- spawned: `read_fd` is its stdout, `write_fd` its stdin. Takes ownership of `session` (do not
- use or free it afterwards, whatever the result) and of both descriptors (the library closes
- them). Waits up to `open_timeout_ms` for the channel's hello. Writing to a channel that died
- gives `MCPGW_RESULT_SESSION_LOST`, never SIGPIPE. On success
- `*blocking_out` receives the blocking session; on failure `error_out` (may be NULL) receives
- why the channel did not open (what it printed, e.g. a missing gateway binary).
- */
-mcpgw_result mcpgw_blocking_session_start(mcpgw_session *session,
-                                          int32_t read_fd,
-                                          int32_t write_fd,
-                                          uint32_t open_timeout_ms,
-                                          mcpgw_blocking_session **blocking_out,
-                                          mcpgw_error **error_out);
-
-/*
- Runs `op` over the session and returns its result (as `mcpgw_op_result` then does); read its
- output and failure from the op. `progress` (may be NULL) receives each progress chunk of a
- call_tool as it happens, on this thread; with it the call streams. Blocks until the answer
- comes, the op's time limit passes (then the gateway cancels it upstream:
- `MCPGW_RESULT_DEADLINE`), or the channel is lost (`MCPGW_RESULT_SESSION_LOST`). May be
- called from many threads at once.
- */
-mcpgw_result mcpgw_blocking_session_run(const mcpgw_blocking_session *session,
-                                        mcpgw_op *op,
-                                        mcpgw_progress_fn progress,
-                                        void *userdata);
-
-/*
- Closes the channel (its stdin: `attach` cancels what is in flight in the gateway and exits)
- and frees the session. Ops running over it fail with `MCPGW_RESULT_SESSION_LOST`; call it
- only once no `mcpgw_blocking_session_run` is under way or about to start. NULL is ignored.
- */
-void mcpgw_blocking_session_free(mcpgw_blocking_session *session);
 
 #ifdef __cplusplus
 }  // extern "C"

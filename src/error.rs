@@ -64,7 +64,9 @@ codes! {
         /// A value given to the library is unusable (bad name, malformed JSON, NUL byte), or the
         /// gateway refused the request as invalid (HTTP 400, 413, 422).
         InvalidArgument = "INVALID_ARGUMENT", 7003, "invalid argument";
-        /// A sans-IO operation was driven out of order.
+        /// A sans-IO operation was driven out of order, or a call came in a state that cannot
+        /// take it (a connection opened without a session, a message on a connection that is
+        /// not open).
         InvalidState = "INVALID_STATE", 7004, "the operation was driven out of order";
         /// A file on the host could not be read.
         HostIo = "HOST_IO", 7005, "a file on the host could not be read";

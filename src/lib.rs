@@ -3,9 +3,11 @@
 //! The gateway (`mcpgw-gateway`) runs inside a sandbox and owns the MCP sessions; this crate builds
 //! every gateway request as a POSIX shell command for the host's "exec in sandbox" channel, or as
 //! a frame for a long-lived session channel, and decodes what comes back. It does no I/O of its
-//! own: an [`Operation`] and a [`session::Session`] are sans-IO state machines; [`exec::run`] and
-//! [`session::blocking`] drive them through any [`Exec`] or pair of pipes. The C ABI is the
-//! separate crate in `src/ffi`.
+//! own: an [`Operation`] and a [`session::Session`] are sans-IO state machines, and the host
+//! driver ([`host::Host`]) decides over them, for one sandbox, what to run, what goes over the
+//! session and what to reopen or resume. [`exec::run`] drives an [`Operation`] through any
+//! [`Exec`]; the `mcpgw-host` crate drives a [`host::Host`] on tokio; the C ABI (the separate
+//! crate in `src/ffi`) hands it to any event loop.
 #![forbid(unsafe_code)]
 
 pub mod client;

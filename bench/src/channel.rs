@@ -1,130 +1,84 @@
-//! The exec channel: one-shot commands against the session channel, through a real Docker
-//! container (`docker exec` / `docker exec -i`) and a local pipe, in one run; and the gateway
-//! binary's upload with stdin against staged pieces.
+//! The exec channel, through the host driver (`mcpgw-host`): one-shot commands against the
+//! session channel, through a real Docker container (`docker exec` per call against one
+//! `docker exec -i` channel) and locally; REST over the session against a virtual MCP connection
+//! on the same channel; and the gateway binary's upload with stdin against staged pieces.
 
-use std::io::Write as _;
-use std::process::{Child, Command, Stdio};
+use std::future::Future;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mcpgw::session::Session;
-use mcpgw::session::blocking::BlockingSession;
-use mcpgw::{CallOptions, Client, Config, Exec, ExecOutput, ExecResult};
+use mcpgw::client::Output;
+use mcpgw::host::{Backend, Container as Target, HostConfig, Op, Submit};
+use mcpgw::{CallOptions, Client, Config, ExecOutput, ExecResult};
+use mcpgw_host::{ConnectionEvent, Host};
+use serde_json::{Value, json};
 
 use crate::{Paths, median, verdict};
 
-/// `docker exec [-i] CONTAINER sh -c TEXT`, passing stdin when the command has some.
-struct DockerExec {
-    container: String,
+fn echo() -> Submit {
+    Submit::new(Op::CallTool {
+        mcp: "ts".into(),
+        tool: "echo".into(),
+        arguments: json!({"text": "hello"}),
+    })
 }
 
-impl Exec for DockerExec {
-    fn exec(&self, command: &mcpgw::Command) -> ExecResult {
-        let mut cmd = Command::new("docker");
-        cmd.arg("exec");
-        if command.stdin.is_some() {
-            cmd.arg("-i");
-        }
-        let mut child = cmd
-            .args([&self.container, "sh", "-c", &command.text])
-            .stdin(if command.stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot run docker: {e}"))?;
-        if let (Some(bytes), Some(mut pipe)) = (command.stdin.clone(), child.stdin.take()) {
-            std::thread::spawn(move || {
-                let _ = pipe.write_all(&bytes);
-            });
-        }
-        let out = child.wait_with_output().map_err(|e| e.to_string())?;
-        Ok(ExecOutput {
-            exit_code: out.status.code().unwrap_or(-1),
-            stdout: out.stdout,
-            stderr: out.stderr,
-        })
-    }
+/// One `echo` call through `host`: one-shot, or over its session once one is open.
+async fn call(host: &Host) {
+    host.run(echo(), None).await.unwrap();
 }
-
-/// A session channel spawned under `prefix` (the argv before the `sh -c` text).
-struct Channel {
-    child: Child,
-    session: BlockingSession,
-}
-
-fn open(client: &Client, prefix: &[&str]) -> Channel {
-    let (session, command) = Session::open(client).unwrap();
-    let mut child = Command::new(prefix[0])
-        .args(&prefix[1..])
-        .arg(&command.text)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    let session = BlockingSession::start(session, stdout, stdin, Duration::from_secs(30))
-        .expect("the session opens");
-    Channel { child, session }
-}
-
-impl Drop for Channel {
-    fn drop(&mut self) {
-        self.session.close();
-        let _ = self.child.wait();
-    }
-}
-
-fn opts() -> CallOptions {
-    CallOptions {
-        timeout: Some(Duration::from_secs(60)),
-        ..CallOptions::default()
-    }
-}
-
-const ECHO: &str = r#"{"text":"hello"}"#;
 
 /// Milliseconds of each of `n` sequential calls of `call`.
-fn sequential(n: usize, mut call: impl FnMut()) -> Vec<f64> {
-    (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            call();
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .collect()
+async fn sequential(n: usize, mut call: impl AsyncFnMut()) -> Vec<f64> {
+    let mut ms = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        call().await;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    ms
 }
 
-/// Calls per second with `callers` threads calling `call` for `secs`.
-fn concurrent(callers: usize, secs: f64, call: impl Fn() + Sync) -> f64 {
-    let stop = AtomicBool::new(false);
-    let done = AtomicU64::new(0);
+/// Calls per second with `callers` tasks calling `echo` through `host` for `secs`.
+async fn concurrent(host: &Host, callers: usize, secs: f64) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
     let t = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..callers {
-            s.spawn(|| {
+    let tasks: Vec<_> = (0..callers)
+        .map(|_| {
+            let (host, stop, done) = (host.clone(), stop.clone(), done.clone());
+            tokio::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
-                    call();
+                    call(&host).await;
                     done.fetch_add(1, Ordering::Relaxed);
                 }
-            });
-        }
-        std::thread::sleep(Duration::from_secs_f64(secs));
-        stop.store(true, Ordering::Relaxed);
-    });
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        task.await.unwrap();
+    }
     done.load(Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64()
 }
 
-fn spec(testserver: &str) -> String {
-    serde_json::json!({
+fn spec(testserver: &str) -> Value {
+    json!({
         "name": "ts",
         "mcp_config": {"type": "stdio_mcp", "command": testserver, "args": ["stdio"]}
     })
-    .to_string()
+}
+
+/// Runs `f` on a runtime of its own (the measurements' callers are plain threads).
+fn block_on<F: Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
 }
 
 /// Why Docker cannot be used here, if it cannot.
@@ -166,6 +120,18 @@ impl Container {
         );
         Container(String::from_utf8_lossy(&id.stdout).trim().to_owned())
     }
+
+    /// A host configuration for this container, its gateway at `gateway_path`.
+    fn config(&self, gateway_path: &str) -> HostConfig {
+        let mut config = HostConfig::new(Backend::Docker(Target {
+            container: self.0.clone(),
+            exec_options: Vec::new(),
+            options: Vec::new(),
+            program: None,
+        }));
+        config.gateway_path = gateway_path.into();
+        config
+    }
 }
 
 impl Drop for Container {
@@ -191,64 +157,49 @@ pub fn channel_side(paths: &Paths, secs: u64, wrk_direct: &dyn Fn(u16, &str, usi
 pub fn docker_side(paths: &Paths, secs: u64) {
     match docker_unavailable(paths) {
         Some(why) => println!("docker: SKIPPED ({why})"),
-        None => docker(paths, secs),
+        None => {
+            let container = Container::start(paths);
+            block_on(docker(paths, secs, &container));
+        }
     }
 }
 
-fn docker(paths: &Paths, secs: u64) {
-    let container = Container::start(paths);
-    let exec = DockerExec {
-        container: container.0.clone(),
-    };
-    let client = Client::new(Config {
-        gateway_path: "/usr/local/bin/mcpgw-gateway".into(),
-        state_dir: Some(DOCKER_STATE.into()),
-        ..Config::default()
+async fn docker(paths: &Paths, secs: u64, container: &Container) {
+    let host = Host::start(container.config("/usr/local/bin/mcpgw-gateway")).unwrap();
+    host.op(Op::StartGateway {}).await.unwrap();
+    host.op(Op::AddMcp {
+        spec: spec("/usr/local/bin/mcpgw-testserver"),
     })
+    .await
     .unwrap();
-    client.start_gateway(&exec, &opts()).unwrap();
-    client
-        .add_mcp(&exec, &opts(), &spec("/usr/local/bin/mcpgw-testserver"))
-        .unwrap();
-    let one_shot = || {
-        client
-            .call_tool(&exec, &opts(), "ts", "echo", ECHO)
-            .unwrap();
-    };
-    one_shot();
-    let x = median(sequential(30, one_shot));
-    let prefix = ["docker", "exec", "-i", container.0.as_str(), "sh", "-c"];
-    let channel = open(&client, &prefix);
-    let session_call = || {
-        channel
-            .session
-            .call(client.prepare_call_tool(&opts(), "ts", "echo", ECHO), None)
-            .unwrap();
-    };
-    session_call();
-    let y = median(sequential(500, session_call));
+    let window = secs.max(3) as f64;
+    // No session yet: every call is a `docker exec` of its own.
+    call(&host).await;
+    let x = median(sequential(30, async || call(&host).await).await);
+    let w = concurrent(&host, 16, window).await;
+    // From here on every REST call travels over the one `docker exec -i` channel.
+    host.op(Op::OpenSession {}).await.unwrap();
+    call(&host).await;
+    let y = median(sequential(500, async || call(&host).await).await);
     println!(
         "docker one-shot call p50 ms: {x:.2}\ndocker session call p50 ms: {y:.3} ({:.0}x below one-shot; target <= 1 ms: {})",
         x / y,
         verdict(y <= 1.0)
     );
-    let window = secs.max(3) as f64;
-    let z = concurrent(16, window, session_call);
-    let w = concurrent(16, window, one_shot);
+    let z = concurrent(&host, 16, window).await;
     println!(
         "docker session calls/s at 16 in flight: {z:.0} (one-shot: {w:.1}); {:.0}x (target >= 100x: {})",
         z / w,
         verdict(z >= 100.0 * w)
     );
-    drop(channel);
 
-    // The same call as a virtual MCP connection's tools/call, over its own docker exec -i.
-    let mut mcp = McpConnection::open(&container.0, client.port().unwrap());
+    // The same call as a virtual MCP connection's tools/call, over the same channel.
+    let mut mcp = McpConnection::open(&host).await;
     for _ in 0..50 {
-        mcp.call();
+        mcp.call().await;
     }
-    let c = median(sequential(500, || mcp.call()));
-    let r = mcp.rate(16, window);
+    let c = median(sequential(500, async || mcp.call().await).await);
+    let r = mcp.rate(16, window).await;
     println!(
         "docker mcp connection call p50 ms: {c:.3} (rest over session: {y:.3}); {:.2}x (target <= 1.1x: {})",
         c / y,
@@ -260,210 +211,185 @@ fn docker(paths: &Paths, secs: u64) {
         verdict(r >= 0.9 * z)
     );
     drop(mcp);
+    host.op(Op::CloseSession {}).await.unwrap();
 
-    // The 10 MiB static gateway into a fresh path: one exec with stdin, or staged pieces.
-    let upload = |stdin: bool, path: &str| {
-        let client = Client::new(Config {
-            gateway_path: path.into(),
-            exec_stdin: stdin,
-            ..Config::default()
+    // The 10 MiB static gateway into a fresh path: one exec with stdin (the docker backend
+    // passes stdin), or staged pieces (what an exec function without stdin gets).
+    let stdin_host = Host::start(container.config("/opt/stdin/mcpgw-gateway")).unwrap();
+    let t = Instant::now();
+    let status = stdin_host
+        .op(Op::EnsureGatewayBinary {
+            binary_path: paths.gateway.to_string_lossy().into_owned(),
         })
+        .await
         .unwrap();
-        let t = Instant::now();
-        let status = client
-            .ensure_gateway_binary(&exec, &opts(), &paths.gateway)
-            .unwrap();
-        assert!(status.uploaded);
-        t.elapsed().as_secs_f64()
-    };
-    let s = upload(true, "/opt/stdin/mcpgw-gateway");
-    let t = upload(false, "/opt/staged/mcpgw-gateway");
+    let s = t.elapsed().as_secs_f64();
+    assert!(
+        matches!(status, Output::Binary(ref b) if b.uploaded),
+        "{status:?}"
+    );
+    let t = tokio::task::block_in_place(|| staged_upload(paths, &container.0));
     println!(
         "upload 10 MiB gateway: stdin {s:.2} s, staged {t:.2} s (target stdin <= 1 s: {})",
         verdict(s <= 1.0)
     );
-    client.stop_gateway(&exec, &opts()).unwrap();
+    host.op(Op::StopGateway {}).await.unwrap();
 }
 
-/// Where the gateway of the Docker measurements keeps its token.
-const DOCKER_STATE: &str = "/tmp/mcpgw-bench";
+/// Seconds to install the gateway binary into `container` through an exec function that cannot
+/// pass stdin (`docker exec` without `-i`): the binary goes in base64 pieces, one exec each.
+fn staged_upload(paths: &Paths, container: &str) -> f64 {
+    let exec = |command: &mcpgw::Command| -> ExecResult {
+        let out = Command::new("docker")
+            .args(["exec", container, "sh", "-c", &command.text])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run docker: {e}"))?;
+        Ok(ExecOutput {
+            exit_code: out.status.code().unwrap_or(-1),
+            stdout: out.stdout,
+            stderr: out.stderr,
+        })
+    };
+    let client = Client::new(Config {
+        gateway_path: "/opt/staged/mcpgw-gateway".into(),
+        exec_stdin: false,
+        ..Config::default()
+    })
+    .unwrap();
+    let t = Instant::now();
+    let status = client
+        .ensure_gateway_binary(&exec, &CallOptions::default(), &paths.gateway)
+        .unwrap();
+    assert!(status.uploaded);
+    t.elapsed().as_secs_f64()
+}
 
-/// A virtual MCP connection to the test server `ts` over `attach` in a container, spoken at
-/// the frame level: one `tools/call` of `echo` at a time, or many in flight.
+/// A virtual MCP connection to the test server `ts` over a host's session channel: one
+/// `tools/call` of `echo` at a time, or many in flight.
 struct McpConnection {
-    child: Child,
-    stdin: std::process::ChildStdin,
-    lines: std::sync::mpsc::Receiver<Vec<u8>>,
+    conn: mcpgw_host::Connection,
     next: u64,
 }
 
 impl McpConnection {
-    fn open(container: &str, port: u16) -> McpConnection {
-        let mut child = Command::new("docker")
-            .args([
-                "exec",
-                "-i",
-                container,
-                "/usr/local/bin/mcpgw-gateway",
-                "attach",
-                "--port",
-            ])
-            .arg(port.to_string())
-            .args(["--token-file", &format!("{DOCKER_STATE}/token")])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead as _;
-            let mut reader = std::io::BufReader::new(stdout);
-            loop {
-                let mut line = Vec::new();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {
-                        if tx.send(line).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
-        let stdin = child.stdin.take().unwrap();
-        let mut c = McpConnection {
-            child,
-            stdin,
-            lines,
-            next: 0,
-        };
-        c.frame_of("hello");
-        c.send(r#"{"t":"open","id":1,"path":"/mcps/ts/connection?agent_id=&session_id="}"#);
-        c.frame_of("opened");
+    async fn open(host: &Host) -> McpConnection {
+        let conn = host.connect("ts", "", "").await.unwrap();
+        let mut c = McpConnection { conn, next: 0 };
+        match c.conn.recv().await {
+            Some(ConnectionEvent::Opened) => {}
+            other => panic!("the connection did not open: {other:?}"),
+        }
         c.request(
-            r#""initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}"#,
-        );
-        c.answer();
-        c.send(
-            r#"{"t":"msg","id":1,"msg":{"jsonrpc":"2.0","method":"notifications/initialized"}}"#,
-        );
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "bench", "version": "1"}}),
+        )
+        .await;
+        c.answer().await;
+        c.conn
+            .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await
+            .unwrap();
         c
     }
 
-    fn send(&mut self, line: &str) {
-        self.stdin.write_all(line.as_bytes()).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
+    async fn request(&mut self, method: &str, params: Value) {
+        self.next += 1;
+        let msg = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+        self.conn.send(&msg.to_string()).await.unwrap();
     }
 
-    fn frame_of(&mut self, t: &str) -> serde_json::Value {
+    /// Waits for one answer (notifications pass by), checking it is a result.
+    async fn answer(&mut self) {
         loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .expect("a frame");
-            let frame: serde_json::Value = serde_json::from_slice(&line).unwrap();
-            if frame["t"] == t {
-                return frame;
+            match self.conn.recv().await {
+                Some(ConnectionEvent::Message(m)) => {
+                    let m: Value = serde_json::from_str(m.get()).unwrap();
+                    if m.get("id").is_some() {
+                        assert!(m.get("result").is_some(), "{m}");
+                        return;
+                    }
+                }
+                other => panic!("the connection ended: {other:?}"),
             }
         }
     }
 
-    /// Sends request `method_and_params` (the JSON text after `"method":`).
-    fn request(&mut self, method_and_params: &str) {
-        self.next += 1;
-        let line = format!(
-            r#"{{"t":"msg","id":1,"msg":{{"jsonrpc":"2.0","id":{},"method":{method_and_params}}}}}"#,
-            self.next
-        );
-        self.send(&line);
+    async fn send_call(&mut self) {
+        self.request(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hello"}}),
+        )
+        .await;
     }
 
-    /// Waits for one answer, checking it is one.
-    fn answer(&mut self) {
-        let frame = self.frame_of("msg");
-        assert!(frame["msg"].get("result").is_some(), "{frame}");
-    }
-
-    fn send_call(&mut self) {
-        self.request(r#""tools/call","params":{"name":"echo","arguments":{"text":"hello"}}"#);
-    }
-
-    fn call(&mut self) {
-        self.send_call();
-        self.answer();
+    async fn call(&mut self) {
+        self.send_call().await;
+        self.answer().await;
     }
 
     /// Calls per second with `in_flight` calls outstanding for `secs`.
-    fn rate(&mut self, in_flight: usize, secs: f64) -> f64 {
+    async fn rate(&mut self, in_flight: usize, secs: f64) -> f64 {
         for _ in 0..in_flight {
-            self.send_call();
+            self.send_call().await;
         }
         let t = Instant::now();
         let mut done = 0u64;
         while t.elapsed().as_secs_f64() < secs {
-            self.answer();
+            self.answer().await;
             done += 1;
-            self.send_call();
+            self.send_call().await;
         }
         let rate = done as f64 / t.elapsed().as_secs_f64();
         for _ in 0..in_flight {
-            self.answer();
+            self.answer().await;
         }
         rate
     }
 }
 
-impl Drop for McpConnection {
-    fn drop(&mut self) {
-        let _ = self.stdin.write_all(b"{\"t\":\"close\",\"id\":1}\n");
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn local(paths: &Paths, secs: u64, wrk_direct: &dyn Fn(u16, &str, usize) -> f64) {
     let state = std::env::temp_dir().join(format!("mcpgw-bench-session-{}", std::process::id()));
-    let client = Client::new(Config {
-        gateway_path: paths.gateway.to_string_lossy().into_owned(),
-        state_dir: Some(state.to_string_lossy().into_owned()),
-        ..Config::default()
-    })
-    .unwrap();
+    block_on(local_session(paths, &state, secs, wrk_direct));
+    let _ = std::fs::remove_dir_all(&state);
+}
+
+async fn local_session(
+    paths: &Paths,
+    state: &std::path::Path,
+    secs: u64,
+    wrk_direct: &dyn Fn(u16, &str, usize) -> f64,
+) {
+    let mut config = HostConfig::new(Backend::Local { cwd: None });
+    config.gateway_path = paths.gateway.to_string_lossy().into_owned();
+    config.state_dir = Some(state.to_string_lossy().into_owned());
+    let host = Host::start(config).unwrap();
     // The session launches the gateway (attach --launch): one exec gives a ready session.
-    let channel = open(&client, &["sh", "-c"]);
-    let testserver = paths.testserver.to_string_lossy().into_owned();
-    channel
-        .session
-        .call(client.prepare_add_mcp(&opts(), &spec(&testserver)), None)
-        .unwrap();
-    let call = || {
-        channel
-            .session
-            .call(client.prepare_call_tool(&opts(), "ts", "echo", ECHO), None)
-            .unwrap();
-    };
+    host.op(Op::OpenSession {}).await.unwrap();
+    host.op(Op::AddMcp {
+        spec: spec(&paths.testserver.to_string_lossy()),
+    })
+    .await
+    .unwrap();
     for _ in 0..200 {
-        call();
+        call(&host).await;
     }
-    let v = median(sequential(5000, call));
+    let v = median(sequential(5000, async || call(&host).await).await);
     println!(
         "local session call p50 ms: {v:.3} (target <= 0.3 ms: {})",
         verdict(v <= 0.3)
     );
-    let session_rate = concurrent(32, secs.max(3) as f64, call);
-    let port = client.port().unwrap();
-    let token = std::fs::read_to_string(state.join("token")).unwrap();
-    let direct = wrk_direct(port, token.trim(), 32);
+    let session_rate = concurrent(&host, 32, secs.max(3) as f64).await;
+    let gateway = host.state().await.unwrap()["gateway"].clone();
+    let port = gateway["port"].as_u64().unwrap() as u16;
+    let token = std::fs::read_to_string(gateway["token_file"].as_str().unwrap()).unwrap();
+    let direct = tokio::task::block_in_place(|| wrk_direct(port, token.trim(), 32));
     println!(
         "local session calls/s at 32 in flight: {session_rate:.0}; wrk on the gateway's port: {direct:.0}; {:.0}% (target >= 50%: {})",
         session_rate / direct * 100.0,
         verdict(session_rate >= 0.5 * direct)
     );
-    drop(channel);
-    client
-        .stop_gateway(&mcpgw::LocalShell::new(), &opts())
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&state);
+    host.op(Op::CloseSession {}).await.unwrap();
+    host.op(Op::StopGateway {}).await.unwrap();
 }

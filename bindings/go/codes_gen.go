@@ -17,19 +17,20 @@ const (
 	// CodeInvalidArgument is MCPGW_RESULT_INVALID_ARGUMENT: A value given to the library is
 	// unusable, or the gateway refused the request as invalid (HTTP 400, 413, 422).
 	CodeInvalidArgument Code = 7003
-	// CodeInvalidState is MCPGW_RESULT_INVALID_STATE: A sans-IO operation was driven out of order,
-	// or a client without an exec callback was asked for a blocking call.
+	// CodeInvalidState is MCPGW_RESULT_INVALID_STATE: A call came in a state that cannot take it:
+	// a connection opened without a session, a message sent on a connection that is not open.
 	CodeInvalidState Code = 7004
 	// CodeHostIO is MCPGW_RESULT_HOST_IO: A file on the host could not be read.
 	CodeHostIO Code = 7005
-	// CodeExecFailed is MCPGW_RESULT_EXEC_FAILED: The exec callback could not run a command in the
-	// sandbox.
+	// CodeExecFailed is MCPGW_RESULT_EXEC_FAILED: The sandbox backend could not run a command at
+	// all: the sandbox is gone, not running or unreachable, or the program (or the host's exec
+	// function) could not be run.
 	CodeExecFailed Code = 7100
 	// CodeCommandFailed is MCPGW_RESULT_COMMAND_FAILED: A command ran in the sandbox but failed
 	// outside the HTTP exchange (missing program, full disk, failed upload check).
 	CodeCommandFailed Code = 7101
 	// CodeGatewayNotRunning is MCPGW_RESULT_GATEWAY_NOT_RUNNING: No gateway answers on the port,
-	// or a different one than this client launched.
+	// or a different one than this host launched.
 	CodeGatewayNotRunning Code = 7102
 	// CodeStartFailed is MCPGW_RESULT_START_FAILED: The gateway could not be launched; the message
 	// carries its reason and log tail.
@@ -71,20 +72,22 @@ var (
 	// ErrInvalidArgument is the kind of an *Error with CodeInvalidArgument: A value given to the
 	// library is unusable, or the gateway refused the request as invalid (HTTP 400, 413, 422).
 	ErrInvalidArgument = errors.New("mcpgw: invalid argument")
-	// ErrInvalidState is the kind of an *Error with CodeInvalidState: A sans-IO operation was
-	// driven out of order, or a client without an exec callback was asked for a blocking call.
+	// ErrInvalidState is the kind of an *Error with CodeInvalidState: A call came in a state that
+	// cannot take it: a connection opened without a session, a message sent on a connection that
+	// is not open.
 	ErrInvalidState = errors.New("mcpgw: invalid state")
 	// ErrHostIO is the kind of an *Error with CodeHostIO: A file on the host could not be read.
 	ErrHostIO = errors.New("mcpgw: host io")
-	// ErrExecFailed is the kind of an *Error with CodeExecFailed: The exec callback could not run
-	// a command in the sandbox.
+	// ErrExecFailed is the kind of an *Error with CodeExecFailed: The sandbox backend could not
+	// run a command at all: the sandbox is gone, not running or unreachable, or the program (or
+	// the host's exec function) could not be run.
 	ErrExecFailed = errors.New("mcpgw: exec failed")
 	// ErrCommandFailed is the kind of an *Error with CodeCommandFailed: A command ran in the
 	// sandbox but failed outside the HTTP exchange (missing program, full disk, failed upload
 	// check).
 	ErrCommandFailed = errors.New("mcpgw: command failed")
 	// ErrGatewayNotRunning is the kind of an *Error with CodeGatewayNotRunning: No gateway answers
-	// on the port, or a different one than this client launched.
+	// on the port, or a different one than this host launched.
 	ErrGatewayNotRunning = errors.New("mcpgw: gateway not running")
 	// ErrStartFailed is the kind of an *Error with CodeStartFailed: The gateway could not be
 	// launched; the message carries its reason and log tail.

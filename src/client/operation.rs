@@ -186,7 +186,7 @@ impl<T> Operation<T> {
             Err(reason) => Err(Error::new(
                 ErrorKind::ExecFailed,
                 format!(
-                    "the exec callback could not run a command in the sandbox ({}); \
+                    "the exec function could not run a command in the sandbox ({}); \
                      is the sandbox alive and the backend reachable?",
                     reason.trim()
                 ),

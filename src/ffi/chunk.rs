@@ -117,8 +117,8 @@ impl mcpgw_tool_chunk {
     }
 }
 
-/// Parses a ToolChunk from its JSON text (as `mcpgw_tool_chunk_to_json` or the gateway writes
-/// it). On success `*chunk_out` receives a new chunk, to free with `mcpgw_tool_chunk_free`.
+/// Parses a ToolChunk from its NUL-terminated JSON text (the bytes of a call_tool's DONE action
+/// or of a PROGRESS action, or what `mcpgw_tool_chunk_to_json` wrote). On success `*chunk_out` receives a new chunk, to free with `mcpgw_tool_chunk_free`.
 /// `error_out` may be NULL; on failure it receives an error to free with `mcpgw_error_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_tool_chunk_from_json(
@@ -202,8 +202,8 @@ pub unsafe extern "C" fn mcpgw_tool_chunk_id(chunk: *const mcpgw_tool_chunk) -> 
     })
 }
 
-/// The chunk's metadata as a JSON object (`structured_content`, `mcp_progress`, `error`, ...). Borrowed:
-/// valid until the chunk is freed; NULL for a NULL chunk.
+/// The chunk's metadata as a JSON object (`structured_content`, `mcp_progress`, `error`, ...).
+/// Borrowed: valid until the chunk is freed; NULL for a NULL chunk.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_tool_chunk_metadata_json(
     chunk: *const mcpgw_tool_chunk,

@@ -10,7 +10,7 @@
 //!         switch (mcpgw_action_get_kind(a)) {
 //!         case MCPGW_ACTION_KIND_RUN: ... spawn argv, report mcpgw_host_on_exit ...
 //!         case MCPGW_ACTION_KIND_OPEN: ... spawn with pipes, feed mcpgw_host_on_data ...
-//!         case MCPGW_ACTION_KIND_DONE: ... mcpgw_action_json is the result or the error ...
+//!         case MCPGW_ACTION_KIND_DONE: ... mcpgw_action_bytes: the result or the error ...
 //!         ...
 //!         }
 //!         mcpgw_action_free(a);
@@ -56,15 +56,16 @@ pub enum mcpgw_action_kind {
     CloseInput = 4,
     /// Kill the process with everything it started (its process group), then report its exit.
     Kill = 5,
-    /// Progress of operation `mcpgw_action_id`: `mcpgw_action_json` is a ToolChunk.
+    /// Progress of operation `mcpgw_action_id`: `mcpgw_action_bytes` is a ToolChunk's JSON.
     Progress = 6,
     /// Operation `mcpgw_action_id` finished: `mcpgw_action_result` says how, and
-    /// `mcpgw_action_json` is its result (or its error: code, name, message, http_status,
-    /// detail, backend).
+    /// `mcpgw_action_bytes` is its result as JSON (a call_tool's ToolChunk, a list_tools's
+    /// tools, `{"ok":true}` for an operation that returns nothing, ...) or its error (`code`,
+    /// `name`, `message`, `http_status`, `detail`, `backend`).
     Done = 7,
     /// Connection `mcpgw_action_id` is open.
     ConnectionOpened = 8,
-    /// A JSON-RPC message (`mcpgw_action_json`) for connection `mcpgw_action_id`.
+    /// A JSON-RPC message (`mcpgw_action_bytes`, JSON text) for connection `mcpgw_action_id`.
     ConnectionMessage = 9,
     /// Connection `mcpgw_action_id` ended (`mcpgw_action_text` says why, or is NULL when the
     /// host closed it; `mcpgw_action_status` is the HTTP status of a refused open).
@@ -551,8 +552,8 @@ pub unsafe extern "C" fn mcpgw_host_next_action(host: *mut mcpgw_host) -> *mut m
 }
 
 /// What the driver knows, as JSON: `{"session":"off"|"opening"|"open","gateway":{port, pid,
-/// token_file, instance_nonce, state_dir} or null, "hello":{...} or null}`. Free it with
-/// `mcpgw_string_free`; NULL for a NULL host.
+/// token_file, instance_nonce, state_dir} or null, "hello":{...} or null, "resumed": calls
+/// resumed on a new channel so far}`. Free it with `mcpgw_string_free`; NULL for a NULL host.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_host_state_json(host: *const mcpgw_host) -> *mut c_char {
     ffi_boundary!(ptr::null_mut(), {
@@ -659,7 +660,9 @@ pub unsafe extern "C" fn mcpgw_action_stdin_kind(action: *const mcpgw_action) ->
 
 /// The bytes an action carries: a RUN's stdin (kind BYTES), a WRITE's bytes, a PROGRESS's
 /// chunk, a DONE's result or error, a CONNECTION_MESSAGE's message (the last three JSON text).
-/// Writes their length to `*len_out` (when not NULL). Borrowed; NULL when there are none.
+/// Writes their length to `*len_out` (when not NULL). Not NUL-terminated: copy them to pass
+/// them on as a C string (e.g. to `mcpgw_tool_chunk_from_json`). Borrowed; NULL when there are
+/// none.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_bytes(
     action: *const mcpgw_action,

@@ -3,9 +3,9 @@
 //! from these files (see build.rs).
 //!
 //! Growing the ABI: functions are only ever added (a program built against an older header keeps
-//! working); no struct is transparent, so a new setting is a new setter; result codes and enum
-//! values are only added; anything else bumps `MCPGW_ABI_VERSION`, which both bindings check at
-//! load.
+//! working); no struct is transparent, and the host driver's configuration and operations are
+//! JSON, so a new setting is a new key; result codes and enum values are only added; anything
+//! else bumps `MCPGW_ABI_VERSION`, which every binding checks at load.
 //!
 //! Conventions, the same for every function:
 //! - Every fallible function returns `mcpgw_result`. Out-parameters are written only when it
@@ -20,13 +20,8 @@
 #![allow(clippy::missing_safety_doc)] // Each function's doc states its contract in C terms.
 
 pub mod chunk;
-pub mod client;
-pub mod config;
 pub mod error;
 pub mod host;
-pub mod op;
-pub mod options;
-pub mod session;
 
 use std::ffi::{CStr, CString, c_char};
 
@@ -58,17 +53,18 @@ pub enum mcpgw_result {
     /// A value given to the library is unusable, or the gateway refused the request as invalid
     /// (HTTP 400, 413, 422).
     InvalidArgument = 7003,
-    /// A sans-IO operation was driven out of order, or a client without an exec callback was
-    /// asked for a blocking call.
+    /// A call came in a state that cannot take it: a connection opened without a session, a
+    /// message sent on a connection that is not open.
     InvalidState = 7004,
     /// A file on the host could not be read.
     HostIo = 7005,
-    /// The exec callback could not run a command in the sandbox.
+    /// The sandbox backend could not run a command at all: the sandbox is gone, not running or
+    /// unreachable, or the program (or the host's exec function) could not be run.
     ExecFailed = 7100,
     /// A command ran in the sandbox but failed outside the HTTP exchange (missing program, full
     /// disk, failed upload check).
     CommandFailed = 7101,
-    /// No gateway answers on the port, or a different one than this client launched.
+    /// No gateway answers on the port, or a different one than this host launched.
     GatewayNotRunning = 7102,
     /// The gateway could not be launched; the message carries its reason and log tail.
     StartFailed = 7103,
@@ -199,17 +195,6 @@ macro_rules! try_ref {
 }
 pub(crate) use try_ref;
 
-/// Like `try_ref!` for a mutable pointer.
-macro_rules! try_mut {
-    ($ptr:expr) => {
-        match unsafe { $ptr.as_mut() } {
-            Some(r) => r,
-            None => return $crate::mcpgw_result::NullParameter,
-        }
-    };
-}
-pub(crate) use try_mut;
-
 /// Borrows a NUL-terminated string; `None` for NULL.
 ///
 /// # Safety
@@ -228,15 +213,6 @@ pub(crate) unsafe fn required_text<'a>(s: *const c_char) -> Result<&'a str, mcpg
     // SAFETY: NULL or NUL-terminated, per the contract of every caller.
     let s = unsafe { c_str(s) }.ok_or(mcpgw_result::NullParameter)?;
     s.to_str().map_err(|_| mcpgw_result::InvalidArgument)
-}
-
-/// An optional UTF-8 string argument (NULL is `None`).
-pub(crate) unsafe fn optional_text(s: *const c_char) -> Result<Option<String>, mcpgw_result> {
-    if s.is_null() {
-        return Ok(None);
-    }
-    // SAFETY: as for `utf8`.
-    unsafe { required_text(s) }.map(|s| Some(s.to_owned()))
 }
 
 /// Borrows `*ptr`; `None` for NULL.

@@ -15,8 +15,6 @@
 //! back as [`Event::Detached`], to be resumed on a new channel with [`Session::resume`]. Nothing
 //! is ever replayed by the session itself.
 
-pub mod blocking;
-
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -501,17 +499,7 @@ impl Session {
         }
     }
 
-    /// The bytes to write to the channel's stdin, in order.
-    pub fn pending_output(&self) -> &[u8] {
-        &self.output
-    }
-
-    /// Marks the first `n` bytes of [`Session::pending_output`] as written.
-    pub fn consume_output(&mut self, n: usize) {
-        self.output.drain(..n.min(self.output.len()));
-    }
-
-    /// Takes every byte to write to the channel's stdin.
+    /// Takes every byte to write to the channel's stdin, in order.
     pub fn take_output(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.output)
     }

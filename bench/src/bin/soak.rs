@@ -330,6 +330,8 @@ fn main() -> ExitCode {
     });
     let secs = started.elapsed().as_secs_f64();
     // Registrations cancelled mid-connect left nothing behind.
+    // A fresh connection: the gateway closed the idle one of the set-up on a long run.
+    let mut admin = Http::new(port, &token);
     let (_, listed) = admin.request("GET", "/mcps", None).unwrap();
     let names: Vec<String> = serde_json::from_slice::<Vec<Value>>(&listed)
         .unwrap()

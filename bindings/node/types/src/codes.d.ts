@@ -8,19 +8,19 @@ export declare class PanicError extends McpgwError {
 /** A value given to the library is unusable, or the gateway refused the request as invalid (HTTP 400, 413, 422). Code `INVALID_ARGUMENT` (7003). */
 export declare class InvalidArgumentError extends McpgwError {
 }
-/** A sans-IO operation was driven out of order, or a client without an exec callback was asked for a blocking call. Code `INVALID_STATE` (7004). */
+/** A call came in a state that cannot take it: a connection opened without a session, a message sent on a connection that is not open. Code `INVALID_STATE` (7004). */
 export declare class InvalidStateError extends McpgwError {
 }
 /** A file on the host could not be read. Code `HOST_IO` (7005). */
 export declare class HostIoError extends McpgwError {
 }
-/** The exec callback could not run a command in the sandbox. Code `EXEC_FAILED` (7100). */
+/** The sandbox backend could not run a command at all: the sandbox is gone, not running or unreachable, or the program (or the host's exec function) could not be run. Code `EXEC_FAILED` (7100). */
 export declare class ExecFailedError extends McpgwError {
 }
 /** A command ran in the sandbox but failed outside the HTTP exchange (missing program, full disk, failed upload check). Code `COMMAND_FAILED` (7101). */
 export declare class CommandFailedError extends McpgwError {
 }
-/** No gateway answers on the port, or a different one than this client launched. Code `GATEWAY_NOT_RUNNING` (7102). */
+/** No gateway answers on the port, or a different one than this host launched. Code `GATEWAY_NOT_RUNNING` (7102). */
 export declare class GatewayNotRunningError extends McpgwError {
 }
 /** The gateway could not be launched; the message carries its reason and log tail. Code `START_FAILED` (7103). */
