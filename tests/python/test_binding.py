@@ -85,16 +85,17 @@ def test_ctypes_declarations_are_the_headers_declaration_by_declaration() -> Non
 
 def vocabulary(readme: Path, column: str = "Python") -> dict[str, str]:
     """The `column` of the vocabulary table in `readme`: vocabulary name -> exported name."""
-    rows = [line for line in readme.read_text().splitlines() if line.startswith("|")]
-    header = next((r for r in rows if re.match(r"\|\s*operation\s*\|", r) and column in r), None)
-    if header is None:
+    lines = readme.read_text().splitlines()
+    start = next((i for i, r in enumerate(lines) if re.match(r"\|\s*operation\s*\|", r) and column in r), None)
+    if start is None:
         return {}
-    names = [c.strip() for c in header.strip("|").split("|")]
+    names = [c.strip() for c in lines[start].strip("|").split("|")]
     at = names.index(column)
     table: dict[str, str] = {}
-    for row in rows[rows.index(header) + 2 :]:
+    # The table's rows: the lines after its header and separator, up to the first that is not one.
+    for row in lines[start + 2 :]:
         cells = [c.strip().strip("`") for c in row.strip("|").split("|")]
-        if len(cells) != len(names):
+        if not row.startswith("|") or len(cells) != len(names):
             break
         table[cells[0]] = cells[at]
     return table
