@@ -21,8 +21,9 @@ STATIC_TARGET := x86_64-unknown-linux-gnu
 STATIC_RUSTFLAGS := -C target-feature=+crt-static --cfg getrandom_backend="linux_getrandom"
 STATIC_GATEWAY := target/$(STATIC_TARGET)/release/mcpgw-gateway
 STATIC_TESTSERVER := target/$(STATIC_TARGET)/release/mcpgw-testserver
+STATIC_HOST := target/$(STATIC_TARGET)/release/mcpgw
 
-.PHONY: all build release static docker-image demo test test-rust test-c test-go test-node test-python test-newuser lint deps bench soak fuzz clean
+.PHONY: all build release static static-host docker-image demo test rehearsal test-rust test-c test-go test-node test-python test-newuser lint deps bench soak fuzz clean
 
 all: build
 
@@ -30,13 +31,20 @@ build:
 	$(CARGO) build --workspace --bins
 
 # The release libmcpgw and the static gateway, as `make install` and `make dist` ship them.
-release: lib-release static
+release: lib-release static static-host
 
 # From scratch: about 8 minutes of CPU (29 minutes of wall time measured on 2 cores shared with
 # other builds); cargo reuses it afterwards.
 static:
 	RUSTFLAGS='$(STATIC_RUSTFLAGS)' $(CARGO) build --release -p mcpgw-gateway -p mcpgw-testserver --target $(STATIC_TARGET)
 	@ls -l $(STATIC_GATEWAY) $(STATIC_TESTSERVER) | awk '{printf "static: %s (%.1f MiB)\n", $$NF, $$5/1048576}'
+
+# The host endpoint `mcpgw` (crate host/) built the same way, for the packages: one file that
+# runs on any Linux x86_64 host. A cargo run of its own, so that its dependencies' features do
+# not change the gateway's build.
+static-host:
+	RUSTFLAGS='$(STATIC_RUSTFLAGS)' $(CARGO) build --release -p mcpgw-host --bin mcpgw --target $(STATIC_TARGET)
+	@ls -l $(STATIC_HOST) | awk '{printf "static: %s (%.1f MiB)\n", $$NF, $$5/1048576}'
 
 # The busybox-only Docker image the docker-sandbox tests run in, tagged by content.
 docker-image: static
@@ -86,7 +94,13 @@ test-python: deps
 test-newuser: build
 	sh tests/newuser/run.sh
 
-test: lint test-rust test-c test-go test-node test-python test-newuser
+# The release rehearsal (tests/rehearsal): `make artifacts` published to registries started for
+# the test, installed from them into empty projects with no Rust toolchain, each followed by the
+# README's example: a first tool call into a Docker container.
+rehearsal: deps artifacts
+	sh tests/rehearsal/run.sh
+
+test: lint test-rust test-c test-go test-node test-python test-newuser rehearsal
 	@echo "make test: every test passed"
 
 bench: deps
@@ -117,3 +131,4 @@ clean:
 	$(MAKE) -C bindings/go clean
 
 -include mk/install.mk
+-include mk/artifacts.mk

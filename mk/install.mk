@@ -5,8 +5,12 @@
 #   lib-debug, lib-release  build libmcpgw (mk/build-lib.sh): libmcpgw.so, libmcpgw.a, and next
 #                  to them mcpgw-static-libs.txt (the native libraries of a static link) and the
 #                  SONAME symlink
-#   install        release library, static gateway, header, pkg-config files, helper sources:
+#   install        release library, static gateway and host endpoint, header, pkg-config
+#                  files, helper sources:
 #                    bin/mcpgw-gateway                 the static gateway (`make static`)
+#                    bin/mcpgw                         the host endpoint, `mcpgw mcp ...` (`make
+#                                                      static-host`), static; it installs the
+#                                                      gateway next to it into a sandbox
 #                    lib/libmcpgw.so.X.Y.Z, its SONAME symlink libmcpgw.so.X.Y, libmcpgw.so
 #                    lib/libmcpgw.a
 #                    lib/pkgconfig/mcpgw.pc            shared: `pkg-config --libs mcpgw`
@@ -35,9 +39,10 @@ CARGO ?= cargo
 INSTALL ?= install
 STATIC_TARGET ?= x86_64-unknown-linux-gnu
 MCPGW_TARGET_DIR ?= $(if $(CARGO_TARGET_DIR),$(abspath $(CARGO_TARGET_DIR)),$(MCPGW_ROOT)/target)
-MCPGW_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' $(MCPGW_ROOT)/Cargo.toml | head -n 1)
+MCPGW_VERSION := $(shell sh $(MCPGW_ROOT)/mk/version.sh)
 MCPGW_RELEASE := $(MCPGW_TARGET_DIR)/release
 MCPGW_STATIC_GATEWAY := $(MCPGW_TARGET_DIR)/$(STATIC_TARGET)/release/mcpgw-gateway
+MCPGW_STATIC_HOST := $(MCPGW_TARGET_DIR)/$(STATIC_TARGET)/release/mcpgw
 # The helper sources a C user copies into a project: the thin loop around the host driver.
 MCPGW_SHARE_FILES := host_loop.c host_loop.h
 # x86_64-unknown-linux-gnu -> x86_64-linux-gnu
@@ -57,13 +62,14 @@ pc_prefix = $(if $(filter $(abs_prefix)/%,$(call abs_dir,$(PKGCONFIGDIR))),$${pc
 MCPGW_SONAME = $(shell readelf -d $(MCPGW_RELEASE)/libmcpgw.so | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 MCPGW_NATIVE_LIBS = $(shell cat $(MCPGW_RELEASE)/mcpgw-static-libs.txt)
 
-.PHONY: lib-debug lib-release static-gateway install install-files uninstall dist header check-header
+.PHONY: lib-debug lib-release static-bins install install-files uninstall dist header check-header
 
 lib-debug lib-release:
 	CARGO='$(CARGO)' CARGO_TARGET_DIR='$(MCPGW_TARGET_DIR)' sh $(MCPGW_ROOT)/mk/build-lib.sh $(@:lib-%=%) >/dev/null
 
-static-gateway:
-	$(MAKE) -C $(MCPGW_ROOT) static
+# The static gateway and host endpoint (the root Makefile's static and static-host).
+static-bins:
+	$(MAKE) -C $(MCPGW_ROOT) static static-host
 
 define pc_vars
 prefix=$(pc_prefix)
@@ -105,11 +111,12 @@ install: install-files
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/mcpgw.pc $(DESTDIR)$(PKGCONFIGDIR)/mcpgw-static.pc
 	@echo "installed into $(DESTDIR)$(PREFIX)"
 
-install-files: lib-release static-gateway
+install-files: lib-release static-bins
 	@[ -n '$(MCPGW_SONAME)' ] || { echo '$(MCPGW_RELEASE)/libmcpgw.so has no SONAME' >&2; exit 1; }
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
 		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MCPGW_DATADIR)
 	$(INSTALL) -m 755 $(MCPGW_STATIC_GATEWAY) $(DESTDIR)$(BINDIR)/mcpgw-gateway
+	$(INSTALL) -m 755 $(MCPGW_STATIC_HOST) $(DESTDIR)$(BINDIR)/mcpgw
 	$(INSTALL) -m 755 $(MCPGW_RELEASE)/libmcpgw.so $(DESTDIR)$(LIBDIR)/libmcpgw.so.$(MCPGW_VERSION)
 	ln -sfn libmcpgw.so.$(MCPGW_VERSION) $(DESTDIR)$(LIBDIR)/$(MCPGW_SONAME)
 	ln -sfn $(MCPGW_SONAME) $(DESTDIR)$(LIBDIR)/libmcpgw.so
@@ -124,7 +131,7 @@ uninstall:
 		soname=$$(readelf -d "$$lib" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p'); \
 		[ -z "$$soname" ] || rm -f "$(DESTDIR)$(LIBDIR)/$$soname"; \
 	fi
-	rm -f $(DESTDIR)$(BINDIR)/mcpgw-gateway \
+	rm -f $(DESTDIR)$(BINDIR)/mcpgw-gateway $(DESTDIR)$(BINDIR)/mcpgw \
 		$(DESTDIR)$(LIBDIR)/libmcpgw.so.$(MCPGW_VERSION) $(DESTDIR)$(LIBDIR)/libmcpgw.so \
 		$(DESTDIR)$(LIBDIR)/libmcpgw.a $(DESTDIR)$(INCLUDEDIR)/mcpgw.h \
 		$(DESTDIR)$(PKGCONFIGDIR)/mcpgw.pc $(DESTDIR)$(PKGCONFIGDIR)/mcpgw-static.pc \

@@ -77,9 +77,15 @@
 //
 // # Building
 //
-// The package is cgo over libmcpgw, the project's Rust library. By default it finds the
-// installed library with pkg-config (`#cgo pkg-config: mcpgw`): install it with
-// `make install PREFIX=...` at the repository root and set PKG_CONFIG_PATH to
-// PREFIX/lib/pkgconfig. The build tag mcpgw_intree links the static library of a checkout of the
-// repository instead (its own tests). The README says how to link statically or dynamically.
+// The package is cgo over libmcpgw, the project's Rust library. On linux/amd64 a released
+// version of the module carries the library prebuilt (prebuilt/: libmcpgw.a and mcpgw.h),
+// which the default build links statically: `go get` and a C compiler are all a build needs,
+// and the program needs no libmcpgw.so. The build tags link another libmcpgw instead:
+// mcpgw_pkgconfig an installed one found with pkg-config (`make install PREFIX=...` at the
+// repository root; set PKG_CONFIG_PATH to PREFIX/lib/pkgconfig), mcpgw_static the installed
+// libmcpgw.a, mcpgw_intree the static library of a checkout of the repository (its own
+// tests). The README says how to link statically or dynamically.
+//
+// The gateway binary for the sandbox comes with the module too: the package gateway embeds it
+// (gateway.Path gives a file to hand to EnsureGatewayBinary).
 package mcpgw

@@ -2,7 +2,13 @@
 // driver. The types of every export are generated from the JSDoc of these sources into types/
 // (`npm run types`).
 
-import { ABI_VERSION, libraryCandidates, native } from './src/native.js';
+import {
+  ABI_VERSION,
+  gatewayBinary,
+  gatewayCandidates,
+  libraryCandidates,
+  native,
+} from './src/native.js';
 
 export { Client, CONFIG_OPTIONS } from './src/client.js';
 export { Connection } from './src/connection.js';
@@ -35,4 +41,4 @@ export function library() {
   return { path: n.path, version: n.mcpgw_version(), abiVersion: n.mcpgw_abi_version() };
 }
 
-export { ABI_VERSION, libraryCandidates };
+export { ABI_VERSION, gatewayBinary, gatewayCandidates, libraryCandidates };

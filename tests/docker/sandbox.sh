@@ -4,11 +4,13 @@
 # enter with `docker exec` / `docker exec -i`. See tests/docker/README.md.
 #
 #   sandbox.sh check                  exit 0 when a docker daemon answers, else print why, exit 1
-#   sandbox.sh image [--gateway PATH] [--testserver PATH] [--node]
+#   sandbox.sh image [--gateway PATH | --no-gateway] [--testserver PATH] [--node]
 #                                     build the test image unless one with the same content
 #                                     exists; print its name (mcpgw-test:<content hash>); with
 #                                     --node it also holds this machine's node, the libraries it
-#                                     loads, and tests/servers' npm servers (mcpgw-test-node:...)
+#                                     loads, and tests/servers' npm servers (mcpgw-test-node:...),
+#                                     server-everything also as the command mcp-server-everything;
+#                                     --no-gateway leaves the gateway out (for installing it)
 #   sandbox.sh start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...]
 #                                     run a container (no network, docker's init as PID 1
 #                                     unless --no-init), print its id
@@ -54,13 +56,14 @@ image() {
             --node) node=$(command -v node) || die "--node: no node on PATH" ;;
             --gateway) [ $# -ge 2 ] || die "--gateway needs a path"; gateway=$2; shift ;;
             --gateway=*) gateway=${1#*=} ;;
+            --no-gateway) gateway= ;;
             --testserver) [ $# -ge 2 ] || die "--testserver needs a path"; testserver=$2; shift ;;
             --testserver=*) testserver=${1#*=} ;;
             *) die "unknown option $1" ;;
         esac
         shift
     done
-    require_static "$gateway"
+    [ -z "$gateway" ] || require_static "$gateway"
     require_static "$testserver"
     busybox=$(sh "$REPO/tests/busybox.sh")
     servers=$REPO/tests/servers
@@ -73,8 +76,10 @@ image() {
     fi
     # The tag covers every input, this script (the image layout) included.
     # shellcheck disable=SC2086 # $node_inputs is zero or two paths
-    hash=$(for f in "$busybox" "$gateway" "$testserver" "$0" $node_inputs; do sha256sum < "$f"; done |
-        sha256sum | cut -c1-12)
+    hash=$({
+        for f in "$busybox" ${gateway:+"$gateway"} "$testserver" "$0" $node_inputs; do sha256sum < "$f"; done
+        echo "gateway:${gateway:+yes}"
+    } | sha256sum | cut -c1-12)
     name=$LABEL${node:+-node}:$hash
     if "$DOCKER" image inspect "$name" >/dev/null 2>&1; then echo "$name"; return; fi
 
@@ -91,9 +96,12 @@ image() {
         case $applet in */*) ;; *) continue ;; esac # linuxrc
         [ -e "$root/$applet" ] || ln -s /bin/busybox "$root/$applet"
     done
-    cp "$gateway" "$root/usr/local/bin/mcpgw-gateway"
+    if [ -n "$gateway" ]; then
+        cp "$gateway" "$root/usr/local/bin/mcpgw-gateway"
+        chmod 755 "$root/usr/local/bin/mcpgw-gateway"
+    fi
     cp "$testserver" "$root/usr/local/bin/mcpgw-testserver"
-    chmod 755 "$root/usr/local/bin/mcpgw-gateway" "$root/usr/local/bin/mcpgw-testserver"
+    chmod 755 "$root/usr/local/bin/mcpgw-testserver"
     if [ -n "$node" ]; then
         cp "$node" "$root/usr/local/bin/node"
         for lib in $(ldd "$node" | grep -o '/[^ ]*'); do
@@ -102,6 +110,9 @@ image() {
         done
         mkdir -p "$root/opt/mcp-servers"
         cp -R "$servers/node_modules" "$root/opt/mcp-servers/node_modules"
+        # The command `npm install -g @modelcontextprotocol/server-everything` gives.
+        ln -s /opt/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js \
+            "$root/usr/local/bin/mcp-server-everything"
     fi
     printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
     printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
@@ -163,5 +174,5 @@ case ${1:-} in
     start) shift; start "$@" ;;
     stop) [ $# -ge 2 ] || die "usage: sandbox.sh stop NAME|ID..."; shift; stop "$@" ;;
     cleanup) [ $# -eq 1 ] || [ "$2" = --images ] || die "usage: sandbox.sh cleanup [--images]"; cleanup "${2:-}" ;;
-    *) die "usage: sandbox.sh check | image [--gateway PATH] [--testserver PATH] [--node] | start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...] | stop NAME|ID... | cleanup [--images]" ;;
+    *) die "usage: sandbox.sh check | image [--gateway PATH | --no-gateway] [--testserver PATH] [--node] | start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...] | stop NAME|ID... | cleanup [--images]" ;;
 esac

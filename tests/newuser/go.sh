@@ -1,11 +1,13 @@
 #!/bin/sh
 # A new user's Go program: a fresh module that depends on the Go binding
 # (github.com/mcpgw/mcpgw/bindings/go, as `go get` puts it in the module cache: its files only,
-# read-only), finds libmcpgw through pkg-config in the installed tree alone, starts the installed
-# gateway in a local sandbox, registers the test MCP server and calls a tool, one-shot and over a
-# session. Built four ways: against libmcpgw.so through LD_LIBRARY_PATH, with an rpath
-# (CGO_LDFLAGS), from a vendor directory, and statically (-tags mcpgw_static, mcpgw-static.pc).
-# See README.md for the phases and the environment.
+# read-only), finds libmcpgw through pkg-config in the installed tree alone (-tags
+# mcpgw_pkgconfig: the default links the prebuilt library a released module carries, which
+# tests/rehearsal installs through a module proxy), starts the installed gateway in a local
+# sandbox, registers the test MCP server and calls a tool, one-shot and over a session. Built
+# four ways: against libmcpgw.so through LD_LIBRARY_PATH, with an rpath (CGO_LDFLAGS), from a
+# vendor directory, and statically (-tags mcpgw_static, mcpgw-static.pc). See README.md for
+# the phases and the environment.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 NEWUSER_LANG=go
@@ -96,11 +98,11 @@ func main() {
 }
 GO
 
-    logged go build -o app-ldpath .
-    logged env CGO_LDFLAGS="-Wl,-rpath,$libdir" go build -o app-rpath .
+    logged go build -tags mcpgw_pkgconfig -o app-ldpath .
+    logged env CGO_LDFLAGS="-Wl,-rpath,$libdir" go build -tags mcpgw_pkgconfig -o app-rpath .
     logged go build -tags mcpgw_static -o app-static .
     logged go mod vendor
-    logged go build -mod=vendor -o app-vendored .
+    logged go build -mod=vendor -tags mcpgw_pkgconfig -o app-vendored .
 
     soname=$(readelf -d "$libdir/libmcpgw.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
     readelf -d app-rpath | grep -q "NEEDED.*\[$soname\]" || fail "app-rpath does not need $soname"

@@ -1,12 +1,15 @@
 #!/bin/sh
 # A new Node user: a fresh project installs the npm package (the `npm pack` tarball, with
-# libmcpgw.so bundled under prebuilds/linux-x64) and uses it with no environment variable: the
-# library loads from node_modules, the installed gateway starts in a local sandbox (`sh -c` in a
-# temp dir), the test server is registered and called one-shot and over a session, and TypeScript
-# type-checks a program against the types the package carries. See README.md for the phases.
+# libmcpgw.so bundled under prebuilds/linux-x64 and the static gateway under gateway/linux-x64)
+# and uses it with no environment variable: the library loads from node_modules, the bundled
+# gateway is installed into a local sandbox (`sh -c` in a temp dir) by ensureGatewayBinary() and
+# started there, the test server is registered and called one-shot and over a session, and
+# TypeScript type-checks a program against the types the package carries. See README.md for the
+# phases. (tests/rehearsal installs the same package from a registry.)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 NEWUSER_LANG=node
+# shellcheck source=tests/newuser/lib.sh
 . "$here/lib.sh"
 
 case ${1:-} in
@@ -16,8 +19,7 @@ case ${1:-} in
         stage=${NEWUSER_STAGE:?}
         make --no-print-directory -C bindings/node pack > "$stage/pack.log" 2>&1 ||
             { tail -n 20 "$stage/pack.log"; fail "make -C bindings/node pack"; }
-        version=$(node -p "require('./bindings/node/package.json').version")
-        cp "bindings/node/mcpgw-$version.tgz" "$stage/"
+        cp "dist/npm/mcpgw-$(sh mk/version.sh).tgz" "$stage/"
         mkdir -p "$stage/tools/node_modules"
         for dep in typescript @typescript @types undici-types; do
             [ ! -d "bindings/node/node_modules/$dep" ] ||
@@ -49,13 +51,17 @@ cat > app.mjs <<'EOF'
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, library, local, textOf } from 'mcpgw';
+import { Client, gatewayBinary, library, local, textOf } from 'mcpgw';
 
-const [gatewayPath, serverPath] = process.argv.slice(2);
+const [serverPath] = process.argv.slice(2);
 console.log(`library: ${library().path} (${library().version})`);
+console.log(`gateway: ${gatewayBinary()}`);
 const sandbox = mkdtempSync(join(tmpdir(), 'mcpgw-newuser-node-'));
+const gatewayPath = join(sandbox, 'bin', 'mcpgw-gateway');
 const client = new Client(local({ cwd: sandbox }), { gatewayPath });
 try {
+  const installed = await client.ensureGatewayBinary();
+  console.log(`installed: ${installed.uploaded}`);
   await client.startGateway();
   await client.addMcp({
     name: 'ts',
@@ -73,8 +79,12 @@ try {
   rmSync(sandbox, { recursive: true, force: true });
 }
 EOF
-out=$(logged node app.mjs "$gateway" "$testserver" 2>&1) || fail "app.mjs: $out"
+out=$(logged node app.mjs "$testserver" 2>&1) || fail "app.mjs: $out"
 case $out in *"library: $PWD/$lib"*) ;; *) fail "the library did not load from the package: $out" ;; esac
+bundled=node_modules/mcpgw/gateway/linux-x64/mcpgw-gateway
+case $out in *"gateway: $PWD/$bundled"*"installed: true"*) ;;
+    *) fail "the bundled gateway was not installed from the package: $out" ;; esac
+cmp -s "$bundled" "$gateway" || fail "the package's gateway differs from the installed tree's $gateway"
 case $out in *"answer: hello from a new user"*"session answer: over a session"*) ;;
     *) fail "app.mjs: $out" ;; esac
 say "app.mjs: ok ($(echo "$out" | head -n 1))"

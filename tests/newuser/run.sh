@@ -57,22 +57,18 @@ cp -R "$repo/tests/newuser" "$tmp/scripts"
 "${CARGO:-cargo}" build --quiet --manifest-path "$repo/Cargo.toml" -p mcpgw-testserver
 cp "$target_dir/debug/mcpgw-testserver" "$tmp/fixture/"
 
+# shellcheck source=tests/newuser/isolate.sh
+. "$repo/tests/newuser/isolate.sh"
 # Hides the repository (and the target directory) when it can: a private mount namespace
-# with an empty tmpfs over each. Root bypasses file permissions, so only mounts hide.
+# with an empty tmpfs over each.
 hide=
-if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1 &&
-    unshare --mount --propagation private true 2>/dev/null; then
+if can_hide; then
     hide=yes
 else
     say "note: the repository stays visible (hiding it needs root and unshare);" \
         "builds are checked by scanning only"
 fi
-
-# PATH without entries inside the repository.
-clean_path=$(printf '%s' "$PATH" | tr ':' '\n' | while IFS= read -r d; do
-    case $d/ in "$repo"/* | "$target_dir"/* | /) ;; *) printf '%s:' "$d" ;; esac
-done)
-clean_path=${clean_path%:}
+clean_path=$(path_without "$repo" "$target_dir")
 
 failed=
 for lang in $langs; do
@@ -89,16 +85,7 @@ for lang in $langs; do
             NEWUSER_TESTSERVER="$tmp/fixture/mcpgw-testserver" NEWUSER_REPO="$repo" \
             NEWUSER_TARGET_DIR="$target_dir" NEWUSER_LOG="$project/commands.log" \
             sh "$script" test
-        if [ -n "$hide" ]; then
-            # shellcheck disable=SC2016 # expanded by the inner shell
-            set -- unshare --mount --propagation private sh -c '
-                repo=$1 target=$2; shift 2
-                mount -t tmpfs -o size=64k,mode=0 mcpgw-newuser-hidden "$repo" || exit 1
-                case $target/ in "$repo"/*) ;; *)
-                    [ ! -d "$target" ] || mount -t tmpfs -o size=64k,mode=0 mcpgw-newuser-hidden "$target" || exit 1 ;;
-                esac
-                exec "$@"' sh "$repo" "$target_dir" "$@"
-        fi
+        [ -z "$hide" ] || set -- hidden "$repo" "$target_dir" -- "$@"
         if ! (cd "$project" && "$@"); then
             echo "newuser: $lang FAILED against $tree" >&2
             failed="$failed $lang"

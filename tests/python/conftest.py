@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+#: The release's version, the workspace's.
+VERSION: str = tomllib.loads((REPO / "Cargo.toml").read_text())["workspace"]["package"]["version"]
 # The in-repo tests use the debug build of the library unless MCPGW_LIB names another.
 os.environ.setdefault("MCPGW_LIB", str(TARGET / "debug" / "libmcpgw.so"))
 sys.path.insert(0, str(REPO / "bindings" / "python" / "src"))
@@ -204,6 +207,8 @@ def namespace_sandbox_reason() -> str | None:
 
 DOCKER_SH = REPO / "tests" / "docker" / "sandbox.sh"
 STATIC_GATEWAY = TARGET / "x86_64-unknown-linux-gnu" / "release" / "mcpgw-gateway"
+#: The static host endpoint (`make static-host`), which the wheel bundles.
+STATIC_HOST = TARGET / "x86_64-unknown-linux-gnu" / "release" / "mcpgw"
 #: Where the test image holds the binaries.
 IMAGE_TESTSERVER = "/usr/local/bin/mcpgw-testserver"
 

@@ -16,6 +16,7 @@ import mcpgw_client as mcpgw
 from conftest import (
     GATEWAY,
     REPO,
+    VERSION,
     Gateway,
     RecordingShell,
     processes_mentioning,
@@ -29,11 +30,13 @@ HEADER = REPO / "include" / "mcpgw.h"
 
 
 def test_library_and_error_classes_come_from_the_library() -> None:
-    assert mcpgw.__version__ == "0.3.0"
-    assert mcpgw.library_version().startswith("0.3.")
-    assert mcpgw.lib.mcpgw_abi_version() == mcpgw.ABI_VERSION == 3
+    header = HEADER.read_text()
+    assert mcpgw.__version__ == VERSION
+    assert mcpgw.library_version().split(".")[:2] == VERSION.split(".")[:2]
+    abi = re.search(r"#define MCPGW_ABI_VERSION (\d+)", header)
+    assert abi and mcpgw.lib.mcpgw_abi_version() == mcpgw.ABI_VERSION == int(abi.group(1))
     # Every MCPGW_RESULT_ code of the header has its class, named by the rule, with its value.
-    codes = dict(re.findall(r"MCPGW_RESULT_([A-Z_]+) = (\d+)", HEADER.read_text()))
+    codes = dict(re.findall(r"MCPGW_RESULT_([A-Z_]+) = (\d+)", header))
     assert codes["OK"] == "7000" and len(codes) >= 18
     for name, value in codes.items():
         assert mcpgw.RESULT[name] == int(value)
@@ -82,16 +85,17 @@ def test_ctypes_declarations_are_the_headers_declaration_by_declaration() -> Non
 
 def vocabulary(readme: Path, column: str = "Python") -> dict[str, str]:
     """The `column` of the vocabulary table in `readme`: vocabulary name -> exported name."""
-    rows = [line for line in readme.read_text().splitlines() if line.startswith("|")]
-    header = next((r for r in rows if re.match(r"\|\s*operation\s*\|", r) and column in r), None)
-    if header is None:
+    lines = readme.read_text().splitlines()
+    start = next((i for i, r in enumerate(lines) if re.match(r"\|\s*operation\s*\|", r) and column in r), None)
+    if start is None:
         return {}
-    names = [c.strip() for c in header.strip("|").split("|")]
+    names = [c.strip() for c in lines[start].strip("|").split("|")]
     at = names.index(column)
     table: dict[str, str] = {}
-    for row in rows[rows.index(header) + 2 :]:
+    # The table's rows: the lines after its header and separator, up to the first that is not one.
+    for row in lines[start + 2 :]:
         cells = [c.strip().strip("`") for c in row.strip("|").split("|")]
-        if len(cells) != len(names):
+        if not row.startswith("|") or len(cells) != len(names):
             break
         table[cells[0]] = cells[at]
     return table

@@ -6,6 +6,7 @@
 import { errorNamed, invalid } from './errors.js';
 import { HostLoop } from './loop.js';
 import { Connection } from './connection.js';
+import { gatewayBinary } from './native.js';
 
 /** @import { Backend } from './backends.js' */
 /** @import { BinaryStatus, GatewayInfo, Health, Hello, McpEntry, McpSpec, Tool, ToolChunk } from './wire.js' */
@@ -203,18 +204,19 @@ export class Client {
   }
 
   /**
-   * Installs the gateway binary read from `binaryPath` (on the host) at `gatewayPath` in the
-   * sandbox, unless an identical one is there (SHA-256): in one command when the backend passes
-   * stdin, else in staged pieces.
+   * Installs the gateway binary read from `binaryPath` (on the host; by default the one this
+   * package bundles, {@link gatewayBinary}) at `gatewayPath` in the sandbox, unless an identical
+   * one is there (SHA-256): in one command when the backend passes stdin, else in staged pieces.
    *
-   * @param {string} binaryPath
+   * @param {string} [binaryPath]
    * @param {CallOptions} [opts]
    * @returns {Promise<BinaryStatus>}
    */
   ensureGatewayBinary(binaryPath, opts) {
     // Submitting it reads and hashes the whole binary: that happens on a worker thread, on a
     // driver of its own (installing needs nothing of the client's gateway or session).
-    const install = this.#call({ op: 'ensure_gateway_binary', binary_path: binaryPath }, opts, {
+    const binary_path = binaryPath ?? gatewayBinary();
+    const install = this.#call({ op: 'ensure_gateway_binary', binary_path }, opts, {
       loop: this.#make(),
     });
     this.#installs.add(install);

@@ -42,12 +42,58 @@ export function libraryCandidates(env = process.env) {
   if (env.MCPGW_LIB) return [resolve(env.MCPGW_LIB)];
   const name = libraryFileName();
   const candidates = [join(prebuildDir(), name)];
-  const repo = resolve(PACKAGE_DIR, '..', '..');
-  // An installed package lives in node_modules: never look into the user's project for target/.
-  if (existsSync(join(repo, 'include', 'mcpgw.h')) && existsSync(join(repo, 'Cargo.toml'))) {
+  const repo = checkoutRoot();
+  if (repo) {
     candidates.push(join(repo, 'target', 'release', name), join(repo, 'target', 'debug', name));
   }
   return candidates;
+}
+
+/** Whether this package runs from a checkout of the mcpgw repository (bindings/node). */
+function checkoutRoot() {
+  const repo = resolve(PACKAGE_DIR, '..', '..');
+  // An installed package lives in node_modules: never look into the user's project for target/.
+  return existsSync(join(repo, 'include', 'mcpgw.h')) && existsSync(join(repo, 'Cargo.toml'))
+    ? repo
+    : null;
+}
+
+/**
+ * The places {@link gatewayBinary} looks, in order: the static gateway bundled in the package
+ * (`gateway/linux-<arch>/mcpgw-gateway`), else, only inside a checkout of the mcpgw repository,
+ * its static build (`make static`, x64 only).
+ *
+ * @param {string} [arch] the sandbox's architecture, as Node names it (`x64`, `arm64`)
+ * @returns {string[]}
+ */
+export function gatewayCandidates(arch = process.arch) {
+  const candidates = [join(PACKAGE_DIR, 'gateway', `linux-${arch}`, 'mcpgw-gateway')];
+  const repo = checkoutRoot();
+  if (repo && arch === 'x64') {
+    candidates.push(join(repo, 'target', 'x86_64-unknown-linux-gnu', 'release', 'mcpgw-gateway'));
+  }
+  return candidates;
+}
+
+/**
+ * The host path of the static `mcpgw-gateway` of this package's release for Linux sandboxes of
+ * `arch` (no libc needed in the image): the one the package bundles (linux-x64).
+ * `client.ensureGatewayBinary()` installs it into the sandbox when given no path. Throws an
+ * Error naming every path tried when there is none.
+ *
+ * @param {string} [arch] the sandbox's architecture, as Node names it; the host's by default
+ * @returns {string}
+ */
+export function gatewayBinary(arch = process.arch) {
+  const candidates = gatewayCandidates(arch);
+  const path = candidates.find((p) => existsSync(p));
+  if (!path) {
+    throw new Error(
+      `no bundled mcpgw-gateway for linux-${arch}: tried ${candidates.join(', ')}. ` +
+        'The npm package carries the one for linux-x64; a checkout builds it with `make static`.',
+    );
+  }
+  return path;
 }
 
 /** Why a bundled linux-x64 library may not load here, for the error message. */

@@ -10,7 +10,15 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as mcpgw from '../index.js';
-import { CODES, McpgwError, library, libraryCandidates, resultCodes } from '../index.js';
+import {
+  CODES,
+  McpgwError,
+  gatewayBinary,
+  gatewayCandidates,
+  library,
+  libraryCandidates,
+  resultCodes,
+} from '../index.js';
 import { PROTOTYPES } from '../src/ffi.js';
 import { className, generated, koffiPrototype, parseHeader } from '../scripts/generate.mjs';
 import { errorFromJson } from '../src/errors.js';
@@ -40,6 +48,18 @@ test('the library is looked for in the package, then (in this repository) in the
   assert.deepEqual(libraryCandidates({ MCPGW_LIB: '/opt/lib/libmcpgw.so' }), [
     '/opt/lib/libmcpgw.so',
   ]);
+});
+
+test('the gateway is looked for in the package, then (in this repository) in the static build', () => {
+  const bundled = (arch) => join(PACKAGE, 'gateway', `linux-${arch}`, 'mcpgw-gateway');
+  const built = join(REPO, 'target', 'x86_64-unknown-linux-gnu', 'release', 'mcpgw-gateway');
+  assert.deepEqual(gatewayCandidates('x64'), [bundled('x64'), built]);
+  // The static build is for x64 sandboxes only.
+  assert.deepEqual(gatewayCandidates('arm64'), [bundled('arm64')]);
+  assert.throws(
+    () => gatewayBinary('arm64'),
+    /no bundled mcpgw-gateway for linux-arm64: tried .*linux-arm64\/mcpgw-gateway\. .*make static/,
+  );
 });
 
 test('a missing library is a clear error naming what was tried and how to build it', () => {

@@ -1,4 +1,4 @@
-import { ABI_VERSION, libraryCandidates } from './src/native.js';
+import { ABI_VERSION, gatewayBinary, gatewayCandidates, libraryCandidates } from './src/native.js';
 export { Client, CONFIG_OPTIONS } from './src/client.js';
 export { Connection } from './src/connection.js';
 export { local, docker, podman, kubectl, argv, exec } from './src/backends.js';
@@ -38,4 +38,4 @@ export type LibraryInfo = {
  * @returns {LibraryInfo}
  */
 export declare function library(): LibraryInfo;
-export { ABI_VERSION, libraryCandidates };
+export { ABI_VERSION, gatewayBinary, gatewayCandidates, libraryCandidates };

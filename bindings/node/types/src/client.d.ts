@@ -216,15 +216,15 @@ export declare class Client {
      */
     stopGateway(opts?: CallOptions): Promise<void>;
     /**
-     * Installs the gateway binary read from `binaryPath` (on the host) at `gatewayPath` in the
-     * sandbox, unless an identical one is there (SHA-256): in one command when the backend passes
-     * stdin, else in staged pieces.
+     * Installs the gateway binary read from `binaryPath` (on the host; by default the one this
+     * package bundles, {@link gatewayBinary}) at `gatewayPath` in the sandbox, unless an identical
+     * one is there (SHA-256): in one command when the backend passes stdin, else in staged pieces.
      *
-     * @param {string} binaryPath
+     * @param {string} [binaryPath]
      * @param {CallOptions} [opts]
      * @returns {Promise<BinaryStatus>}
      */
-    ensureGatewayBinary(binaryPath: string, opts?: CallOptions): Promise<BinaryStatus>;
+    ensureGatewayBinary(binaryPath?: string, opts?: CallOptions): Promise<BinaryStatus>;
     /**
      * Asks whether the gateway is up, checking its instance nonce when known.
      *

@@ -14,6 +14,25 @@ export declare function prebuildDir(platform?: NodeJS.Platform, arch?: NodeJS.Ar
  */
 export declare function libraryCandidates(env?: Record<string, string | undefined>): string[];
 /**
+ * The places {@link gatewayBinary} looks, in order: the static gateway bundled in the package
+ * (`gateway/linux-<arch>/mcpgw-gateway`), else, only inside a checkout of the mcpgw repository,
+ * its static build (`make static`, x64 only).
+ *
+ * @param {string} [arch] the sandbox's architecture, as Node names it (`x64`, `arm64`)
+ * @returns {string[]}
+ */
+export declare function gatewayCandidates(arch?: string): string[];
+/**
+ * The host path of the static `mcpgw-gateway` of this package's release for Linux sandboxes of
+ * `arch` (no libc needed in the image): the one the package bundles (linux-x64).
+ * `client.ensureGatewayBinary()` installs it into the sandbox when given no path. Throws an
+ * Error naming every path tried when there is none.
+ *
+ * @param {string} [arch] the sandbox's architecture, as Node names it; the host's by default
+ * @returns {string}
+ */
+export declare function gatewayBinary(arch?: string): string;
+/**
  * Loads the library once per process, checks its ABI version, declares its functions and checks
  * its result codes against the header's. Throws an Error naming every path tried when none
  * holds a loadable library of the expected ABI.

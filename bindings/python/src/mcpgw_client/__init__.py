@@ -18,13 +18,15 @@ Results are the gateway's JSON (see :mod:`mcpgw_client.wire`); failures raise th
 workspaces use it.
 
 The library (``libmcpgw.so``) is loaded at import: the one bundled in the wheel, or the one
-``MCPGW_LIB`` names.
+``MCPGW_LIB`` names. The wheel also carries the static gateway for the sandbox
+(:func:`gateway_binary`), which ``ensure_gateway_binary()`` installs when given no path, and
+the ``mcpgw`` command (:func:`host_binary`; ``python -m mcpgw_client mcp ...`` runs it).
 """
 
 from __future__ import annotations
 
 from . import errors
-from ._native import ABI_VERSION, VERSION, lib
+from ._native import ABI_VERSION, VERSION, gateway_binary, host_binary, lib
 from .backends import Backend, Channel, ExecResult, argv, docker, exec, kubectl, local, podman
 from .blocking import BlockingConnection, Client
 from .client import AsyncClient, Options, Transport
@@ -96,6 +98,8 @@ __all__ = [
     "docker",
     "error_class",
     "exec",
+    "gateway_binary",
+    "host_binary",
     "kubectl",
     "library_version",
     "local",

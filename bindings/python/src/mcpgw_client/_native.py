@@ -1,4 +1,5 @@
-"""The ctypes declarations of libmcpgw and the search for the shared library.
+"""The ctypes declarations of libmcpgw, the search for the shared library and for the bundled
+executables (the gateway, the ``mcpgw`` command), and the package's version.
 
 The declarations are the C prototypes of ``include/mcpgw.h`` as text, turned into ctypes types
 here by one small table of C types; the tests compare each one with the header, declaration by
@@ -10,19 +11,58 @@ later. Only the host driver's half of the C ABI is declared: no Python callback 
 from __future__ import annotations
 
 import ctypes
+import importlib.metadata
 import os
 import re
+import tomllib
+from collections.abc import Mapping
 from ctypes import POINTER, c_bool, c_char_p, c_int32, c_int64, c_size_t, c_uint16, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 from typing import Any
 
 #: The ABI version this package was written against (`MCPGW_ABI_VERSION` in mcpgw.h).
 ABI_VERSION = 3
-#: The package's version; the library must have the same major and minor version.
-VERSION = "0.3.0"
+#: The distribution's name on PyPI (the import package is ``mcpgw_client``).
+DISTRIBUTION = "mcpgw-client"
 
 LIBRARY_NAME = "libmcpgw.so"
+GATEWAY_NAME = "mcpgw-gateway"
+#: The host endpoint's command (crate host/).
+HOST_NAME = "mcpgw"
 _PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _checkout() -> Path | None:
+    """The repository root when this package runs from a checkout of it
+    (bindings/python/src/mcpgw_client), else None."""
+    parents = _PACKAGE_DIR.parents
+    repo = parents[3] if len(parents) > 3 else None
+    if repo is not None and (repo / "Cargo.toml").is_file() and (repo / "include" / "mcpgw.h").is_file():
+        return repo
+    return None
+
+
+def _target_dir(repo: Path, env: Mapping[str, str]) -> Path:
+    return Path(env.get("CARGO_TARGET_DIR") or repo / "target")
+
+
+def _version() -> str:
+    # One version for the whole release, the workspace's: read from Cargo.toml in a checkout,
+    # from the installed distribution's metadata (which the build wrote from it) otherwise.
+    repo = _checkout()
+    if repo is not None:
+        with open(repo / "Cargo.toml", "rb") as f:
+            return str(tomllib.load(f)["workspace"]["package"]["version"])
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError as e:
+        raise ImportError(
+            f"mcpgw_client at {_PACKAGE_DIR} is neither installed (pip install {DISTRIBUTION}) nor in a checkout"
+        ) from e
+
+
+#: The package's version; the library must have the same major and minor version.
+VERSION = _version()
 
 #: Every function this package calls, exactly as include/mcpgw.h declares it.
 DECLARATIONS = """
@@ -147,7 +187,7 @@ def parse_declarations(text: str) -> dict[str, tuple[str, list[str]]]:
     return out
 
 
-def library_candidates(env: dict[str, str] | None = None) -> list[Path]:
+def library_candidates(env: Mapping[str, str] | None = None) -> list[Path]:
     """Where the shared library is looked for, in order: `MCPGW_LIB` alone when it is set (an
     explicit choice is never silently replaced), else the copy bundled in the wheel, else the
     cargo build outputs of the repository this package sits in (debug, then release)."""
@@ -156,12 +196,49 @@ def library_candidates(env: dict[str, str] | None = None) -> list[Path]:
     if explicit:
         return [Path(explicit).resolve()]
     candidates = [_PACKAGE_DIR / "_lib" / LIBRARY_NAME]
-    # bindings/python/src/mcpgw_client -> the repository root, when run from a checkout.
-    repo = _PACKAGE_DIR.parents[3] if len(_PACKAGE_DIR.parents) > 3 else None
-    if repo is not None and (repo / "Cargo.toml").is_file():
-        target = Path(environ.get("CARGO_TARGET_DIR") or repo / "target")
+    repo = _checkout()
+    if repo is not None:
+        target = _target_dir(repo, environ)
         candidates += [target / "debug" / LIBRARY_NAME, target / "release" / LIBRARY_NAME]
     return candidates
+
+
+def bundled_candidates(name: str, env: Mapping[str, str] | None = None) -> list[Path]:
+    """Where the bundled static executable `name` (``mcpgw-gateway``, ``mcpgw``) is looked for,
+    in order: the wheel's ``_bin/``, else, in a checkout, the repository's static build
+    (``make static``)."""
+    candidates = [_PACKAGE_DIR / "_bin" / name]
+    repo = _checkout()
+    if repo is not None:
+        target = _target_dir(repo, os.environ if env is None else env)
+        candidates.append(target / "x86_64-unknown-linux-gnu" / "release" / name)
+    return candidates
+
+
+def _bundled(name: str) -> str:
+    candidates = bundled_candidates(name)
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        raise FileNotFoundError(
+            f"no bundled {name}: tried {', '.join(str(p) for p in candidates)}; the wheel "
+            f"carries one (pip install {DISTRIBUTION}), a checkout builds it with `make static`"
+        )
+    return str(path)
+
+
+def gateway_binary() -> str:
+    """The host path of the static ``mcpgw-gateway`` (Linux x86_64, no libc needed) of this
+    package's release: the one the wheel bundles. ``ensure_gateway_binary()`` installs it into
+    a sandbox when given no path. Raises FileNotFoundError naming every path tried."""
+    return _bundled(GATEWAY_NAME)
+
+
+def host_binary() -> str:
+    """The host path of the static ``mcpgw`` command of this package's release (``mcpgw mcp``:
+    an MCP server on this machine for a server inside a sandbox), which the wheel bundles next
+    to the gateway it installs; ``python -m mcpgw_client`` runs it. Raises FileNotFoundError
+    naming every path tried."""
+    return _bundled(HOST_NAME)
 
 
 class Library:
@@ -177,7 +254,7 @@ class Library:
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for names that were not declared: a bug in this package.
-        raise AttributeError(f"libmcpgw function {name} is not declared in mcpgw._native")
+        raise AttributeError(f"libmcpgw function {name} is not declared in mcpgw_client._native")
 
 
 def load() -> Library:
@@ -188,8 +265,8 @@ def load() -> Library:
     if path is None:
         tried = ", ".join(str(p) for p in candidates)
         raise ImportError(
-            f"libmcpgw was not found; tried {tried}. Install the mcpgw wheel (it bundles the "
-            "library), build it with `cargo build -p mcpgw-ffi` in the mcpgw repository, or "
+            f"libmcpgw was not found; tried {tried}. Install the {DISTRIBUTION} wheel (it bundles "
+            "the library), build it with `cargo build -p mcpgw-ffi` in the mcpgw repository, or "
             "set MCPGW_LIB to the path of libmcpgw.so."
         )
     try:
@@ -206,7 +283,7 @@ def load() -> Library:
     abi = lib.mcpgw_abi_version()
     if abi != ABI_VERSION:
         raise ImportError(
-            f"libmcpgw at {path} has ABI version {abi}, but mcpgw {VERSION} needs ABI "
+            f"libmcpgw at {path} has ABI version {abi}, but {DISTRIBUTION} {VERSION} needs ABI "
             f"{ABI_VERSION}; install the wheel of the same release, or point MCPGW_LIB at a "
             "matching library"
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Literal, TypedDict, Unpack, cast
 
+from . import _native
 from ._driver import Driver, OnProgress
 from .backends import Backend
 from .connection import Connection
@@ -203,10 +204,14 @@ class AsyncClient:
         """Stops the gateway this client launched and removes its state directory."""
         await self._driver.call(_request("stop_gateway", timeout=timeout))
 
-    async def ensure_gateway_binary(self, binary_path: str, *, timeout: float | None = None) -> BinaryInfo:
-        """Installs the gateway binary read from `binary_path` on the host at ``gateway_path``
-        in the sandbox, unless an identical file is there (SHA-256)."""
-        fields = {"binary_path": _text(binary_path, "binary_path")}
+    async def ensure_gateway_binary(
+        self, binary_path: str | None = None, *, timeout: float | None = None
+    ) -> BinaryInfo:
+        """Installs the gateway binary read from `binary_path` on the host (by default the one
+        this package bundles, :func:`~mcpgw_client.gateway_binary`) at ``gateway_path`` in the
+        sandbox, unless an identical file is there (SHA-256)."""
+        path = _native.gateway_binary() if binary_path is None else binary_path
+        fields = {"binary_path": _text(path, "binary_path")}
         return cast(BinaryInfo, await self._driver.call(_request("ensure_gateway_binary", fields, timeout=timeout)))
 
     async def health(self, *, timeout: float | None = None) -> Health:
