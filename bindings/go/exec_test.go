@@ -43,7 +43,8 @@ func TestExecBackendSession(t *testing.T) {
 	if err := c.AddMCP(ctx, testServerSpec("ts")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.OpenSession(ctx); err != nil {
+	hello, err := c.OpenSession(ctx)
+	if err != nil {
 		t.Fatalf("OpenSession: %v", err)
 	}
 	mu.Lock()
@@ -61,15 +62,27 @@ func TestExecBackendSession(t *testing.T) {
 	}
 	mu.Unlock()
 
-	// The channel's process dies: the call in flight is lost, the next call opens a new one.
-	_, err = c.CallTool(ctx, "ts", "slow", map[string]any{"seconds": 30, "steps": 300},
+	// The channel's process dies under a call: a new channel is opened; the call resumes on it
+	// when the gateway keeps calls (the hello's retention_ms), else it is lost.
+	var killed sync.Once
+	seconds := 30.0
+	if hello.RetentionMS > 0 {
+		seconds = 1
+	}
+	chunk, err = c.CallTool(ctx, "ts", "slow", map[string]any{"seconds": seconds, "steps": 10},
 		mcpgw.WithProgress(func(mcpgw.ToolChunk) {
-			opener.mu.Lock()
-			cmd := opener.cmds[len(opener.cmds)-1]
-			opener.mu.Unlock()
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			killed.Do(func() {
+				opener.mu.Lock()
+				cmd := opener.cmds[len(opener.cmds)-1]
+				opener.mu.Unlock()
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			})
 		}))
-	if !errors.Is(err, mcpgw.ErrSessionLost) {
+	if hello.RetentionMS > 0 {
+		if err != nil || !strings.HasPrefix(chunk.Text(), "done") {
+			t.Fatalf("a call resumed on a new channel: %v, %v", chunk, err)
+		}
+	} else if !errors.Is(err, mcpgw.ErrSessionLost) {
 		t.Fatalf("a call on a killed channel: %v", err)
 	}
 	if chunk, err := c.CallTool(ctx, "ts", "echo", map[string]string{"text": "again"}); err != nil || chunk.Text() != "again" {
