@@ -19,7 +19,6 @@ import {
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { dockerTransport } from './binding.mjs';
 import { SCRIPT, transportArgs } from './script.mjs';
 
 const LIMIT_MS = 30_000;
@@ -41,6 +40,8 @@ if (mode === 'stdio') {
       : {},
   });
 } else {
+  // Loaded only in this mode: it needs the Node binding's own dependencies (koffi).
+  const { dockerTransport } = await import('./binding.mjs');
   ({ transport, teardown } = await dockerTransport(target, rest));
 }
 
