@@ -145,17 +145,23 @@ impl Drop for Server {
     }
 }
 
-/// Spawns `cmd` (stdout piped) and reads the URL from its first line, `listening URL`.
-fn listening(cmd: &mut Command) -> (Child, String) {
+/// Spawns `cmd` (stdin closed, stdout piped) and reads its first line, e.g. a ready line.
+pub fn spawn_first_line(cmd: &mut Command) -> (Child, String) {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
+    (child, line)
+}
+
+/// Spawns `cmd` (stdout piped) and reads the URL from its first line, `listening URL`.
+fn listening(cmd: &mut Command) -> (Child, String) {
+    let (child, line) = spawn_first_line(cmd);
     let url = line
         .trim()
         .strip_prefix("listening ")

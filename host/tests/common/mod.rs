@@ -3,7 +3,6 @@
 //! the endpoint started is left running in the container.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -130,17 +129,11 @@ impl HttpEndpoint {
 
     /// Runs `argv` (an `mcpgw mcp --http` command line) and waits for its ready line.
     pub fn spawn(argv: &[String], token_file: PathBuf) -> HttpEndpoint {
-        let mut child = Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let (child, line) = mcpgw_testkit::servers::spawn_first_line(
+            Command::new(&argv[0])
+                .args(&argv[1..])
+                .stderr(Stdio::inherit()),
+        );
         let ready: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("the ready line {line:?} is not JSON: {e}"));
         HttpEndpoint {
