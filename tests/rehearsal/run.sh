@@ -263,20 +263,21 @@ rehearse() {
     e0=$(date +%s.%N) && docker exec "$container" true && e1=$(date +%s.%N)
     exec_s=$(echo "$e0 $e1" | awk '{ printf "%.2f", $2 - $1 }')
     sh "$sandbox" stop "$container"
-    echo "rehearsal $lang: installed from $registry in $(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }') s, $(echo "$size" | awk '{ printf "%.1f", $1 / 1048576 }') MiB, first call ok"
+    echo "$label installed from $registry in $(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }') s, $(echo "$size" | awk '{ printf "%.1f", $1 / 1048576 }') MiB, first call ok"
     if [ -f "$out/endpoint" ]; then
         grep -q ': Echo: hello$' "$out/endpoint" || { failed="$failed $lang"; echo "rehearsal: $lang: mcpgw mcp answered: $(cat "$out/endpoint")" >&2; return; }
-        echo "rehearsal $lang: mcpgw mcp from the package into the container: $(cat "$out/endpoint")"
+        echo "$label mcpgw mcp from the package into the container: $(cat "$out/endpoint")"
     fi
 }
 
 for lang in $langs; do
     case $lang in
-        python) rehearse python "pypiserver $PYPISERVER_VERSION ($pypi/simple/)" REHEARSAL_PYPI="$pypi/simple/" ;;
-        node) rehearse node "verdaccio $VERDACCIO_VERSION ($npm_registry)" REHEARSAL_NPM="$npm_registry" ;;
-        go) rehearse go "a module proxy directory (GOPROXY=$goproxy)" REHEARSAL_GOPROXY="$goproxy" \
+        # The label of each language's measured lines.
+        python) label='rehearsal python:'; rehearse python "pypiserver $PYPISERVER_VERSION ($pypi/simple/)" REHEARSAL_PYPI="$pypi/simple/" ;;
+        node) label='rehearsal node:'; rehearse node "verdaccio $VERDACCIO_VERSION ($npm_registry)" REHEARSAL_NPM="$npm_registry" ;;
+        go) label='rehearsal go:'; rehearse go "a module proxy directory (GOPROXY=$goproxy)" REHEARSAL_GOPROXY="$goproxy" \
             ${gocache:+GOCACHE="$gocache"} ;;
-        c) rehearse c "the release tarball (mcpgw-$version-x86_64-linux-gnu.tar.gz)" ;;
+        c) label='rehearsal c:'; rehearse c "the release tarball (mcpgw-$version-x86_64-linux-gnu.tar.gz)" ;;
         *) fail "no language $lang (python node go c)" ;;
     esac
 done
