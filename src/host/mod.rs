@@ -231,10 +231,20 @@ struct Entry {
     deadline: Option<Instant>,
     /// The call's id, for a resumable call.
     call: Option<CallId>,
-    /// Whether the call is carried by a resume (its 410 means: not kept any more).
-    resumed: bool,
-    /// Whether the call was sent again after a resume found it unknown to the gateway.
-    sent_again: bool,
+    /// What carries the call on the channel, which says what its answer means.
+    carry: Carry,
+}
+
+/// What carries a call on the session channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Carry {
+    /// Its own request.
+    Request,
+    /// A resume: 404 says the gateway never saw the call, 410 that it keeps it no more.
+    Resume,
+    /// Its request sent again after a resume's 404: 409 says the first reached the gateway
+    /// after all.
+    RequestAgain,
 }
 
 /// Who a process is.
@@ -467,8 +477,7 @@ impl Host {
                 place: Place::Waiting,
                 deadline: None,
                 call: None,
-                resumed: false,
-                sent_again: false,
+                carry: Carry::Request,
             },
         );
         self.dispatch(id, now);
@@ -497,8 +506,7 @@ impl Host {
                 place: Place::Waiting,
                 deadline: None,
                 call: None,
-                resumed: false,
-                sent_again: false,
+                carry: Carry::Request,
             },
         );
         self.dispatch(id, now);
@@ -905,7 +913,7 @@ impl Host {
                     .resume(op.name(), call.clone(), chunks, entry.stream);
                 channel.by_sid.insert(sid, id);
                 entry.place = Place::Session(sid);
-                entry.resumed = true;
+                entry.carry = Carry::Resume;
                 self.resumed += 1;
                 // The call's own deadline is the gateway's; the answer's limit starts anew.
                 entry.deadline = Some(now + op.session_limit() + grace);
@@ -1476,29 +1484,38 @@ impl Host {
         // the first request reaches the gateway after all, the second is refused (409) and the
         // call is resumed instead. Either way it runs once.
         if let Ok(resp) = &answer
-            && ((entry.resumed && resp.status == 404) || (entry.sent_again && resp.status == 409))
+            && matches!(
+                (entry.carry, resp.status),
+                (Carry::Resume, 404) | (Carry::RequestAgain, 409)
+            )
             && let Some(call) = entry.call.clone()
             && let Some(channel) = self.channel.as_mut()
             && !channel.session.is_lost()
-            && let request = op.session_request(entry.stream)
-            && (entry.sent_again || request.is_some())
         {
-            let grace = Self::ms(self.config.answer_grace_ms);
-            let sid = match request {
-                Some(request) if entry.resumed => {
-                    channel.session.submit_request(request, Some(call))
-                }
-                _ => channel.session.resume(op.name(), call, 0, entry.stream),
+            let again = match entry.carry {
+                Carry::Resume => op.session_request(entry.stream).map(|request| {
+                    (
+                        channel.session.submit_request(request, Some(call)),
+                        Carry::RequestAgain,
+                    )
+                }),
+                _ => Some((
+                    channel.session.resume(op.name(), call, 0, entry.stream),
+                    Carry::Resume,
+                )),
             };
-            channel.by_sid.insert(sid, id);
-            entry.place = Place::Session(sid);
-            (entry.resumed, entry.sent_again) = (entry.sent_again, entry.resumed);
-            entry.deadline = Some(now + op.session_limit() + grace);
-            self.flush(now);
-            return;
+            if let Some((sid, carry)) = again {
+                let grace = Self::ms(self.config.answer_grace_ms);
+                channel.by_sid.insert(sid, id);
+                entry.place = Place::Session(sid);
+                entry.carry = carry;
+                entry.deadline = Some(now + op.session_limit() + grace);
+                self.flush(now);
+                return;
+            }
         }
         let answer = match answer {
-            Ok(resp) if entry.resumed && matches!(resp.status, 404 | 410) => {
+            Ok(resp) if entry.carry == Carry::Resume && matches!(resp.status, 404 | 410) => {
                 let detail = String::from_utf8_lossy(&resp.body).into_owned();
                 Err(Error::new(
                     ErrorKind::SessionLost,
