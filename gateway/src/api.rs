@@ -669,12 +669,12 @@ async fn call_tool(
     ))
 }
 
-/// A JSON body as the upstream wrote it.
-fn raw_json(body: Vec<u8>) -> Response {
+/// A JSON body as it was written (by the upstream, or kept for a resumable call).
+fn raw_json(body: impl Into<axum::body::Body>) -> Response {
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
-        body,
+        body.into(),
     )
         .into_response()
 }
@@ -888,12 +888,7 @@ fn resumable(headers: &HeaderMap, calls: &Calls) -> Result<Option<CallId>, Error
 /// The HTTP answer of a resumable call.
 fn answer(answer: Answer) -> Response {
     match answer {
-        Answer::Json(body) => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/json")],
-            body,
-        )
-            .into_response(),
+        Answer::Json(body) => raw_json(body),
         Answer::Lines { seq, lines } => (
             StatusCode::OK,
             [
