@@ -79,7 +79,7 @@ pub enum Input {
     },
     /// Close a virtual MCP connection.
     Close(u64),
-    /// A heartbeat (or a frame that needs no answer).
+    /// A heartbeat.
     Ping,
     /// The host has the final answer of a resumable call.
     Ack(CallId),
