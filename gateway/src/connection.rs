@@ -21,19 +21,22 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
 
 use mcpgw::wire::jsonrpc::{self, LEGACY, MODERN, Message, code};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::upstream::Upstream;
 use crate::upstream::hub::Downstream;
 use crate::upstream::rpc::{Origin, Peer, Reply};
 use crate::upstream::session::{LEVELS, Session, severity};
+
+mod bridge;
 
 /// The upgrade token of a connection's HTTP/1.1 upgrade.
 pub const UPGRADE: &str = "mcpgw-jsonrpc";
@@ -112,13 +115,36 @@ struct InFlight {
     progress: Option<Box<RawValue>>,
     /// `subscriptions/listen`: its notifications carry the subscription id to rewrite.
     listen: bool,
+    /// The upstream request that carries it now: the gateway's id at first, another one for
+    /// each round of a multi round-trip request the gateway answers for the host.
+    upstream_id: u64,
+    /// Fires when it is forgotten (answered, cancelled, the connection ended).
+    done: CancellationToken,
 }
 
-/// A request of the upstream's waiting for the host.
+/// Who waits for the host's answer to a request made of it.
+enum Waiter {
+    /// The upstream, under its id for the request.
+    Upstream { peer: Arc<Peer>, id: Box<RawValue> },
+    /// The gateway, answering a multi round-trip request's input request for a legacy host.
+    Gateway(oneshot::Sender<Result<String, String>>),
+}
+
+impl Waiter {
+    /// Hands over the host's answer: its `result` or `error` object as JSON text.
+    async fn settle(self, outcome: Result<&str, &str>) {
+        match self {
+            Waiter::Upstream { peer, id } => peer.respond(id.get(), outcome).await,
+            Waiter::Gateway(tx) => {
+                let _ = tx.send(outcome.map(str::to_owned).map_err(str::to_owned));
+            }
+        }
+    }
+}
+
+/// A request made of the host, waiting for its answer.
 struct Asked {
-    /// The upstream's id for it.
-    upstream_id: Box<RawValue>,
-    peer: Arc<Peer>,
+    waiter: Waiter,
     /// Ends its deadline's timer.
     timer: tokio::task::AbortHandle,
 }
@@ -360,10 +386,11 @@ impl Connection {
         };
         session.hub.detach(self.number);
         let state = std::mem::take(&mut *self.state.lock().unwrap());
-        for id in state.in_flight.keys() {
+        for entry in state.in_flight.values() {
+            entry.done.cancel();
             session
                 .peer
-                .cancel(*id, "the MCP client's connection closed")
+                .cancel(entry.upstream_id, "the MCP client's connection closed")
                 .await;
         }
         for (_, asked) in state.asked {
@@ -373,10 +400,7 @@ impl Connection {
                 "the MCP client that was asked closed its connection",
                 None,
             );
-            asked
-                .peer
-                .respond(asked.upstream_id.get(), Err(error.get()))
-                .await;
+            asked.waiter.settle(Err(error.get())).await;
         }
         for uri in state.subscriptions {
             session.unsubscribe(&uri).await;
@@ -499,6 +523,8 @@ impl Connection {
                     host_id: id.to_owned(),
                     progress: progress.clone(),
                     listen,
+                    upstream_id: gw_id,
+                    done: CancellationToken::new(),
                 },
             );
         }
@@ -507,22 +533,56 @@ impl Connection {
                 .hub
                 .route_to(&gw_id.to_string(), self.clone() as Arc<dyn Downstream>);
         }
-        // A request the host sent without params goes without them.
-        let params = (!params.is_empty() || had_params).then(|| Value::Object(params).to_string());
         let method = method.to_string();
         // A subscription lasts as long as the host keeps it; every other request has the
-        // MCP's deadline.
+        // MCP's deadline, over all its rounds.
         let (limit, _) = self.upstream.deadline(None);
+        let deadline = tokio::time::Instant::now() + limit;
         tokio::spawn(async move {
-            let pending = self
-                .session()
-                .peer
-                .request_with_id(gw_id, &method, params.as_deref())
-                .await;
-            let reply = if listen {
-                Some(pending.reply().await)
-            } else {
-                tokio::time::timeout(limit, pending.reply()).await.ok()
+            let mut upstream_id = gw_id;
+            // A request the host sent without params goes without them.
+            let mut text = (!params.is_empty() || had_params)
+                .then(|| Value::Object(params.clone()).to_string());
+            let mut rounds = 0;
+            let reply = loop {
+                let pending = self
+                    .session()
+                    .peer
+                    .request_with_id(upstream_id, &method, text.as_deref())
+                    .await;
+                let reply = if listen {
+                    Some(pending.reply().await)
+                } else {
+                    tokio::time::timeout_at(deadline, pending.reply())
+                        .await
+                        .ok()
+                };
+                let Some(Reply::Ok(result)) = &reply else {
+                    break reply;
+                };
+                let Some(asks) = self.input_required(&method, result) else {
+                    break reply;
+                };
+                rounds += 1;
+                match self.answer_inputs(gw_id, asks, rounds, deadline).await {
+                    Ok(Some(next)) => {
+                        let mut params = params.clone();
+                        params.extend(next);
+                        text = Some(Value::Object(params).to_string());
+                        upstream_id = self.session().peer.next_id();
+                        if !self.carry(gw_id, upstream_id) {
+                            return;
+                        }
+                    }
+                    // Cancelled by the host, or the connection ended.
+                    Ok(None) => return,
+                    Err(gap) => {
+                        if let Some(entry) = self.forget(gw_id) {
+                            self.reply_error(Some(entry.host_id.get()), code::INTERNAL_ERROR, &gap);
+                        }
+                        return;
+                    }
+                }
             };
             let Some(entry) = self.forget(gw_id) else {
                 // Cancelled by the host, or the connection ended.
@@ -543,7 +603,7 @@ impl Connection {
                 None => {
                     self.session()
                         .peer
-                        .cancel(gw_id, "the request's deadline passed")
+                        .cancel(upstream_id, "the request's deadline passed")
                         .await;
                     self.reply_error(
                         Some(host_id),
@@ -555,37 +615,13 @@ impl Connection {
         });
     }
 
-    /// Why a result of the upstream's cannot reach this host as it is, when it cannot: a
-    /// multi round-trip request's `input_required` or a task of 2026-07-28 for a host of an
-    /// older revision.
-    fn gap(&self, result: &RawValue) -> Option<String> {
-        let host = self.host()?;
-        if host.modern() {
-            return None;
-        }
-        #[derive(Deserialize)]
-        struct Kind<'a> {
-            #[serde(default, borrow, rename = "resultType")]
-            result_type: Option<&'a str>,
-        }
-        let kind = serde_json::from_str::<Kind>(result.get())
-            .ok()?
-            .result_type?;
-        (kind != "complete").then(|| {
-            format!(
-                "the upstream answered with a {kind:?} result (2026-07-28), which a {} \
-                 connection cannot carry: connect with protocol version 2026-07-28",
-                host.version
-            )
-        })
-    }
-
     /// Forgets request `gw_id`; what it was, if it was still in flight.
     fn forget(&self, gw_id: u64) -> Option<InFlight> {
         let mut state = self.state.lock().unwrap();
         let entry = state.in_flight.remove(&gw_id)?;
         state.host_ids.remove(entry.host_id.get());
         drop(state);
+        entry.done.cancel();
         if entry.progress.is_some() {
             self.session().hub.forget(&gw_id.to_string());
         }
@@ -774,12 +810,14 @@ impl Connection {
                     .host_ids
                     .get(host_id.get())
                     .copied();
-                if let Some(gw_id) = gw_id {
-                    self.forget(gw_id);
+                if let Some(entry) = gw_id.and_then(|gw_id| self.forget(gw_id)) {
                     let reason = cancel
                         .reason
                         .unwrap_or_else(|| "cancelled by the MCP client".into());
-                    tokio::spawn(async move { self.session().peer.cancel(gw_id, &reason).await });
+                    let upstream_id = entry.upstream_id;
+                    tokio::spawn(
+                        async move { self.session().peer.cancel(upstream_id, &reason).await },
+                    );
                 }
             }
             _ => {
@@ -812,7 +850,7 @@ impl Connection {
             .map_err(|e| e.get().to_string());
         tokio::spawn(async move {
             let outcome = outcome.as_ref().map(String::as_str).map_err(String::as_str);
-            asked.peer.respond(asked.upstream_id.get(), outcome).await;
+            asked.waiter.settle(outcome).await;
         });
     }
 
@@ -832,6 +870,61 @@ impl Connection {
         value["_meta"][jsonrpc::META_SUBSCRIPTION_ID] =
             serde_json::from_str(entry.host_id.get()).unwrap_or_default();
         Some(Some(value.to_string()))
+    }
+}
+
+impl Connection {
+    /// Sends the host request `method` under an id of the gateway's; `waiter` gets the answer,
+    /// or an error when the host has too many unanswered already, does not answer within
+    /// `limit` (the host is then told it was cancelled) or closes the connection. The id.
+    fn ask(
+        &self,
+        method: &str,
+        params: Option<&str>,
+        limit: Duration,
+        waiter: Waiter,
+    ) -> Option<u64> {
+        let me = self.me.upgrade()?;
+        let mut state = self.state.lock().unwrap();
+        if state.asked.len() >= self.limits.max_pending {
+            drop(state);
+            let message = format!(
+                "{method}: the MCP client has {} requests unanswered already",
+                self.limits.max_pending
+            );
+            tokio::spawn(async move {
+                let error = jsonrpc::error_object(code::INTERNAL_ERROR, &message, None);
+                waiter.settle(Err(error.get())).await;
+            });
+            return None;
+        }
+        state.next_asked += 1;
+        let ours = state.next_asked;
+        let method_owned = method.to_string();
+        let timer = tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            let Some(asked) = me.state.lock().unwrap().asked.remove(&ours) else {
+                return;
+            };
+            let message = format!("the MCP client did not answer {method_owned} within {limit:?}");
+            let error = jsonrpc::error_object(code::INTERNAL_ERROR, &message, None);
+            asked.waiter.settle(Err(error.get())).await;
+            me.withdraw(ours, &message);
+        })
+        .abort_handle();
+        state.asked.insert(ours, Asked { waiter, timer });
+        drop(state);
+        self.send(jsonrpc::request(&ours.to_string(), method, params));
+        Some(ours)
+    }
+
+    /// Tells the host that request `ours` made of it is no longer wanted.
+    fn withdraw(&self, ours: u64, reason: &str) {
+        let params = json!({"requestId": ours, "reason": reason});
+        self.send(jsonrpc::notification(
+            "notifications/cancelled",
+            Some(&params.to_string()),
+        ));
     }
 }
 
@@ -906,7 +999,9 @@ impl Downstream for Connection {
                 let Some(ours) = state
                     .asked
                     .iter()
-                    .find(|(_, a)| a.upstream_id.get() == upstream_id.get())
+                    .find(|(_, a)| {
+                        matches!(&a.waiter, Waiter::Upstream { id, .. } if id.get() == upstream_id.get())
+                    })
                     .map(|(n, _)| *n)
                 else {
                     return;
@@ -915,9 +1010,7 @@ impl Downstream for Connection {
                     asked.timer.abort();
                 }
                 drop(state);
-                let params =
-                    json!({"requestId": ours, "reason": "the upstream withdrew its request"});
-                return self.send(jsonrpc::notification(method, Some(&params.to_string())));
+                return self.withdraw(ours, "the upstream withdrew its request");
             }
             _ => {}
         }
@@ -951,7 +1044,8 @@ impl Downstream for Connection {
     }
 
     fn owns(&self, id: u64) -> bool {
-        self.state.lock().unwrap().in_flight.contains_key(&id)
+        let state = self.state.lock().unwrap();
+        state.in_flight.contains_key(&id) || state.in_flight.values().any(|e| e.upstream_id == id)
     }
 
     fn can_answer(&self, method: &str, params: Option<&RawValue>) -> bool {
@@ -988,57 +1082,12 @@ impl Downstream for Connection {
         method: &str,
         params: Option<&RawValue>,
     ) {
-        let Some(me) = self.me.upgrade() else { return };
         let (limit, _) = self.upstream.deadline(None);
-        let mut state = self.state.lock().unwrap();
-        if state.asked.len() >= self.limits.max_pending {
-            drop(state);
-            let message = format!(
-                "{method}: the MCP client has {} of the upstream's requests unanswered already",
-                self.limits.max_pending
-            );
-            let (peer, id) = (peer.clone(), id.get().to_string());
-            tokio::spawn(async move {
-                let error = jsonrpc::error_object(code::INTERNAL_ERROR, &message, None);
-                peer.respond(&id, Err(error.get())).await;
-            });
-            return;
-        }
-        state.next_asked += 1;
-        let ours = state.next_asked;
-        let method_owned = method.to_string();
-        let timer = tokio::spawn(async move {
-            tokio::time::sleep(limit).await;
-            let Some(asked) = me.state.lock().unwrap().asked.remove(&ours) else {
-                return;
-            };
-            let message = format!("the MCP client did not answer {method_owned} within {limit:?}");
-            let error = jsonrpc::error_object(code::INTERNAL_ERROR, &message, None);
-            asked
-                .peer
-                .respond(asked.upstream_id.get(), Err(error.get()))
-                .await;
-            let params = json!({"requestId": ours, "reason": message});
-            me.send(jsonrpc::notification(
-                "notifications/cancelled",
-                Some(&params.to_string()),
-            ));
-        })
-        .abort_handle();
-        state.asked.insert(
-            ours,
-            Asked {
-                upstream_id: id.to_owned(),
-                peer: peer.clone(),
-                timer,
-            },
-        );
-        drop(state);
-        self.send(jsonrpc::request(
-            &ours.to_string(),
-            method,
-            params.map(RawValue::get),
-        ));
+        let waiter = Waiter::Upstream {
+            peer: peer.clone(),
+            id: id.to_owned(),
+        };
+        self.ask(method, params.map(RawValue::get), limit, waiter);
     }
 
     fn session_ended(&self, reason: &str) {

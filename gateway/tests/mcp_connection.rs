@@ -757,3 +757,210 @@ async fn a_host_that_never_answers_makes_the_upstreams_request_fail_at_the_deadl
         );
     });
 }
+
+/// What a 2026-07-28 host of these tests puts in the `_meta` of its requests: it answers
+/// input requests and takes tasks.
+fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "mcpgw-test", "version": "1"},
+    })
+}
+
+/// Drives `confirm` as a 2026-07-28 client does: each `input_required` answered (by
+/// [`mcp::answer`]) and the call sent again with `inputResponses` and the `requestState`.
+/// Every result, in order.
+fn confirm_rounds(client: &mut Client, action: &str) -> Vec<Value> {
+    let mut params = json!({"name": "confirm", "arguments": {"action": action},
+        "_meta": modern_meta()});
+    let mut results = Vec::new();
+    loop {
+        let answer = client.request("tools/call", params.clone());
+        let result = answer["result"].clone();
+        assert!(result.is_object(), "{answer}");
+        results.push(result.clone());
+        if result["resultType"] != "input_required" {
+            return results;
+        }
+        assert!(results.len() < 5, "{results:?}");
+        let responses: serde_json::Map<String, Value> = result["inputRequests"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(key, r)| {
+                let method = r["method"].as_str().unwrap();
+                (
+                    key.clone(),
+                    mcpgw_testkit::mcp::answer(method, &r["params"]),
+                )
+            })
+            .collect();
+        params["inputResponses"] = Value::Object(responses);
+        params["requestState"] = result["requestState"].clone();
+    }
+}
+
+/// A task's state from `tasks/get`, polled until it is `status` (at its poll interval).
+fn task_until(client: &mut Client, task: &str, status: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = client.request("tasks/get", json!({"taskId": task, "_meta": modern_meta()}));
+        let result = &got["result"];
+        assert_eq!(result["taskId"], task, "{got}");
+        if result["status"] == status {
+            return result.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never {status}: {got}"
+        );
+        let every = result["pollIntervalMs"].as_u64().unwrap_or(20);
+        std::thread::sleep(Duration::from_millis(every));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_round_trip_requests_and_tasks_cross_the_gateway() {
+    let gw = start_gateway(&[]);
+    gw.add(testserver("t", None), "").await.expect(200);
+    // The one-shot REST path cannot answer input requests, and says so.
+    let rest = gw.call("t", "confirm", json!({"action": "x"})).await;
+    assert!(
+        rest.text().contains("multi round-trip") && rest.status != 200,
+        "{} {}",
+        rest.status,
+        rest.text()
+    );
+    tokio::task::block_in_place(|| {
+        // A 2026-07-28 host drives the rounds itself: each is the upstream's own answer,
+        // as a direct run of the same server gives it (the requestState handles aside).
+        let mut direct = Client::direct(Command::new(testserver_bin()));
+        let found = direct.request("server/discover", json!({"_meta": modern_meta()}));
+        assert!(found["result"]["supportedVersions"].is_array(), "{found}");
+        let want = confirm_rounds(&mut direct, "deploy");
+        let mut client = connect(&gw, "t");
+        handshake(&mut client, "2026-07-28");
+        let through = confirm_rounds(&mut client, "deploy");
+        let states = |results: &[Value]| -> Vec<Value> {
+            results
+                .iter()
+                .map(|r| {
+                    let mut r = normalized(r);
+                    if r.get("requestState").is_some() {
+                        r["requestState"] = json!("<state>");
+                    }
+                    r
+                })
+                .collect()
+        };
+        assert_eq!(states(&through), states(&want));
+        assert_eq!(through.len(), 3, "{through:?}");
+        assert_eq!(through[0]["resultType"], "input_required");
+        assert_eq!(
+            through[2]["structuredContent"]["roots"],
+            json!(["file:///work"]),
+            "{through:?}"
+        );
+
+        // Tasks: created, polled to completion; a long one cancelled.
+        let call = |client: &mut Client, ms: u64| {
+            client.request(
+                "tools/call",
+                json!({"name": "task", "arguments": {"ms": ms, "text": "finished"},
+                    "_meta": modern_meta()}),
+            )
+        };
+        let created = call(&mut client, 200);
+        assert_eq!(created["result"]["resultType"], "task", "{created}");
+        assert_eq!(created["result"]["status"], "working", "{created}");
+        let task = created["result"]["taskId"].as_str().unwrap().to_string();
+        let done = task_until(&mut client, &task, "completed");
+        assert_eq!(done["result"]["content"][0]["text"], "finished", "{done}");
+        let long = call(&mut client, 60_000);
+        let long = long["result"]["taskId"].as_str().unwrap().to_string();
+        let ack = client.request(
+            "tasks/cancel",
+            json!({"taskId": long, "_meta": modern_meta()}),
+        );
+        assert!(ack["result"].is_object(), "{ack}");
+        task_until(&mut client, &long, "cancelled");
+        // Without the extension declared the same call answers inline.
+        let mut meta = modern_meta();
+        meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+        let inline = client.request(
+            "tools/call",
+            json!({"name": "task", "arguments": {"ms": 10}, "_meta": meta}),
+        );
+        assert_eq!(inline["result"]["content"][0]["text"], "done", "{inline}");
+
+        // A 2025 host against the same 2026-07-28 upstream: the gateway asks it each input
+        // request as a 2025 server would, and the host gets the final result only.
+        let mut legacy = connect(&gw, "t");
+        initialize(&mut legacy, "2025-11-25");
+        let bridged = legacy.request(
+            "tools/call",
+            json!({"name": "confirm", "arguments": {"action": "deploy"}}),
+        );
+        assert_eq!(
+            bridged["result"], through[2],
+            "a 2025 host gets what the 2026-07-28 host got in its last round"
+        );
+        let asked: Vec<&str> = legacy
+            .asked
+            .iter()
+            .map(|m| m["method"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            asked,
+            ["elicitation/create", "sampling/createMessage", "roots/list"]
+        );
+        assert_eq!(
+            normalized(&legacy.asked[0]["params"]),
+            normalized(&through[0]["inputRequests"]["confirm"]["params"])
+        );
+
+        // A host that cannot answer one of them gets an error that names it.
+        let mut bare = connect(&gw, "t");
+        let init = bare.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                   "clientInfo": {"name": "mcpgw-test", "version": "1"}}),
+        );
+        assert!(init["result"].is_object(), "{init}");
+        let refused = bare.request(
+            "tools/call",
+            json!({"name": "confirm", "arguments": {"action": "deploy"}}),
+        );
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("sampling/createMessage") && message.contains("did not declare"),
+            "{refused}"
+        );
+        // Nothing was asked of it first.
+        assert_eq!(bare.asked.len(), 0, "{:?}", bare.asked);
+
+        // A host that cancels its call while it is asked is told the question is withdrawn.
+        let call = legacy.take_id();
+        legacy.send(
+            &json!({"jsonrpc": "2.0", "id": call, "method": "tools/call",
+            "params": {"name": "confirm", "arguments": {"action": "stop"}}}),
+        );
+        let question = legacy.receive(Duration::from_secs(20)).expect("a question");
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        legacy.notify(
+            "notifications/cancelled",
+            json!({"requestId": call, "reason": "changed my mind"}),
+        );
+        let withdrawn = legacy
+            .notification("notifications/cancelled", Duration::from_secs(20))
+            .expect("the question withdrawn");
+        assert_eq!(
+            withdrawn["params"]["requestId"], question["id"],
+            "{withdrawn}"
+        );
+        let pong = legacy.request("ping", Value::Null);
+        assert_eq!(pong["result"], json!({}), "{pong}");
+    });
+}

@@ -37,6 +37,8 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// `_meta` key: the server's name and version in a result (2026-07-28).
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// The key of the tasks extension (SEP-2663) in a capabilities' `extensions`.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// JSON-RPC's error codes, and MCP's.
 pub mod code {

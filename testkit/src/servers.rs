@@ -68,7 +68,7 @@ pub fn testserver_bin() -> PathBuf {
 }
 
 /// The test server's tools, in the order it lists them.
-pub const TESTSERVER_TOOLS: [&str; 12] = [
+pub const TESTSERVER_TOOLS: [&str; 14] = [
     "echo",
     "echo_json",
     "add",
@@ -81,6 +81,8 @@ pub const TESTSERVER_TOOLS: [&str; 12] = [
     "garbage",
     "info",
     "headers",
+    "confirm",
+    "task",
 ];
 
 /// `@modelcontextprotocol/server-everything`'s entry point.

@@ -6,6 +6,7 @@
 //! ```
 //! In HTTP mode the server prints one line, `listening http://HOST:PORT/mcp`, once it is bound.
 
+mod rounds;
 mod server;
 mod stdout;
 mod tools;

@@ -13,10 +13,11 @@ use std::{
 use rmcp::{
     ErrorData as McpError, Peer, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
-        ContentBlock, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
-        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, RequestId,
-        ServerCapabilities, ServerConfig, SubscriptionFilter,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+        CancelledNotificationParam, ContentBlock, GetTaskParams, GetTaskResult, Implementation,
+        InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+        ProgressNotificationParam, ProtocolVersion, RequestId, ServerCapabilities, ServerConfig,
+        SubscriptionFilter,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink},
 };
@@ -25,6 +26,7 @@ use tokio::sync::oneshot;
 
 use crate::{
     log,
+    rounds::Rounds,
     stdout::Injector,
     tools::{self, Args},
 };
@@ -37,7 +39,7 @@ const CANCEL_GRACE: Duration = Duration::from_millis(500);
 /// Bound on remembered cancellations that no `slow` call has claimed.
 const MAX_CANCEL_SLOTS: usize = 1024;
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -50,6 +52,8 @@ pub struct Shared {
     /// Keyed by a process-wide number: subscription ids repeat across sessions.
     subscriptions: Mutex<HashMap<u64, SubscriptionSink>>,
     next_subscription: AtomicU64,
+    /// `confirm`'s rounds and `task`'s tasks.
+    rounds: Arc<Rounds>,
 }
 
 impl Shared {
@@ -60,6 +64,7 @@ impl Shared {
             session_peers: Mutex::new(Vec::new()),
             subscriptions: Mutex::new(HashMap::new()),
             next_subscription: AtomicU64::new(0),
+            rounds: Arc::default(),
         })
     }
 
@@ -304,6 +309,13 @@ fn text_result(text: impl Into<String>) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
+/// Bad arguments are a tool error, so the caller sees the message.
+fn invalid_arguments(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "invalid arguments: {message}"
+    ))])
+}
+
 fn crash(args: Args<'_>) -> Result<CallToolResult, String> {
     let code = args.integer("code", 0, 255)?.unwrap_or(3);
     let message = args.str("message")?.unwrap_or("crashing on purpose");
@@ -335,6 +347,7 @@ impl ServerHandler for TestServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new(
@@ -378,15 +391,23 @@ impl ServerHandler for TestServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if request.name == "confirm" {
+            return self.shared.rounds.confirm(&request);
+        }
         let empty = Map::new();
         let args = Args(request.arguments.as_ref().unwrap_or(&empty));
+        if request.name == "task" {
+            let as_task = context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks());
+            return Ok(match self.shared.rounds.task(args, as_task).await {
+                Ok(response) => response,
+                Err(message) => invalid_arguments(&message).into(),
+            });
+        }
         match self.dispatch(&request.name, args, &context).await {
             Some(Ok(result)) => Ok(result.into()),
-            // Bad arguments are a tool error, so the caller sees the message.
-            Some(Err(message)) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                "invalid arguments: {message}"
-            ))])
-            .into()),
+            Some(Err(message)) => Ok(invalid_arguments(&message).into()),
             None => Err(McpError::invalid_params(
                 format!("unknown tool: {}", request.name),
                 None,
@@ -423,6 +444,22 @@ impl ServerHandler for TestServer {
                 cancels.insert(id, CancelSlot::Cancelled(reason));
             }
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.shared.rounds.get(&request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.shared.rounds.cancel(&request.task_id)
     }
 
     fn accepted_subscription_filter(

@@ -154,6 +154,32 @@ pub fn tool_list(extra: bool) -> Vec<Tool> {
             "Returns the HTTP request headers of this call (lowercased names); {} over stdio.",
             no_arguments(),
         ),
+        Tool::new(
+            "confirm",
+            "2026-07-28 multi round-trip: answers input_required asking `confirm` (a form \
+             elicitation of {ok}) and `summary` (a sampling), then `roots` (roots/list), then \
+             {action, confirmed: true, answer, summary, roots}; {action, confirmed: false} when \
+             the elicitation is not accepted.",
+            schema(json!({
+                "type": "object",
+                "properties": {"action": {"type": "string", "description": "What to confirm"}},
+                "required": ["action"],
+                "additionalProperties": false
+            })),
+        ),
+        Tool::new(
+            "task",
+            "Returns `text` after `ms`: as a task (tasks/get, tasks/cancel) when the request \
+             declared the io.modelcontextprotocol/tasks extension, else inline.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "ms": {"type": "integer", "minimum": 0, "maximum": 600000, "default": 0, "description": "How long it works"},
+                    "text": {"type": "string", "default": "done", "description": "The result's text"}
+                },
+                "additionalProperties": false
+            })),
+        ),
     ];
     if extra {
         tools.push(Tool::new(
@@ -460,7 +486,7 @@ mod tests {
                 .map(|t| t.name.into_owned())
                 .collect()
         };
-        assert_eq!(names(false).len(), 12);
+        assert_eq!(names(false).len(), 14);
         assert_eq!(names(true).last().unwrap(), "extra");
         assert!(tool_list(false).iter().all(|t| t.description.is_some()));
     }

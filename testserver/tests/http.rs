@@ -180,7 +180,7 @@ fn streamable_http_session() {
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
     );
     let tools = &events(&list)[0]["result"]["tools"];
-    assert_eq!(tools.as_array().unwrap().len(), 12, "{tools}");
+    assert_eq!(tools.as_array().unwrap().len(), 14, "{tools}");
 
     let events = server.call_with(
         &session,
