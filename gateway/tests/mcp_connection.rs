@@ -802,6 +802,20 @@ fn confirm_rounds(client: &mut Client, action: &str) -> Vec<Value> {
     }
 }
 
+/// Rounds of `confirm`, normalized, their `requestState` handles replaced.
+fn without_state(results: &[Value]) -> Vec<Value> {
+    results
+        .iter()
+        .map(|r| {
+            let mut r = normalized(r);
+            if r.get("requestState").is_some() {
+                r["requestState"] = json!("<state>");
+            }
+            r
+        })
+        .collect()
+}
+
 /// A task's state from `tasks/get`, polled until it is `status` (at its poll interval).
 fn task_until(client: &mut Client, task: &str, status: &str) -> Value {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -825,6 +839,8 @@ fn task_until(client: &mut Client, task: &str, status: &str) -> Value {
 async fn multi_round_trip_requests_and_tasks_cross_the_gateway() {
     let gw = start_gateway(&[]);
     gw.add(testserver("t", None), "").await.expect(200);
+    let http = testserver_http();
+    gw.add(http_spec("th", &http.url), "").await.expect(200);
     // The one-shot REST path cannot answer input requests, and says so.
     let rest = gw.call("t", "confirm", json!({"action": "x"})).await;
     assert!(
@@ -840,87 +856,9 @@ async fn multi_round_trip_requests_and_tasks_cross_the_gateway() {
         let found = direct.request("server/discover", json!({"_meta": modern_meta()}));
         assert!(found["result"]["supportedVersions"].is_array(), "{found}");
         let want = confirm_rounds(&mut direct, "deploy");
-        let mut client = connect(&gw, "t");
-        handshake(&mut client, "2026-07-28");
-        let through = confirm_rounds(&mut client, "deploy");
-        let states = |results: &[Value]| -> Vec<Value> {
-            results
-                .iter()
-                .map(|r| {
-                    let mut r = normalized(r);
-                    if r.get("requestState").is_some() {
-                        r["requestState"] = json!("<state>");
-                    }
-                    r
-                })
-                .collect()
-        };
-        assert_eq!(states(&through), states(&want));
-        assert_eq!(through.len(), 3, "{through:?}");
-        assert_eq!(through[0]["resultType"], "input_required");
-        assert_eq!(
-            through[2]["structuredContent"]["roots"],
-            json!(["file:///work"]),
-            "{through:?}"
-        );
-
-        // Tasks: created, polled to completion; a long one cancelled.
-        let call = |client: &mut Client, ms: u64| {
-            client.request(
-                "tools/call",
-                json!({"name": "task", "arguments": {"ms": ms, "text": "finished"},
-                    "_meta": modern_meta()}),
-            )
-        };
-        let created = call(&mut client, 200);
-        assert_eq!(created["result"]["resultType"], "task", "{created}");
-        assert_eq!(created["result"]["status"], "working", "{created}");
-        let task = created["result"]["taskId"].as_str().unwrap().to_string();
-        let done = task_until(&mut client, &task, "completed");
-        assert_eq!(done["result"]["content"][0]["text"], "finished", "{done}");
-        let long = call(&mut client, 60_000);
-        let long = long["result"]["taskId"].as_str().unwrap().to_string();
-        let ack = client.request(
-            "tasks/cancel",
-            json!({"taskId": long, "_meta": modern_meta()}),
-        );
-        assert!(ack["result"].is_object(), "{ack}");
-        task_until(&mut client, &long, "cancelled");
-        // Without the extension declared the same call answers inline.
-        let mut meta = modern_meta();
-        meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
-        let inline = client.request(
-            "tools/call",
-            json!({"name": "task", "arguments": {"ms": 10}, "_meta": meta}),
-        );
-        assert_eq!(inline["result"]["content"][0]["text"], "done", "{inline}");
-
-        // A 2025 host against the same 2026-07-28 upstream: the gateway asks it each input
-        // request as a 2025 server would, and the host gets the final result only.
-        let mut legacy = connect(&gw, "t");
-        initialize(&mut legacy, "2025-11-25");
-        let bridged = legacy.request(
-            "tools/call",
-            json!({"name": "confirm", "arguments": {"action": "deploy"}}),
-        );
-        assert_eq!(
-            bridged["result"], through[2],
-            "a 2025 host gets what the 2026-07-28 host got in its last round"
-        );
-        let asked: Vec<&str> = legacy
-            .asked
-            .iter()
-            .map(|m| m["method"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            asked,
-            ["elicitation/create", "sampling/createMessage", "roots/list"]
-        );
-        assert_eq!(
-            normalized(&legacy.asked[0]["params"]),
-            normalized(&through[0]["inputRequests"]["confirm"]["params"])
-        );
-
+        for mcp in ["t", "th"] {
+            over_stdio_and_http(&gw, mcp, &without_state(&want));
+        }
         // A host that cannot answer one of them gets an error that names it.
         let mut bare = connect(&gw, "t");
         let init = bare.request(
@@ -942,6 +880,8 @@ async fn multi_round_trip_requests_and_tasks_cross_the_gateway() {
         assert_eq!(bare.asked.len(), 0, "{:?}", bare.asked);
 
         // A host that cancels its call while it is asked is told the question is withdrawn.
+        let mut legacy = connect(&gw, "t");
+        initialize(&mut legacy, "2025-11-25");
         let call = legacy.take_id();
         legacy.send(
             &json!({"jsonrpc": "2.0", "id": call, "method": "tools/call",
@@ -963,4 +903,77 @@ async fn multi_round_trip_requests_and_tasks_cross_the_gateway() {
         let pong = legacy.request("ping", Value::Null);
         assert_eq!(pong["result"], json!({}), "{pong}");
     });
+}
+
+/// Over MCP `mcp` of `gw`: the rounds of `confirm` as a 2026-07-28 host drives them (`want`,
+/// normalized), tasks, and the same call of a 2025 host, which the gateway answers rounds for.
+fn over_stdio_and_http(gw: &Gateway, mcp: &str, want: &[Value]) {
+    let mut client = connect(gw, mcp);
+    handshake(&mut client, "2026-07-28");
+    let through = confirm_rounds(&mut client, "deploy");
+    assert_eq!(without_state(&through), want, "{mcp}");
+    assert_eq!(through.len(), 3, "{through:?}");
+    assert_eq!(through[0]["resultType"], "input_required");
+    assert_eq!(
+        through[2]["structuredContent"]["roots"],
+        json!(["file:///work"]),
+        "{through:?}"
+    );
+
+    // Tasks: created, polled to completion; a long one cancelled.
+    let call = |client: &mut Client, ms: u64| {
+        client.request(
+            "tools/call",
+            json!({"name": "task", "arguments": {"ms": ms, "text": "finished"},
+                "_meta": modern_meta()}),
+        )
+    };
+    let created = call(&mut client, 200);
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    assert_eq!(created["result"]["status"], "working", "{created}");
+    let task = created["result"]["taskId"].as_str().unwrap().to_string();
+    let done = task_until(&mut client, &task, "completed");
+    assert_eq!(done["result"]["content"][0]["text"], "finished", "{done}");
+    let long = call(&mut client, 60_000);
+    let long = long["result"]["taskId"].as_str().unwrap().to_string();
+    let ack = client.request(
+        "tasks/cancel",
+        json!({"taskId": long, "_meta": modern_meta()}),
+    );
+    assert!(ack["result"].is_object(), "{ack}");
+    task_until(&mut client, &long, "cancelled");
+    // Without the extension declared the same call answers inline.
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let inline = client.request(
+        "tools/call",
+        json!({"name": "task", "arguments": {"ms": 10}, "_meta": meta}),
+    );
+    assert_eq!(inline["result"]["content"][0]["text"], "done", "{inline}");
+
+    // A 2025 host against the same 2026-07-28 upstream: the gateway asks it each input
+    // request as a 2025 server would, and the host gets the final result only.
+    let mut legacy = connect(gw, mcp);
+    initialize(&mut legacy, "2025-11-25");
+    let bridged = legacy.request(
+        "tools/call",
+        json!({"name": "confirm", "arguments": {"action": "deploy"}}),
+    );
+    assert_eq!(
+        bridged["result"], through[2],
+        "a 2025 host gets what the 2026-07-28 host got in its last round"
+    );
+    let asked: Vec<&str> = legacy
+        .asked
+        .iter()
+        .map(|m| m["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        asked,
+        ["elicitation/create", "sampling/createMessage", "roots/list"]
+    );
+    assert_eq!(
+        normalized(&legacy.asked[0]["params"]),
+        normalized(&through[0]["inputRequests"]["confirm"]["params"])
+    );
 }

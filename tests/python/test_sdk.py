@@ -219,6 +219,42 @@ async def test_the_servers_requests_answered_by_the_sdk(client: mcpgw.AsyncClien
     assert sorted(asked) == ["elicitation", "roots", "sampling: Resource trigger-sampling-request context: hello"]
 
 
+async def test_a_multi_round_trip_tool_answered_by_the_sdks_callbacks(client: mcpgw.AsyncClient) -> None:
+    """The test server's `confirm`, a 2026-07-28 multi round-trip request, for an SDK session of
+    an older revision: the gateway asks the SDK each input request as a 2025 server would."""
+    asked: list[str] = []
+
+    async def sampling(_ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append(f"sampling: {params.messages[0].content.text}")  # type: ignore[union-attr]
+        return types.CreateMessageResult.model_validate(ANSWERS["sampling"])
+
+    async def elicitation(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(f"elicitation: {params.message}")
+        return types.ElicitResult(action="accept", content={"ok": True})
+
+    async def roots(_ctx: Any) -> types.ListRootsResult:
+        asked.append("roots")
+        return types.ListRootsResult.model_validate(ANSWERS["roots"])
+
+    async with (
+        client_streams(client, "ts") as (read, write),
+        ClientSession(
+            read, write, sampling_callback=sampling, elicitation_callback=elicitation, list_roots_callback=roots
+        ) as s,
+    ):
+        await s.initialize()
+        result = await s.call_tool("confirm", {"action": "deploy"})
+    assert not result.is_error, result
+    assert result.structured_content == {
+        "action": "deploy",
+        "confirmed": True,
+        "answer": {"ok": True},
+        "summary": "sampled by the host",
+        "roots": ["file:///work"],
+    }
+    assert asked == ["elicitation: Run deploy?", "sampling: Say in a few words what deploy does.", "roots"]
+
+
 async def test_bad_input_fails_with_the_bindings_errors(client: mcpgw.AsyncClient, sandbox_dir: Path) -> None:
     with pytest.raises(mcpgw.NotFoundError, match="cannot connect to nope") as e:
         async with client_streams(client, "nope"):

@@ -166,8 +166,7 @@ impl Inner {
             if let Some(m) = header_safe(method) {
                 headers.insert("mcp-method", m);
             }
-            if matches!(method, "tools/call" | "prompts/get" | "resources/read")
-                && let Some(name) = params.and_then(named)
+            if let Some(name) = params.and_then(|p| mcp_name(method, p))
                 && let Some(v) = header_safe(&name)
             {
                 headers.insert("mcp-name", v);
@@ -308,14 +307,18 @@ impl Inner {
 }
 
 /// `params.name`, or `params.uri`, of a request.
-fn named(params: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Named {
-        name: Option<String>,
-        uri: Option<String>,
-    }
-    let n: Named = serde_json::from_str(params).ok()?;
-    n.name.or(n.uri)
+/// What a 2026-07-28 request's `Mcp-Name` header says, for the methods that have one: the
+/// params' `name` (a tool, a prompt), `uri` (a resource) or `taskId` (a task), so that
+/// intermediaries can route by it.
+fn mcp_name(method: &str, params: &str) -> Option<String> {
+    let key = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "uri",
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
+        _ => return None,
+    };
+    let params: serde_json::Map<String, serde_json::Value> = serde_json::from_str(params).ok()?;
+    params.get(key)?.as_str().map(str::to_owned)
 }
 
 /// A body of at most `limit` bytes, or its length so far when it is longer.
@@ -425,5 +428,37 @@ impl Wire for HttpWire {
                 .header("mcp-session-id", id);
             let _ = tokio::time::timeout(Duration::from_secs(2), delete.send()).await;
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_name_comes_from_the_methods_own_member() {
+        let params = r#"{"name":"n","uri":"u","taskId":"t"}"#;
+        for (method, want) in [
+            ("tools/call", Some("n")),
+            ("prompts/get", Some("n")),
+            ("resources/read", Some("u")),
+            ("resources/subscribe", Some("u")),
+            ("resources/unsubscribe", Some("u")),
+            ("tasks/get", Some("t")),
+            ("tasks/update", Some("t")),
+            ("tasks/cancel", Some("t")),
+            ("tools/list", None),
+        ] {
+            assert_eq!(mcp_name(method, params).as_deref(), want, "{method}");
+        }
+        assert_eq!(mcp_name("tasks/get", r#"{"taskId":3}"#), None);
+        assert_eq!(mcp_name("tasks/get", "[]"), None);
+    }
+
+    #[test]
+    fn header_values_that_http_cannot_carry_are_base64() {
+        assert_eq!(header_safe("deploy").unwrap(), "deploy");
+        assert_eq!(header_safe("é").unwrap(), "=?base64?w6k=?=");
+        assert_eq!(header_safe(" x").unwrap(), "=?base64?IHg=?=");
     }
 }
