@@ -2,8 +2,8 @@
 //! nobody here wrote (`@modelcontextprotocol/inspector-cli`, the worked examples of
 //! langchain-mcp-adapters and the Vercel AI SDK), bad input and faults (a sandbox that is gone,
 //! a server that cannot start, garbage, a client that leaves mid-call), the HTTP endpoint's
-//! rules (token, Origin, sessions, the stateless form), and `--config` with its prefixes and
-//! list changes.
+//! rules (token, Origin, sessions, the stateless form), and `--config` with its prefixes,
+//! list changes and a multi round-trip tool answered by the client.
 
 mod common;
 
@@ -365,7 +365,13 @@ fn a_config_serves_every_server_prefixed_and_announces_one_that_goes_and_comes_b
         config.display().to_string(),
     ];
     let mut c = client(&argv);
-    let init = initialize(&mut c);
+    let init = c.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25",
+               "capabilities": {"sampling": {}, "elicitation": {}, "roots": {}},
+               "clientInfo": {"name": "mcpgw-endpoint-test", "version": "1"}}),
+    );
+    c.notify("notifications/initialized", Value::Null);
     assert_eq!(init["result"]["serverInfo"]["name"], "mcpgw", "{init}");
     assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true);
     let discover = c.request("server/discover", json!({}));
@@ -391,6 +397,28 @@ fn a_config_serves_every_server_prefixed_and_announces_one_that_goes_and_comes_b
         json!({"name": "ts__echo", "arguments": {"text": "b"}}),
     );
     assert_eq!(r["result"]["content"][0]["text"], "b", "{r}");
+    // The test server's multi round-trip tool (2026-07-28): the gateway asks this 2025 client
+    // its questions, which reach it through the endpoint under the endpoint's ids.
+    let r = c.request(
+        "tools/call",
+        json!({"name": "ts__confirm", "arguments": {"action": "deploy"}}),
+    );
+    let done = &r["result"]["structuredContent"];
+    assert_eq!(done["confirmed"], true, "{r}");
+    assert_eq!(
+        done["summary"], "sampled: Say in a few words what deploy does.",
+        "{r}"
+    );
+    assert_eq!(done["roots"], json!(["file:///work"]), "{r}");
+    // (What the result says came from this client's answers; server-everything asks for the
+    // roots on its own too, so only the elicitation is looked for here.)
+    assert!(
+        c.asked
+            .iter()
+            .any(|m| m["method"] == "elicitation/create" && m["params"]["message"] == "Run deploy?"),
+        "{:?}",
+        c.asked
+    );
     let r = c.request(
         "tools/call",
         json!({"name": "nobody__echo", "arguments": {}}),
