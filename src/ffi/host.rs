@@ -237,6 +237,68 @@ unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
     }
 }
 
+/// A fallible C function's answer: its result code, any failure reported to `error_out`.
+type Answer = Result<mcpgw_result, mcpgw_result>;
+
+/// The driver behind `host`; NULL is reported as NULL_PARAMETER.
+///
+/// # Safety
+/// `host` is NULL or a live host, used by this thread alone for the borrow.
+unsafe fn driver<'a>(
+    host: *mut mcpgw_host,
+    error_out: *mut *mut mcpgw_error,
+) -> Result<&'a mut Host, mcpgw_result> {
+    // SAFETY: the caller's contract.
+    unsafe { host.as_mut() }
+        .map(|h| &mut h.host)
+        .ok_or_else(|| report_code(error_out, mcpgw_result::NullParameter))
+}
+
+/// `out`, unless it is NULL (reported as NULL_PARAMETER).
+fn writable<T>(out: *mut T, error_out: *mut *mut mcpgw_error) -> Result<*mut T, mcpgw_result> {
+    if out.is_null() {
+        Err(report_code(error_out, mcpgw_result::NullParameter))
+    } else {
+        Ok(out)
+    }
+}
+
+/// A NUL-terminated UTF-8 argument; NULL is `""` when `optional`, else NULL_PARAMETER.
+/// Failures are reported.
+///
+/// # Safety
+/// `p` is NULL or NUL-terminated.
+unsafe fn text_arg<'a>(
+    p: *const c_char,
+    optional: bool,
+    error_out: *mut *mut mcpgw_error,
+) -> Result<&'a str, mcpgw_result> {
+    if optional && p.is_null() {
+        return Ok("");
+    }
+    // SAFETY: the caller's contract.
+    unsafe { required_text(p) }.map_err(|code| report_code(error_out, code))
+}
+
+/// Writes what `made` made to `*out` (checked by [`writable`]), or reports why it failed.
+///
+/// # Safety
+/// `out` is writable.
+unsafe fn give<T>(
+    out: *mut T,
+    made: Result<T, mcpgw::error::Error>,
+    error_out: *mut *mut mcpgw_error,
+) -> mcpgw_result {
+    match made {
+        Ok(value) => {
+            // SAFETY: the caller's contract.
+            unsafe { *out = value };
+            mcpgw_result::Ok
+        }
+        Err(e) => report_error(error_out, &e),
+    }
+}
+
 /// Makes a host driver from `config_json` (`{"backend":{"kind":"docker","container":"box"},
 /// "gateway_path":"/usr/local/bin/mcpgw-gateway", ...}`; see the README for every key). Writes
 /// `*host_out` on success; on failure `*error_out` (when not NULL) names what is wrong.
@@ -247,22 +309,17 @@ pub unsafe extern "C" fn mcpgw_host_new(
     error_out: *mut *mut mcpgw_error,
 ) -> mcpgw_result {
     ffi_boundary!(report_code(error_out, mcpgw_result::Panic), {
-        if host_out.is_null() {
-            return report_code(error_out, mcpgw_result::NullParameter);
-        }
-        // SAFETY: NULL or NUL-terminated, per the contract.
-        let text = match unsafe { required_text(config_json) } {
-            Ok(t) => t,
-            Err(code) => return report_code(error_out, code),
+        let answer = || -> Answer {
+            let out = writable(host_out, error_out)?;
+            // SAFETY: NULL or NUL-terminated, per the contract.
+            let text = unsafe { text_arg(config_json, false, error_out) }?;
+            let made = HostConfig::from_json(text)
+                .and_then(Host::new)
+                .map(|host| Box::into_raw(Box::new(mcpgw_host { host })));
+            // SAFETY: writable per the contract.
+            Ok(unsafe { give(out, made, error_out) })
         };
-        match HostConfig::from_json(text).and_then(Host::new) {
-            Ok(host) => {
-                // SAFETY: checked non-NULL above; writable per the contract.
-                unsafe { *host_out = Box::into_raw(Box::new(mcpgw_host { host })) };
-                mcpgw_result::Ok
-            }
-            Err(e) => report_error(error_out, &e),
-        }
+        answer().unwrap_or_else(|code| code)
     })
 }
 
@@ -292,26 +349,17 @@ pub unsafe extern "C" fn mcpgw_host_submit(
     error_out: *mut *mut mcpgw_error,
 ) -> mcpgw_result {
     ffi_boundary!(report_code(error_out, mcpgw_result::Panic), {
-        // SAFETY: NULL or a live host, per the contract.
-        let Some(h) = (unsafe { host.as_mut() }) else {
-            return report_code(error_out, mcpgw_result::NullParameter);
+        let answer = || -> Answer {
+            // SAFETY: NULL or a live host, per the contract.
+            let host = unsafe { driver(host, error_out) }?;
+            let out = writable(id_out, error_out)?;
+            // SAFETY: NULL or NUL-terminated, per the contract.
+            let text = unsafe { text_arg(op_json, false, error_out) }?;
+            let made = host.submit_json(text, Instant::now());
+            // SAFETY: writable per the contract.
+            Ok(unsafe { give(out, made, error_out) })
         };
-        if id_out.is_null() {
-            return report_code(error_out, mcpgw_result::NullParameter);
-        }
-        // SAFETY: NULL or NUL-terminated, per the contract.
-        let text = match unsafe { required_text(op_json) } {
-            Ok(t) => t,
-            Err(code) => return report_code(error_out, code),
-        };
-        match h.host.submit_json(text, Instant::now()) {
-            Ok(id) => {
-                // SAFETY: checked non-NULL above.
-                unsafe { *id_out = id };
-                mcpgw_result::Ok
-            }
-            Err(e) => report_error(error_out, &e),
-        }
+        answer().unwrap_or_else(|code| code)
     })
 }
 
@@ -338,38 +386,23 @@ pub unsafe extern "C" fn mcpgw_host_open_connection(
     error_out: *mut *mut mcpgw_error,
 ) -> mcpgw_result {
     ffi_boundary!(report_code(error_out, mcpgw_result::Panic), {
-        // SAFETY: NULL or a live host, per the contract.
-        let Some(h) = (unsafe { host.as_mut() }) else {
-            return report_code(error_out, mcpgw_result::NullParameter);
+        let answer = || -> Answer {
+            // SAFETY: NULL or a live host, per the contract.
+            let host = unsafe { driver(host, error_out) }?;
+            let out = writable(id_out, error_out)?;
+            // SAFETY: each NULL or NUL-terminated, per the contract.
+            let (name, agent, session) = unsafe {
+                (
+                    text_arg(mcp, false, error_out)?,
+                    text_arg(agent_id, true, error_out)?,
+                    text_arg(session_id, true, error_out)?,
+                )
+            };
+            let made = host.open_connection(name, agent, session, Instant::now());
+            // SAFETY: writable per the contract.
+            Ok(unsafe { give(out, made, error_out) })
         };
-        if id_out.is_null() {
-            return report_code(error_out, mcpgw_result::NullParameter);
-        }
-        let text = |p: *const c_char| -> Result<&str, mcpgw_result> {
-            if p.is_null() {
-                Ok("")
-            } else {
-                // SAFETY: NUL-terminated, per the contract.
-                unsafe { required_text(p) }
-            }
-        };
-        // SAFETY: NULL or NUL-terminated, per the contract.
-        let name = match unsafe { required_text(mcp) } {
-            Ok(t) => t,
-            Err(code) => return report_code(error_out, code),
-        };
-        let (agent, session) = match (text(agent_id), text(session_id)) {
-            (Ok(a), Ok(s)) => (a, s),
-            (Err(code), _) | (_, Err(code)) => return report_code(error_out, code),
-        };
-        match h.host.open_connection(name, agent, session, Instant::now()) {
-            Ok(id) => {
-                // SAFETY: checked non-NULL above.
-                unsafe { *id_out = id };
-                mcpgw_result::Ok
-            }
-            Err(e) => report_error(error_out, &e),
-        }
+        answer().unwrap_or_else(|code| code)
     })
 }
 
@@ -385,8 +418,9 @@ pub unsafe extern "C" fn mcpgw_host_send(
 ) -> mcpgw_result {
     ffi_boundary!(report_code(error_out, mcpgw_result::Panic), {
         // SAFETY: NULL or a live host, per the contract.
-        let Some(h) = (unsafe { host.as_mut() }) else {
-            return report_code(error_out, mcpgw_result::NullParameter);
+        let host = match unsafe { driver(host, error_out) } {
+            Ok(host) => host,
+            Err(code) => return code,
         };
         // SAFETY: `len` readable bytes at `msg`, per the contract.
         let Ok(text) = std::str::from_utf8(unsafe { bytes(msg, len) }) else {
@@ -395,7 +429,7 @@ pub unsafe extern "C" fn mcpgw_host_send(
                 mcpgw_error::from_code(mcpgw_result::InvalidArgument, "the message is not UTF-8"),
             );
         };
-        match h.host.send(conn, text, Instant::now()) {
+        match host.send(conn, text, Instant::now()) {
             Ok(()) => mcpgw_result::Ok,
             Err(e) => report_error(error_out, &e),
         }

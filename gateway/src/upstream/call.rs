@@ -99,27 +99,17 @@ impl Upstream {
     ) -> Result<Box<RawValue>, Error> {
         let name = &self.name;
         match reply {
-            Reply::Ok(result) => {
-                #[derive(serde::Deserialize)]
-                struct Kind<'a> {
-                    #[serde(default, borrow, rename = "resultType")]
-                    result_type: Option<&'a str>,
-                }
-                let kind = serde_json::from_str::<Kind>(result.get()).ok();
-                match kind.as_ref().and_then(|k| k.result_type) {
-                    None | Some("complete") if result.get().starts_with('{') => Ok(result),
-                    Some("input_required") => Err(Error::Upstream(format!(
-                        "the tool {} of {} asked for more input (a multi round-trip request), \
-                         which a REST call cannot give: call it over an MCP connection",
-                        py_repr(tool),
-                        py_repr(name)
-                    ))),
-                    _ => Err(Error::Upstream(format!(
-                        "{} answered the call with something that is not a tool result",
-                        py_repr(name)
-                    ))),
-                }
-            }
+            Reply::Ok(result) => match result_type(&result) {
+                None | Some("complete") if result.get().starts_with('{') => Ok(result),
+                Some("input_required") => Err(input_required(
+                    &format!("the tool {} of {}", py_repr(tool), py_repr(name)),
+                    "call it",
+                )),
+                _ => Err(Error::Upstream(format!(
+                    "{} answered the call with something that is not a tool result",
+                    py_repr(name)
+                ))),
+            },
             Reply::Err(error) => {
                 #[derive(serde::Deserialize)]
                 struct Data {
@@ -181,6 +171,9 @@ impl Upstream {
                         limit,
                     })
                 }
+                Ok(Reply::Ok(result)) if result_type(&result) == Some("input_required") => Err(
+                    input_required(&format!("{method} of {}", py_repr(name)), "send it"),
+                ),
                 Ok(Reply::Ok(result)) => Ok(result),
                 Ok(Reply::Err(error)) => {
                     let (code, message) = jsonrpc::error_parts(&error);
@@ -307,4 +300,25 @@ impl Drop for CallGuard {
             });
         }
     }
+}
+
+/// A result's `resultType` (2026-07-28), when it has one.
+fn result_type(result: &RawValue) -> Option<&str> {
+    #[derive(serde::Deserialize)]
+    struct Kind<'a> {
+        #[serde(default, borrow, rename = "resultType")]
+        result_type: Option<&'a str>,
+    }
+    serde_json::from_str::<Kind>(result.get())
+        .ok()
+        .and_then(|k| k.result_type)
+}
+
+/// What a REST request gets for a multi round-trip request's `input_required`: `what` asked
+/// for more input, which the request cannot give.
+fn input_required(what: &str, how: &str) -> Error {
+    Error::Upstream(format!(
+        "{what} asked for more input (a multi round-trip request), which a REST request cannot \
+         give: {how} over an MCP connection"
+    ))
 }
