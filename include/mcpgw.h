@@ -238,7 +238,8 @@ enum mcpgw_action_kind
     MCPGW_ACTION_KIND_CONNECTION_MESSAGE = 9,
     /*
      Connection `mcpgw_action_id` ended (`mcpgw_action_text` says why, or is NULL when the
-     host closed it; `mcpgw_action_status` is the HTTP status of a refused open).
+     host closed it; `mcpgw_action_status` is the HTTP status of a refused open, and
+     `mcpgw_action_result` the kind of the end).
      */
     MCPGW_ACTION_KIND_CONNECTION_CLOSED = 10,
     /*
@@ -673,7 +674,10 @@ const uint8_t *mcpgw_action_bytes(const mcpgw_action *action, size_t *len_out);
 uint32_t mcpgw_action_timeout_ms(const mcpgw_action *action);
 
 /*
- A DONE action's result code: `MCPGW_RESULT_OK`, or the failure's code.
+ A DONE action's result code: `MCPGW_RESULT_OK`, or the failure's code. A CONNECTION_CLOSED's:
+ `MCPGW_RESULT_OK` when the host closed it, else the kind of its end (a refused open's by its
+ HTTP status: NOT_FOUND for no such MCP; UPSTREAM_ERROR when the gateway ended it;
+ SESSION_LOST when the channel was lost), the same in every binding.
  */
 mcpgw_result mcpgw_action_result(const mcpgw_action *action);
 

@@ -179,20 +179,22 @@ func (k *Connection) message(b []byte) {
 }
 
 // closed ends the connection: reason "" when the host closed it; status is the HTTP status of a
-// refused open.
-func (k *Connection) closed(reason string, status int) {
+// refused open, code the kind the library gave the end (CodeNotFound for no such MCP,
+// CodeUpstreamError when the gateway ended it, CodeSessionLost when the channel was lost).
+func (k *Connection) closed(reason string, status int, code Code) {
 	k.post(func() {
-		wasOpen := k.open
+		if code == CodeOK {
+			code = CodeUpstreamError
+		}
+		op := "connection"
+		if !k.open {
+			op = "connect"
+		}
 		k.ended = true
-		switch {
-		case reason == "":
+		if reason == "" {
 			k.err = io.EOF
-		case status == 404:
-			k.err = &Error{Op: "connect", Code: CodeNotFound, Message: "connect: " + reason, HTTPStatus: status}
-		case !wasOpen:
-			k.err = &Error{Op: "connect", Code: CodeProtocolError, Message: "connect: " + reason, HTTPStatus: status}
-		default:
-			k.err = &Error{Op: "connection", Code: CodeSessionLost, Message: "connection: " + reason, HTTPStatus: status}
+		} else {
+			k.err = &Error{Op: op, Code: code, Message: op + ": " + reason, HTTPStatus: status}
 		}
 	})
 }

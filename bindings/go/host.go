@@ -219,7 +219,7 @@ func (h *host) actLocked(a *C.mcpgw_action) {
 	case C.MCPGW_ACTION_KIND_CONNECTION_CLOSED:
 		if k := h.conns[id]; k != nil {
 			delete(h.conns, id)
-			k.closed(actionText(a), int(C.mcpgw_action_status(a)))
+			k.closed(actionText(a), int(C.mcpgw_action_status(a)), Code(C.mcpgw_action_result(a)))
 		}
 	case C.MCPGW_ACTION_KIND_NOTICE:
 		slog.Debug("mcpgw: " + actionText(a))

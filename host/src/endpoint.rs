@@ -339,7 +339,7 @@ impl Link {
         };
         match conn.recv().await {
             Some(ConnectionEvent::Opened) => {}
-            Some(ConnectionEvent::Closed { reason, status }) => {
+            Some(ConnectionEvent::Closed { reason, status, .. }) => {
                 let reason = reason.unwrap_or_else(|| "closed".into());
                 // 503: the server is (re)starting; other refusals are final.
                 if status.is_some_and(|s| s != 503) {

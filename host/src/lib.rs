@@ -77,6 +77,8 @@ pub enum ConnectionEvent {
         reason: Option<String>,
         /// The status of a refused open.
         status: Option<u16>,
+        /// The kind of the end, unless the host closed it.
+        kind: Option<mcpgw::error::ErrorKind>,
     },
 }
 
@@ -484,9 +486,14 @@ impl Task {
                     conn,
                     reason,
                     status,
+                    kind,
                 } => {
                     if let Some(tx) = self.conns.remove(&conn) {
-                        let _ = tx.send(ConnectionEvent::Closed { reason, status });
+                        let _ = tx.send(ConnectionEvent::Closed {
+                            reason,
+                            status,
+                            kind,
+                        });
                     }
                 }
                 Action::Notice(_) => {}

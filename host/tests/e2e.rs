@@ -283,8 +283,13 @@ async fn a_virtual_connection_carries_json_rpc_both_ways() {
     // No such MCP: the open is refused with the gateway's 404.
     let mut nope = host.connect("nope", "", "").await.unwrap();
     match nope.recv().await {
-        Some(ConnectionEvent::Closed { status, reason }) => {
-            assert_eq!(status, Some(404), "{reason:?}")
+        Some(ConnectionEvent::Closed {
+            status,
+            reason,
+            kind,
+        }) => {
+            assert_eq!(status, Some(404), "{reason:?}");
+            assert_eq!(kind, Some(mcpgw::error::ErrorKind::NotFound), "{reason:?}");
         }
         other => panic!("{other:?}"),
     }

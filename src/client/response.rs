@@ -177,6 +177,20 @@ pub fn detail_of(body: &[u8]) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+/// The kind of error a gateway's HTTP status of failure stands for (a REST answer's, a refused
+/// connection's).
+pub fn kind_of_status(status: u16) -> ErrorKind {
+    match status {
+        401 | 403 => ErrorKind::Unauthorized,
+        404 => ErrorKind::NotFound,
+        409 => ErrorKind::Conflict,
+        400..=499 => ErrorKind::InvalidArgument,
+        504 => ErrorKind::Deadline,
+        500..=503 => ErrorKind::UpstreamError,
+        _ => ErrorKind::ProtocolError,
+    }
+}
+
 /// Passes a 2xx response through; turns any other status into the error of its kind, carrying
 /// the status and the gateway's detail.
 pub fn check_status(info: &Exchange<'_>, response: HttpResponse) -> Result<HttpResponse, Error> {
@@ -187,37 +201,28 @@ pub fn check_status(info: &Exchange<'_>, response: HttpResponse) -> Result<HttpR
     let detail = detail_of(&response.body);
     let said = detail.as_deref().unwrap_or("(no detail)");
     let what = info.what;
-    let (kind, message) = match status {
-        401 | 403 => (
-            ErrorKind::Unauthorized,
-            format!(
-                "{what}: the gateway refused the token in {} (HTTP {status}: {said}); \
-                 the file must belong to the gateway listening on port {}",
-                info.token_file, info.port
-            ),
+    let kind = kind_of_status(status);
+    let message = match kind {
+        ErrorKind::Unauthorized => format!(
+            "{what}: the gateway refused the token in {} (HTTP {status}: {said}); \
+             the file must belong to the gateway listening on port {}",
+            info.token_file, info.port
         ),
-        404 => (ErrorKind::NotFound, format!("{what}: not found: {said}")),
-        409 => (
-            ErrorKind::Conflict,
-            format!("{what}: conflict: {said}; remove the existing MCP first or pick another name"),
-        ),
-        413 => (
-            ErrorKind::InvalidArgument,
-            format!("{what}: the request body exceeds the gateway's limit: {said}"),
-        ),
-        400..=499 => (
-            ErrorKind::InvalidArgument,
-            format!("{what}: the gateway refused the request (HTTP {status}): {said}"),
-        ),
-        504 => (ErrorKind::Deadline, format!("{what}: deadline: {said}")),
-        500..=503 => (
-            ErrorKind::UpstreamError,
-            format!("{what}: upstream MCP failed (HTTP {status}): {said}"),
-        ),
-        _ => (
-            ErrorKind::ProtocolError,
-            format!("{what}: unexpected HTTP status {status}: {said}"),
-        ),
+        ErrorKind::NotFound => format!("{what}: not found: {said}"),
+        ErrorKind::Conflict => {
+            format!("{what}: conflict: {said}; remove the existing MCP first or pick another name")
+        }
+        ErrorKind::InvalidArgument if status == 413 => {
+            format!("{what}: the request body exceeds the gateway's limit: {said}")
+        }
+        ErrorKind::InvalidArgument => {
+            format!("{what}: the gateway refused the request (HTTP {status}): {said}")
+        }
+        ErrorKind::Deadline => format!("{what}: deadline: {said}"),
+        ErrorKind::UpstreamError => {
+            format!("{what}: upstream MCP failed (HTTP {status}): {said}")
+        }
+        _ => format!("{what}: unexpected HTTP status {status}: {said}"),
     };
     Err(Error::new(kind, message).with_http(status, detail))
 }

@@ -68,7 +68,8 @@ pub enum mcpgw_action_kind {
     /// A JSON-RPC message (`mcpgw_action_bytes`, JSON text) for connection `mcpgw_action_id`.
     ConnectionMessage = 9,
     /// Connection `mcpgw_action_id` ended (`mcpgw_action_text` says why, or is NULL when the
-    /// host closed it; `mcpgw_action_status` is the HTTP status of a refused open).
+    /// host closed it; `mcpgw_action_status` is the HTTP status of a refused open, and
+    /// `mcpgw_action_result` the kind of the end).
     ConnectionClosed = 10,
     /// Something worth a log line: `mcpgw_action_text`.
     Notice = 11,
@@ -211,9 +212,11 @@ impl mcpgw_action {
                 conn,
                 reason,
                 status,
+                kind,
             } => {
                 let mut a = mcpgw_action::new(K::ConnectionClosed);
                 a.id = conn;
+                a.result = kind.map_or(mcpgw_result::Ok, Into::into);
                 a.text = reason.as_deref().map(cstring_lossy);
                 a.status = status.unwrap_or(0);
                 a
@@ -727,7 +730,10 @@ pub unsafe extern "C" fn mcpgw_action_timeout_ms(action: *const mcpgw_action) ->
     })
 }
 
-/// A DONE action's result code: `MCPGW_RESULT_OK`, or the failure's code.
+/// A DONE action's result code: `MCPGW_RESULT_OK`, or the failure's code. A CONNECTION_CLOSED's:
+/// `MCPGW_RESULT_OK` when the host closed it, else the kind of its end (a refused open's by its
+/// HTTP status: NOT_FOUND for no such MCP; UPSTREAM_ERROR when the gateway ended it;
+/// SESSION_LOST when the channel was lost), the same in every binding.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_result(action: *const mcpgw_action) -> mcpgw_result {
     ffi_boundary!(mcpgw_result::Panic, {

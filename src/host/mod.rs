@@ -149,6 +149,9 @@ pub enum Action {
         reason: Option<String>,
         /// The HTTP status of a refused open (404: no such MCP).
         status: Option<u16>,
+        /// What kind of failure the end is, unless the host closed it (see
+        /// [`crate::session::Event::ConnectionClosed`]).
+        kind: Option<ErrorKind>,
     },
     /// Something worth a log line (a frame for a call no longer in flight, a channel reopened).
     Notice(String),
@@ -1375,6 +1378,7 @@ impl Host {
                     id: sid,
                     reason,
                     status,
+                    kind,
                 } => {
                     if let Some(conn) = channel.by_sid.remove(&sid) {
                         self.conns.remove(&conn);
@@ -1382,6 +1386,7 @@ impl Host {
                             conn,
                             reason,
                             status,
+                            kind,
                         });
                     }
                 }

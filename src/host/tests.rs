@@ -882,11 +882,17 @@ fn connections_carry_messages_both_ways_and_close_with_the_channel() {
     sim.pull();
     let closed = sim.seen.iter().find_map(|a| match a {
         Action::ConnectionClosed {
-            conn: c, reason, ..
-        } if *c == conn => reason.clone(),
+            conn: c,
+            reason,
+            kind,
+            ..
+        } if *c == conn => Some((reason.clone(), *kind)),
         _ => None,
     });
-    assert!(closed.unwrap().contains("ended"));
+    let (reason, kind) = closed.unwrap();
+    assert!(reason.unwrap().contains("ended"));
+    // The channel's loss is the end's kind, as every binding reports it.
+    assert_eq!(kind, Some(ErrorKind::SessionLost));
     let _ = sim.notices();
 }
 

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 
-use crate::client::response::HttpResponse;
+use crate::client::response::{HttpResponse, kind_of_status};
 use crate::client::{Client, GatewayInfo, Operation, SessionRequest, Shared};
 use crate::command::{Command, gateway as text};
 use crate::error::{Error, ErrorKind, tail};
@@ -93,6 +93,11 @@ pub enum Event {
         reason: Option<String>,
         /// The HTTP status of a refused open.
         status: Option<u16>,
+        /// What kind of failure the end is, unless the host closed it: a refused open's by its
+        /// status ([`kind_of_status`]), `UpstreamError` when the gateway ended it (its server
+        /// exited or was removed), `GatewayNotRunning` when `attach` could not carry it, the
+        /// channel's own when the channel was lost.
+        kind: Option<ErrorKind>,
     },
     /// Something the channel said that concerns no operation (a frame `attach` refused, a
     /// frame for an unknown id): worth a log line.
@@ -480,6 +485,7 @@ impl Session {
                 id,
                 reason: None,
                 status: None,
+                kind: None,
             });
         } else if !self.is_lost() {
             HostFrame::Close { id }.encode(&mut self.output);
@@ -487,6 +493,7 @@ impl Session {
                 id,
                 reason: None,
                 status: None,
+                kind: None,
             });
         }
         true
@@ -653,6 +660,7 @@ impl Session {
                 id,
                 reason: Some(error.message().to_owned()),
                 status: None,
+                kind: Some(error.kind()),
             });
         }
         self.events.push_back(Event::Lost(error));
@@ -823,6 +831,7 @@ impl Session {
                         id,
                         reason: Some(message.into_owned()),
                         status: None,
+                        kind: Some(ErrorKind::GatewayNotRunning),
                     });
                 }
                 let Some(flight) = self.in_flight.remove(&id) else {
@@ -865,6 +874,7 @@ impl Session {
                                 .unwrap_or_else(|| "the gateway closed the connection".into()),
                         ),
                         status,
+                        kind: Some(status.map_or(ErrorKind::UpstreamError, kind_of_status)),
                     });
                 }
                 // Else: the answer to the host's own close, already reported.

@@ -18,9 +18,11 @@ import { later } from './loop.js';
 
 /**
  * How a connection ended: `reason` is why (null when the host closed it), `status` the HTTP
- * status of a refused open (404: no such MCP), else 0.
+ * status of a refused open (404: no such MCP), else 0, and `code` the name of the end's kind
+ * as the library judged it (`NOT_FOUND`, `UPSTREAM_ERROR` when the gateway ended it,
+ * `SESSION_LOST`, ...; null when the host closed it).
  *
- * @typedef {{reason: string | null, status: number}} ConnectionEnd
+ * @typedef {{reason: string | null, status: number, code: string | null}} ConnectionEnd
  */
 
 /**
@@ -77,8 +79,8 @@ export class Connection {
         else this.#queue.push(message);
         this.#wake();
       },
-      closed: (reason, status) => {
-        this.#end = { reason, status };
+      closed: (reason, status, code) => {
+        this.#end = { reason, status, code };
         settleOpened(false);
         settleClosed(this.#end);
         this.#wake();

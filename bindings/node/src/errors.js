@@ -67,6 +67,19 @@ export function errorNamed(name, message, extra = {}) {
 }
 
 /**
+ * The name of result code `result` (e.g. `NOT_FOUND` for 7105); null for OK (0), and
+ * `RESULT_<n>` for a code this binding does not know.
+ *
+ * @param {number} result
+ * @returns {string | null}
+ */
+export function codeName(result) {
+  if (!result) return null;
+  for (const [name, known] of CODES) if (known.result === result) return name;
+  return `RESULT_${result}`;
+}
+
+/**
  * An InvalidArgumentError: a value the binding refuses before the library sees it.
  *
  * @param {string} message

@@ -5,7 +5,7 @@
 // its DONE, and keeps one timer at the driver's next deadline. Everything runs on the JS thread.
 
 import { debuglog } from 'node:util';
-import { errorFromJson, errorNamed, invalid } from './errors.js';
+import { codeName, errorFromJson, errorNamed, invalid } from './errors.js';
 import { ACTION_KIND, RESULT_OK } from './ffi.js';
 import { actionBytes, actionSpec, live, native, takeError, takeString } from './native.js';
 import { openChannel, openExec, runCommand, runExec } from './procs.js';
@@ -35,7 +35,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * @typedef {object} ConnectionEvents
  * @property {() => void} opened
  * @property {(message: string) => void} message
- * @property {(reason: string | null, status: number) => void} closed
+ * @property {(reason: string | null, status: number, code: string | null) => void} closed
  */
 
 /**
@@ -284,7 +284,7 @@ export class HostLoop {
       p.reject(closed);
     }
     this.#pending.clear();
-    for (const c of this.#conns.values()) c.closed('the client was closed', 0);
+    for (const c of this.#conns.values()) c.closed('the client was closed', 0, 'INVALID_STATE');
     this.#conns.clear();
     this.#settledAll();
   }
@@ -396,7 +396,11 @@ export class HostLoop {
         const id = Number(n.mcpgw_action_id(action));
         const events = this.#conns.get(id);
         this.#conns.delete(id);
-        return events?.closed(n.mcpgw_action_text(action), n.mcpgw_action_status(action));
+        return events?.closed(
+          n.mcpgw_action_text(action),
+          n.mcpgw_action_status(action),
+          codeName(n.mcpgw_action_result(action)),
+        );
       }
       case ACTION_KIND.NOTICE: {
         const text = n.mcpgw_action_text(action) ?? '';

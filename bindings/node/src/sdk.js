@@ -20,26 +20,22 @@ import { errorNamed, invalid } from './errors.js';
  */
 
 /**
- * The binding's error for how connection `mcp` ended when this side did not close it: by the
- * gateway's HTTP status of a refused open, as the library maps its REST answers' statuses;
- * without one, SessionLostError when the session was no longer open, else UpstreamError (the
- * gateway ended it: its server exited or was removed).
+ * The binding's error for how connection `mcp` ended when this side did not close it, of the
+ * kind the library gave the end (a refused open's by its HTTP status, UpstreamError when the
+ * gateway ended it, SessionLostError when the channel was lost).
  *
  * @param {string} mcp
  * @param {ConnectionEnd} end
- * @param {{opened: boolean, lost: boolean}} how
+ * @param {boolean} opened
  * @returns {McpgwError}
  */
-function endError(mcp, { reason, status }, { opened, lost }) {
-  let code = lost ? 'SESSION_LOST' : 'UPSTREAM_ERROR';
-  if (status === 401 || status === 403) code = 'UNAUTHORIZED';
-  else if (status === 404) code = 'NOT_FOUND';
-  else if (status >= 400 && status < 500) code = 'INVALID_ARGUMENT';
-  else if (status) code = 'UPSTREAM_ERROR';
+function endError(mcp, { reason, status, code }, opened) {
   const what = opened ? 'ended' : 'was refused';
-  return errorNamed(code, `the connection to MCP ${JSON.stringify(mcp)} ${what}: ${reason}`, {
-    status: status || undefined,
-  });
+  return errorNamed(
+    code ?? 'UPSTREAM_ERROR',
+    `the connection to MCP ${JSON.stringify(mcp)} ${what}: ${reason}`,
+    { status: status || undefined },
+  );
 }
 
 /**
@@ -78,8 +74,6 @@ export class McpgwTransport {
   #closing = false;
   /** @type {ConnectionEnd | null} */
   #end = null;
-  /** Whether the session was no longer open when the connection ended. */
-  #lost = false;
   #closed = () => {};
   /** Resolves once `onclose` ran. */
   #done = new Promise((resolve) => (this.#closed = () => resolve(undefined)));
@@ -141,15 +135,10 @@ export class McpgwTransport {
     this.#connection = connection;
     connection.closed.then((end) => {
       this.#end = end;
-      this.#lost = this.#client.state().session !== 'open';
       setImmediate(() => this.#ended(end));
     });
-    // `opened` settles before `closed`: on a refused open, #end and #lost are set once this
-    // has waited for `closed` too.
     this.#opened = await connection.opened;
-    if (!this.#opened) {
-      throw endError(this.#mcp, await connection.closed, { opened: false, lost: this.#lost });
-    }
+    if (!this.#opened) throw endError(this.#mcp, await connection.closed, false);
   }
 
   /**
@@ -202,7 +191,7 @@ export class McpgwTransport {
   #ended(end) {
     // A refused open is start()'s rejection; the host's own close is no error.
     if (this.#opened && end.reason !== null && !this.#closing) {
-      this.onerror?.(endError(this.#mcp, end, { opened: true, lost: this.#lost }));
+      this.onerror?.(endError(this.#mcp, end, true));
     }
     this.onclose?.();
     this.#closed();

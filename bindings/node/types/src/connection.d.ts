@@ -17,6 +17,7 @@ export type ConnectOptions = {
 export type ConnectionEnd = {
     reason: string | null;
     status: number;
+    code: string | null;
 };
 /** @import { HostLoop } from './loop.js' */
 /**
@@ -30,9 +31,11 @@ export type ConnectionEnd = {
  */
 /**
  * How a connection ended: `reason` is why (null when the host closed it), `status` the HTTP
- * status of a refused open (404: no such MCP), else 0.
+ * status of a refused open (404: no such MCP), else 0, and `code` the name of the end's kind
+ * as the library judged it (`NOT_FOUND`, `UPSTREAM_ERROR` when the gateway ended it,
+ * `SESSION_LOST`, ...; null when the host closed it).
  *
- * @typedef {{reason: string | null, status: number}} ConnectionEnd
+ * @typedef {{reason: string | null, status: number, code: string | null}} ConnectionEnd
  */
 /**
  * A virtual MCP connection: `send` JSON-RPC messages, receive them with `onMessage` or

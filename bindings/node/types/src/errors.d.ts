@@ -76,6 +76,14 @@ export declare function errorNamed(name: string, message: string, extra?: {
     cause?: unknown;
 }): McpgwError;
 /**
+ * The name of result code `result` (e.g. `NOT_FOUND` for 7105); null for OK (0), and
+ * `RESULT_<n>` for a code this binding does not know.
+ *
+ * @param {number} result
+ * @returns {string | null}
+ */
+export declare function codeName(result: number): string | null;
+/**
  * An InvalidArgumentError: a value the binding refuses before the library sees it.
  *
  * @param {string} message

@@ -13,7 +13,7 @@ export type Pending = {
 export type ConnectionEvents = {
     opened: () => void;
     message: (message: string) => void;
-    closed: (reason: string | null, status: number) => void;
+    closed: (reason: string | null, status: number, code: string | null) => void;
 };
 /**
  * An operation waiting for its DONE.
@@ -32,7 +32,7 @@ export type ConnectionEvents = {
  * @typedef {object} ConnectionEvents
  * @property {() => void} opened
  * @property {(message: string) => void} message
- * @property {(reason: string | null, status: number) => void} closed
+ * @property {(reason: string | null, status: number, code: string | null) => void} closed
  */
 /**
  * Calls the caller's `fn(value)` outside the loop: what it throws is thrown from its own tick,

@@ -28,7 +28,7 @@ from . import _native
 from ._native import ACTION_KINDS, STDIN_KINDS, lib
 from ._proc import Child, ExecChannel, ExecRun, Handle
 from .backends import Backend
-from .errors import OK, from_json, invalid, invalid_state, take_error
+from .errors import OK, RESULT, from_json, invalid, invalid_state, take_error
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -271,7 +271,7 @@ class Driver:
         self._finalizer()
         self.ptr = 0
         for conn in self.conns.values():
-            conn.ended("the client was closed", None)
+            conn.ended("the client was closed", None, RESULT["INVALID_STATE"])
         self.conns.clear()
 
     # ── the library's side ────────────────────────────────────────
@@ -364,7 +364,8 @@ class Driver:
         elif kind == _K["CONNECTION_MESSAGE"]:
             conn.message(json.loads(self._bytes(a)))
         else:
-            conn.ended(_native.text(lib.mcpgw_action_text(a)), int(lib.mcpgw_action_status(a)) or None)
+            status = int(lib.mcpgw_action_status(a)) or None
+            conn.ended(_native.text(lib.mcpgw_action_text(a)), status, int(lib.mcpgw_action_result(a)))
 
     def _spawn(self, a: int, *, channel: bool) -> None:
         loop = self._loop

@@ -37,6 +37,10 @@ class Connection:
         self.reason: str | None = None
         #: The HTTP status of a refused open (404: no such MCP), else ``None``.
         self.status: int | None = None
+        #: The result code of the end's kind as the library judged it (NOT_FOUND for no such
+        #: MCP, UPSTREAM_ERROR when the gateway ended it, SESSION_LOST, ...); 0 when this side
+        #: closed it.
+        self.result = 0
 
     @property
     def closed(self) -> bool:
@@ -54,8 +58,8 @@ class Connection:
         if self._on_message is not None:
             self._on_message(msg)
 
-    def ended(self, reason: str | None, status: int | None) -> None:
-        self.reason, self.status = reason, status
+    def ended(self, reason: str | None, status: int | None, result: int) -> None:
+        self.reason, self.status, self.result = reason, status, result
         for fut in (self._open, self._ended):
             if not fut.done():
                 fut.set_result(None)

@@ -35,25 +35,21 @@ from .client import AsyncClient
 from .connection import Connection
 from .errors import RESULT, McpgwError, error_for, invalid
 
-#: The error of a refused open, by the gateway's HTTP status (else UPSTREAM_ERROR; no status:
-#: the channel refused it, SESSION_LOST).
-_REFUSED = {401: "UNAUTHORIZED", 404: "NOT_FOUND"}
-
 #: The streams :func:`client_streams` gives: what the server sends (or an exception saying
 #: why a message could not be read), and what the client sends.
 Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 
 
-def _ended_error(conn: Connection, session_open: bool) -> McpgwError:
-    """The typed error of a connection that ended without this side closing it."""
+def _ended_error(conn: Connection) -> McpgwError:
+    """The typed error of a connection that ended without this side closing it, of the kind the
+    library gave its end (a refused open's by its HTTP status, UPSTREAM_ERROR when the gateway
+    ended it, SESSION_LOST when the channel was lost)."""
     reason = conn.reason or "no reason given"
     if conn.status is not None:
-        code = _REFUSED.get(conn.status, "UPSTREAM_ERROR")
         message = f"cannot connect to {conn.mcp}: {reason}"
     else:
-        code = "UPSTREAM_ERROR" if session_open else "SESSION_LOST"
         message = f"the connection to {conn.mcp} ended: {reason}"
-    return error_for(RESULT[code], message, status=conn.status)
+    return error_for(conn.result or RESULT["UPSTREAM_ERROR"], message, status=conn.status)
 
 
 @asynccontextmanager
@@ -72,7 +68,7 @@ async def client_streams(
         raise invalid(f"client_streams takes an mcpgw_client.AsyncClient, not {type(client).__name__}")
     conn = await client.connect(mcp, agent_id=agent_id, session_id=session_id)
     if conn.closed:
-        raise _ended_error(conn, client.state.get("session") == "open")
+        raise _ended_error(conn)
 
     # Unbuffered both ways, as the SDK's stdio transport: the connection's own queue holds what
     # the gateway sent until the session reads it.
@@ -91,7 +87,7 @@ async def client_streams(
                         item = e
                     await to_session.send(item)
                 if conn.reason is not None:
-                    await to_session.send(_ended_error(conn, client.state.get("session") == "open"))
+                    await to_session.send(_ended_error(conn))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass  # the session stopped reading
 
