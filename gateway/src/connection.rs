@@ -550,6 +550,14 @@ impl Connection {
                     .peer
                     .request_with_id(upstream_id, &method, text.as_deref())
                     .await;
+                // Cancelled by the host, or the connection ended, before it went out: its
+                // cancel may have gone first, so it is cancelled again.
+                if self.in_flight_done(gw_id).is_none() {
+                    let peer = &self.session().peer;
+                    return peer
+                        .cancel(upstream_id, "cancelled by the MCP client")
+                        .await;
+                }
                 let reply = if listen {
                     Some(pending.reply().await)
                 } else {

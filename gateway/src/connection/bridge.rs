@@ -138,7 +138,7 @@ impl Connection {
     }
 
     /// What fires when request `gw_id` is forgotten, while it is in flight.
-    fn in_flight_done(&self, gw_id: u64) -> Option<tokio_util::sync::CancellationToken> {
+    pub(super) fn in_flight_done(&self, gw_id: u64) -> Option<tokio_util::sync::CancellationToken> {
         let state = self.state.lock().unwrap();
         state.in_flight.get(&gw_id).map(|e| e.done.clone())
     }
