@@ -10,6 +10,7 @@
 //! crate in `src/ffi`) hands it to any event loop.
 #![forbid(unsafe_code)]
 
+pub mod civil;
 pub mod client;
 pub mod command;
 pub mod error;

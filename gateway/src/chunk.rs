@@ -1,7 +1,7 @@
 //! MCP `CallToolResult` -> AgentScope `ToolChunk`, working on the JSON the upstream sent, so the
 //! mapping follows the MCP spec rather than one SDK's types.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use mcpgw::random::uuid4_hex;
 use mcpgw::wire::chunk::{ERROR_KEY, PROGRESS_KEY, STRUCTURED_CONTENT_KEY};
@@ -223,53 +223,27 @@ fn python_json(value: &Value) -> String {
 /// The current UTC time as `YYYY-MM-DDTHH:MM:SS.ffffff`, the shape of Python's
 /// `datetime.isoformat()` that AgentScope stamps blocks with.
 pub fn timestamp() -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    format_timestamp(now.as_secs() as i64, now.subsec_micros())
+    timestamp_of(SystemTime::now())
 }
 
-fn format_timestamp(secs: i64, micros: u32) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+fn timestamp_of(time: SystemTime) -> String {
+    let (text, micros) = mcpgw::civil::utc(time);
+    format!("{text}.{micros:06}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn timestamps_match_python_isoformat() {
-        assert_eq!(format_timestamp(0, 0), "1970-01-01T00:00:00.000000");
-        assert_eq!(
-            format_timestamp(1_798_680_225, 123_456),
-            "2026-12-31T01:23:45.123456"
-        );
-        assert_eq!(
-            format_timestamp(951_782_400, 1),
-            "2000-02-29T00:00:00.000001"
-        );
+        let at = |secs: u64, micros: u64| {
+            timestamp_of(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_micros(micros))
+        };
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000000");
+        assert_eq!(at(1_798_680_225, 123_456), "2026-12-31T01:23:45.123456");
+        assert_eq!(at(951_782_400, 1), "2000-02-29T00:00:00.000001");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::{Duration, SystemTime},
 };
 
 use rmcp::{
@@ -89,25 +89,8 @@ fn invalid(message: impl Into<String>) -> McpError {
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` of `time`.
 fn iso8601(time: SystemTime) -> String {
-    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let (days, secs) = ((since.as_secs() / 86_400) as i64, since.as_secs() % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        since.subsec_millis()
-    )
+    let (text, micros) = mcpgw::civil::utc(time);
+    format!("{text}.{:03}Z", micros / 1000)
 }
 
 impl Rounds {
@@ -301,6 +284,7 @@ impl Rounds {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn timestamps_are_iso8601() {
