@@ -36,6 +36,26 @@ ANSWERS = {
 }
 
 
+def answering(asked: list[str], elicited: dict[str, Any]) -> dict[str, Any]:
+    """ClientSession's callbacks for the server's requests: sampling and roots answered from
+    ANSWERS, elicitation with `elicited`; each question noted in `asked` ("sampling: TEXT",
+    "elicitation: MESSAGE", "roots")."""
+
+    async def sampling(_ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append(f"sampling: {params.messages[0].content.text}")  # type: ignore[union-attr]
+        return types.CreateMessageResult.model_validate(ANSWERS["sampling"])
+
+    async def elicitation(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(f"elicitation: {params.message}")
+        return types.ElicitResult.model_validate(elicited)
+
+    async def roots(_ctx: Any) -> types.ListRootsResult:
+        asked.append("roots")
+        return types.ListRootsResult.model_validate(ANSWERS["roots"])
+
+    return {"sampling_callback": sampling, "elicitation_callback": elicitation, "list_roots_callback": roots}
+
+
 @pytest.fixture
 async def client(sandbox_dir: Path) -> AsyncIterator[mcpgw.AsyncClient]:
     """A client whose session launched its gateway in a local sandbox, the test server
@@ -184,24 +204,9 @@ async def test_the_servers_requests_answered_by_the_sdk(client: mcpgw.AsyncClien
     everything = {"type": "stdio_mcp", "command": "node", "args": [str(EVERYTHING_JS), "stdio"]}
     await client.add_mcp({"name": "ev", "is_stateful": True, "mcp_config": everything})
     asked: list[str] = []
-
-    async def sampling(_ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
-        asked.append(f"sampling: {params.messages[0].content.text}")  # type: ignore[union-attr]
-        return types.CreateMessageResult.model_validate(ANSWERS["sampling"])
-
-    async def elicitation(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        asked.append("elicitation")
-        return types.ElicitResult.model_validate(ANSWERS["elicitation"])
-
-    async def roots(_ctx: Any) -> types.ListRootsResult:
-        asked.append("roots")
-        return types.ListRootsResult.model_validate(ANSWERS["roots"])
-
     async with (
         client_streams(client, "ev") as (read, write),
-        ClientSession(
-            read, write, sampling_callback=sampling, elicitation_callback=elicitation, list_roots_callback=roots
-        ) as s,
+        ClientSession(read, write, **answering(asked, ANSWERS["elicitation"])) as s,
     ):
         init = await s.initialize()
         assert init.server_info.name == "mcp-servers/everything"
@@ -216,31 +221,20 @@ async def test_the_servers_requests_answered_by_the_sdk(client: mcpgw.AsyncClien
         assert "file:///work" in str(rooted.content), rooted
         elicited = await s.call_tool("trigger-elicitation-request", {})
         assert "decline" in str(elicited.content).lower(), elicited
-    assert sorted(asked) == ["elicitation", "roots", "sampling: Resource trigger-sampling-request context: hello"]
+    elicited, *others = sorted(asked)
+    assert elicited.startswith("elicitation: ") and others == [
+        "roots",
+        "sampling: Resource trigger-sampling-request context: hello",
+    ], asked
 
 
 async def test_a_multi_round_trip_tool_answered_by_the_sdks_callbacks(client: mcpgw.AsyncClient) -> None:
     """The test server's `confirm`, a 2026-07-28 multi round-trip request, for an SDK session of
     an older revision: the gateway asks the SDK each input request as a 2025 server would."""
     asked: list[str] = []
-
-    async def sampling(_ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
-        asked.append(f"sampling: {params.messages[0].content.text}")  # type: ignore[union-attr]
-        return types.CreateMessageResult.model_validate(ANSWERS["sampling"])
-
-    async def elicitation(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        asked.append(f"elicitation: {params.message}")
-        return types.ElicitResult(action="accept", content={"ok": True})
-
-    async def roots(_ctx: Any) -> types.ListRootsResult:
-        asked.append("roots")
-        return types.ListRootsResult.model_validate(ANSWERS["roots"])
-
     async with (
         client_streams(client, "ts") as (read, write),
-        ClientSession(
-            read, write, sampling_callback=sampling, elicitation_callback=elicitation, list_roots_callback=roots
-        ) as s,
+        ClientSession(read, write, **answering(asked, {"action": "accept", "content": {"ok": True}})) as s,
     ):
         await s.initialize()
         result = await s.call_tool("confirm", {"action": "deploy"})
