@@ -130,8 +130,27 @@ impl Sdk {
 /// Asserts that two runs of a script got the same answers, but for ids and times, naming
 /// each step that differs.
 pub fn assert_same_answers(sdk: Sdk, got: &Value, want: &Value) {
+    let differ = differences(got, want).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        differ.is_empty(),
+        "the {} client's answers differ from a direct connection's:\n{}",
+        sdk.name(),
+        differ.join("\n")
+    );
+}
+
+/// The steps of two runs of a script (objects of step to answer) whose answers differ but for
+/// ids and times (`normalized`), each with both answers: first those of `want` in its order,
+/// then the steps only `got` has. An error when either is not an object. The binding tests
+/// compare their SDK's runs with it too (the `mcpgw-same-answers` binary), so that one rule
+/// set judges every client.
+pub fn differences(got: &Value, want: &Value) -> Result<Vec<String>, String> {
     let (Some(got), Some(want)) = (got.as_object(), want.as_object()) else {
-        panic!("not objects: {got} / {want}");
+        return Err(format!(
+            "two runs are compared as objects of step to answer, not {} and {}",
+            kind(got),
+            kind(want)
+        ));
     };
     let mut differ = Vec::new();
     for (step, w) in want {
@@ -146,10 +165,16 @@ pub fn assert_same_answers(sdk: Sdk, got: &Value, want: &Value) {
     for step in got.keys().filter(|k| !want.contains_key(*k)) {
         differ.push(format!("{step}: not in the direct run"));
     }
-    assert!(
-        differ.is_empty(),
-        "the {} client's answers differ from a direct connection's:\n{}",
-        sdk.name(),
-        differ.join("\n")
-    );
+    Ok(differ)
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }

@@ -36,12 +36,14 @@ def binary(name: str, env: str) -> Path:
     that builds it."""
     path = Path(os.environ.get(env) or TARGET / "debug" / name)
     if not path.is_file():
-        pytest.fail(f"{path} is missing: run `cargo build -p mcpgw-ffi -p mcpgw-gateway -p mcpgw-testserver`")
+        pytest.fail(f"{path} is missing: run `make -C bindings/python native`")
     return path
 
 
 GATEWAY = binary("mcpgw-gateway", "MCPGW_GATEWAY")
 TESTSERVER = binary("mcpgw-testserver", "MCPGW_TESTSERVER")
+#: testkit's comparison of two runs of an SDK client's script.
+SAME_ANSWERS = binary("mcpgw-same-answers", "MCPGW_SAME_ANSWERS")
 
 
 def gateway_has_attach(gateway: Path = GATEWAY) -> bool:

@@ -2,16 +2,13 @@
 tests/clients/python/everything.py runs every feature of server-everything inside the container
 (`binding docker`, the SDK's ClientSession over `mcpgw_client.sdk.client_streams`) and straight to
 a server-everything on this machine (`stdio`), and the two answers must be the same but for ids
-and times, compared as host/tests/clients.rs compares (testkit's `normalized`). Then the README's
+and times, compared as host/tests/clients.rs compares (testkit's `mcpgw-same-answers`). Then the README's
 example, as written, into a container. Skipped, saying why, only where Docker cannot run."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DOCKER_SH, REPO, skip
+from conftest import DOCKER_SH, REPO, SAME_ANSWERS, skip
 
 EVERYTHING_PY = REPO / "tests/clients/python/everything.py"
 EVERYTHING_JS = REPO / "tests/servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -29,60 +26,17 @@ EVERYTHING_IN_IMAGE = "/opt/mcp-servers/node_modules/@modelcontextprotocol/serve
 #: How long one run of the script may take (testkit's RUN_LIMIT).
 RUN_LIMIT_S = 180
 
-#: Members whose values are times (compared without case).
-TIMEY = {"timestamp", "time", "createdat", "lastupdatedat", "date"}
-#: A clock time (`9:05:58`, `21:05:58.123`, with ` AM`/` PM`), not part of a longer number.
-CLOCK = re.compile(r"(?<![0-9])[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?![0-9])(?:\.[0-9]*)?(?: AM)?(?: PM)?")
 
-
-def mask_times(text: str) -> str:
-    return CLOCK.sub("<time>", text)
-
-
-def normalized(value: Any) -> Any:
-    """`value` without what differs between two runs of the same exchange: ids, and the values
-    of members named like times (also inside a blob's bytes)."""
-    if isinstance(value, dict):
-        out = {}
-        for key, v in value.items():
-            if key in ("id", "jsonrpc"):
-                continue
-            if key.lower() in TIMEY:
-                out[key] = "<time>"
-            elif key == "blob" and isinstance(v, str):
-                try:
-                    out[key] = f"<base64 of {mask_times(base64.b64decode(v, validate=True).decode(errors='replace'))}>"
-                except binascii.Error:
-                    out[key] = v
-            else:
-                out[key] = normalized(v)
-        return out
-    if isinstance(value, list):
-        return [normalized(v) for v in value]
-    if isinstance(value, str):
-        return mask_times(value)
-    return value
-
-
-def assert_same_answers(got: dict[str, Any], want: dict[str, Any]) -> None:
-    """Two runs of the script got the same answers, but for ids and times; names each step
-    that differs."""
-    differ = []
-    for step, w in want.items():
-        if step not in got:
-            differ.append(f"{step}: missing")
-        elif normalized(got[step]) != normalized(w):
-            differ.append(f"{step}:\n  got  {json.dumps(got[step])}\n  want {json.dumps(w)}")
-    differ += [f"{step}: not in the direct run" for step in got if step not in want]
-    assert not differ, "the python client's answers differ from a direct connection's:\n" + "\n".join(differ)
-
-
-def test_normalized_masks_only_ids_and_times() -> None:
-    blob = base64.b64encode(b"created at 12:02:36 AM").decode()
-    texts = ["at 9:05:58.123 PM", "123:45:67"]
-    got = normalized({"id": 3, "jsonrpc": "2.0", "createdAt": "x", "blob": blob, "n": texts})
-    assert got == {"createdAt": "<time>", "blob": "<base64 of created at <time>>", "n": ["at <time>", "123:45:67"]}
-    assert normalized({"text": "10:00"}) == {"text": "10:00"}
+def assert_same_answers(got: dict[str, Any], want: dict[str, Any], tmp: Path) -> None:
+    """Two runs of the script got the same answers, but for ids and times, each step that differs
+    named: testkit's `mcpgw-same-answers` judges, by the rules of the endpoint's tests."""
+    files = [tmp / "got.json", tmp / "want.json"]
+    for path, run in zip(files, (got, want), strict=True):
+        path.write_text(json.dumps(run))
+    r = subprocess.run([str(SAME_ANSWERS), "python", *map(str, files)], capture_output=True, text=True)
+    # Exit 1: they differ, each step said; anything else is a failure of the comparison.
+    assert r.returncode != 1, r.stdout
+    assert r.returncode == 0, f"mcpgw-same-answers failed ({r.returncode}): {r.stderr}"
 
 
 def run_script(*args: str) -> dict[str, Any]:
@@ -139,11 +93,11 @@ def processes(container: str) -> list[str]:
     return left
 
 
-def test_every_feature_through_the_transport_as_directly(container: str) -> None:
+def test_every_feature_through_the_transport_as_directly(container: str, tmp_path: Path) -> None:
     assert EVERYTHING_JS.is_file(), f"{EVERYTHING_JS} is missing: run `make deps` (make test does)"
     through = run_script("binding", "docker", container, "node", EVERYTHING_IN_IMAGE, "stdio")
     direct = run_script("stdio", "node", str(EVERYTHING_JS), "stdio")
-    assert_same_answers(through, direct)
+    assert_same_answers(through, direct, tmp_path)
     assert not processes(container), "left running in the container"
 
 

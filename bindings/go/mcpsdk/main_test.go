@@ -20,6 +20,8 @@ var (
 	gatewayBin    string
 	testServerBin string
 	everythingJS  string
+	// testkit's comparison of two runs of an SDK client's script.
+	sameAnswersBin string
 )
 
 func TestMain(m *testing.M) {
@@ -31,12 +33,13 @@ func TestMain(m *testing.M) {
 	repoRoot = root
 	gatewayBin = filepath.Join(root, "target", "debug", "mcpgw-gateway")
 	testServerBin = filepath.Join(root, "target", "debug", "mcpgw-testserver")
+	sameAnswersBin = filepath.Join(root, "target", "debug", "mcpgw-same-answers")
 	everythingJS = filepath.Join(root, "tests", "servers", "node_modules", "@modelcontextprotocol",
 		"server-everything", "dist", "index.js")
-	for _, p := range []string{gatewayBin, testServerBin, everythingJS} {
+	for _, p := range []string{gatewayBin, testServerBin, sameAnswersBin, everythingJS} {
 		if _, err := os.Stat(p); err != nil {
-			fmt.Fprintf(os.Stderr, "%s is missing: run `make -C bindings/go test` (it builds the gateway "+
-				"and test server; `make deps` installs tests/servers)\n", p)
+			fmt.Fprintf(os.Stderr, "%s is missing: run `make -C bindings/go test` (it builds the gateway, "+
+				"the test server and testkit's binaries; `make deps` installs tests/servers)\n", p)
 			os.Exit(2)
 		}
 	}

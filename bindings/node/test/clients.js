@@ -1,15 +1,14 @@
 // The official SDK client's script of tests/clients (tests/clients/ts/everything.mjs: every
-// feature of server-everything), run as a process, and the comparison of two of its runs: the
-// same rules as the endpoint's tests (host/tests/clients.rs, testkit's `assert_same_answers` and
-// `normalized`), so that a run through this binding's transport is held to what a run straight
-// to the server gets.
+// feature of server-everything), run as a process, and the comparison of two of its runs by
+// testkit's `mcpgw-same-answers`, the rules of the endpoint's tests (host/tests/clients.rs), so
+// that a run through this binding's transport is held to what a run straight to the server gets.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isDeepStrictEqual } from 'node:util';
-import { REPO } from './helpers.js';
+import { REPO, sameAnswersPath } from './helpers.js';
 
 /** How long one run of the script may take (testkit's `RUN_LIMIT`). */
 const RUN_LIMIT_MS = 180_000;
@@ -73,92 +72,28 @@ export function runScript(args) {
   });
 }
 
-const TIMEY = /^(timestamp|time|createdAt|lastUpdatedAt|date)$/i;
-
-/**
- * `value` without what differs between two runs of the same exchange: ids, and the values of
- * members named like times (a blob's bytes may hold a time too), clock times in text.
- *
- * @param {unknown} value
- * @returns {unknown}
- */
-export function normalized(value) {
-  if (Array.isArray(value)) return value.map(normalized);
-  if (typeof value === 'string') return maskTimes(value);
-  if (value === null || typeof value !== 'object') return value;
-  /** @type {Record<string, unknown>} */
-  const out = {};
-  for (const [k, v] of Object.entries(value)) {
-    if (k === 'id' || k === 'jsonrpc') continue;
-    if (TIMEY.test(k)) out[k] = '<time>';
-    else if (k === 'blob' && typeof v === 'string' && isBase64(v)) {
-      out[k] = `<base64 of ${maskTimes(Buffer.from(v, 'base64').toString('utf8'))}>`;
-    } else out[k] = normalized(v);
-  }
-  return out;
-}
-
-/** Whether `text` is canonical padded base64 (what a strict decoder accepts). */
-function isBase64(text) {
-  return (
-    /^[A-Za-z0-9+/]*={0,2}$/.test(text) && Buffer.from(text, 'base64').toString('base64') === text
-  );
-}
-
-/** Clock times in `text` (`9:05:58`, `21:05:58.123`, with ` AM`/` PM`) as `<time>`. */
-function maskTimes(text) {
-  const isDigit = (at) => at < text.length && text[at] >= '0' && text[at] <= '9';
-  const digits = (at) => {
-    let n = 0;
-    while (isDigit(at + n)) n++;
-    return n;
-  };
-  let out = '';
-  let i = 0;
-  while (i < text.length) {
-    const h = digits(i);
-    const isTime =
-      h >= 1 &&
-      h <= 2 &&
-      !isDigit(i - 1) &&
-      text[i + h] === ':' &&
-      digits(i + h + 1) === 2 &&
-      text[i + h + 3] === ':' &&
-      digits(i + h + 4) === 2;
-    if (!isTime) {
-      out += text[i++];
-      continue;
-    }
-    let end = i + h + 6;
-    if (text[end] === '.') end += 1 + digits(end + 1);
-    for (const suffix of [' AM', ' PM']) if (text.startsWith(suffix, end)) end += suffix.length;
-    out += '<time>';
-    i = end;
-  }
-  return out;
-}
-
 /**
  * Asserts that two runs of the script got the same answers, but for ids and times, naming each
- * step that differs.
+ * step that differs: testkit's `mcpgw-same-answers` judges, by the rules of the endpoint's tests.
  *
  * @param {Record<string, unknown>} got
  * @param {Record<string, unknown>} want
  */
 export function assertSameAnswers(got, want) {
-  const differ = [];
-  for (const [step, w] of Object.entries(want)) {
-    if (!(step in got)) differ.push(`${step}: missing`);
-    else if (!isDeepStrictEqual(normalized(got[step]), normalized(w))) {
-      differ.push(`${step}:\n  got  ${JSON.stringify(got[step])}\n  want ${JSON.stringify(w)}`);
-    }
+  const dir = mkdtempSync(join(tmpdir(), 'mcpgw-same-answers-'));
+  try {
+    const files = [join(dir, 'got.json'), join(dir, 'want.json')];
+    writeFileSync(files[0], JSON.stringify(got));
+    writeFileSync(files[1], JSON.stringify(want));
+    const r = spawnSync(sameAnswersPath(), ['typescript', ...files], { encoding: 'utf8' });
+    // Exit 1: they differ, each step said; anything else is a failure of the comparison.
+    if (r.status === 1) assert.fail(r.stdout);
+    assert.equal(
+      r.status,
+      0,
+      `mcpgw-same-answers failed (${r.error ?? r.signal ?? r.status}): ${r.stderr}`,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
-  for (const step of Object.keys(got)) {
-    if (!(step in want)) differ.push(`${step}: not in the direct run`);
-  }
-  assert.deepEqual(
-    differ,
-    [],
-    `the typescript client's answers differ from a direct connection's:\n${differ.join('\n')}`,
-  );
 }

@@ -35,7 +35,7 @@ export function binary(name, env) {
   const path = process.env[env] || join(TARGET, 'debug', name);
   if (!existsSync(path)) {
     throw new Error(
-      `${path} is missing: build it with \`cargo build -p ${name}\` in ${REPO} ` +
+      `${path} is missing: build it with \`cargo build --bin ${name}\` in ${REPO} ` +
         '(or run `make -C bindings/node test`, which builds everything the tests need)',
     );
   }
@@ -46,6 +46,8 @@ export function binary(name, env) {
 export const gatewayPath = () => binary('mcpgw-gateway', 'MCPGW_GATEWAY');
 /** The project's MCP test server. */
 export const testserverPath = () => binary('mcpgw-testserver', 'MCPGW_TESTSERVER');
+/** testkit's comparison of two runs of an SDK client's script. */
+export const sameAnswersPath = () => binary('mcpgw-same-answers', 'MCPGW_SAME_ANSWERS');
 /** The static gateway (`make static`), as the container images hold it. */
 export const staticGatewayPath = () =>
   join(TARGET, 'x86_64-unknown-linux-gnu', 'release', 'mcpgw-gateway');
