@@ -4,6 +4,7 @@
 #
 #   - every artifact is of the release's version (mk/version.sh): the C tarball's name and .pc
 #     files, the npm package.json, the wheel's and sdist's metadata, the Go module's version;
+#   - the Go module mcpsdk is of that version too and requires the binding's (no replace);
 #   - every binding expects the ABI version of the header (include/mcpgw.h), and every library
 #     they carry answers that ABI version and the release's version when loaded (the shared
 #     libraries with dlopen, the Go module's libmcpgw.a linked into a C program);
@@ -46,6 +47,8 @@ wheel=$(one "$dist/python/mcpgw_client-$version-py3-none-manylinux_2_*_x86_64.wh
 sdist=$(one "$dist/python/mcpgw_client-$version.tar.gz")
 gov=$dist/goproxy/$module/@v
 gozip=$(one "$gov/v$version.zip")
+sdkv=$dist/goproxy/$module/mcpsdk/@v
+sdkzip=$(one "$sdkv/v$version.zip")
 
 mkdir "$work/c" "$work/npm" "$work/wheel" "$work/sdist" "$work/go"
 tar -C "$work/c" -xzf "$tarball"
@@ -73,6 +76,11 @@ grep -qx "Version: $version" "$work/sdist/mcpgw_client-$version/PKG-INFO" ||
 grep -q "\"Version\":\"v$version\"" "$gov/v$version.info" || fail "v$version.info names another version"
 grep -qx "v$version" "$gov/list" || fail "the module proxy's list lacks v$version"
 same "$gov/v$version.mod" "$g/go.mod"
+# mcpsdk: the same version, requiring this version of the binding, not the checkout's.
+grep -qx "v$version" "$sdkv/list" || fail "the module proxy's list of mcpsdk lacks v$version"
+grep -q "^[[:space:]]*$module v$version\$" "$sdkv/v$version.mod" || fail "mcpsdk's go.mod does not require $module v$version"
+! grep -q "^replace\|=>" "$sdkv/v$version.mod" || fail "mcpsdk's go.mod replaces a module: $(grep "=>" "$sdkv/v$version.mod")"
+python3 -m zipfile -l "$sdkzip" | grep -q "$module/mcpsdk@v$version/transport.go" || fail "mcpsdk's zip has no transport.go"
 
 # What each binding expects.
 grep -qx "export const ABI_VERSION = $abi;" "$n/src/ffi.js" || fail "the npm package expects another ABI than $abi"
@@ -129,7 +137,7 @@ natives=$(find "$work/sdist" -name '*.so*' -o -name '*.a' -o -name mcpgw-gateway
 [ -z "$natives" ] || fail "the sdist holds native files: $natives"
 
 (cd "$dist" && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | sort | xargs sha256sum) > "$dist/SHA256SUMS"
-for f in "$tarball" "$npm" "$wheel" "$sdist" "$gozip"; do
+for f in "$tarball" "$npm" "$wheel" "$sdist" "$gozip" "$sdkzip"; do
     printf '  %-72s %s\n' "${f#"$dist"/}" "$(size "$f")"
 done
 echo "artifacts: $version (ABI $abi) consistent; checksums in ${dist#"$root"/}/SHA256SUMS"
