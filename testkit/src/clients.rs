@@ -146,10 +146,17 @@ pub fn assert_same_answers(sdk: Sdk, got: &Value, want: &Value) {
 /// set judges every client.
 pub fn differences(got: &Value, want: &Value) -> Result<Vec<String>, String> {
     let (Some(got), Some(want)) = (got.as_object(), want.as_object()) else {
+        let object = |v: &Value| {
+            if v.is_object() {
+                "an object"
+            } else {
+                "not an object"
+            }
+        };
         return Err(format!(
-            "two runs are compared as objects of step to answer, not {} and {}",
-            kind(got),
-            kind(want)
+            "two runs are compared as JSON objects of step to answer: got is {}, want {}",
+            object(got),
+            object(want)
         ));
     };
     let mut differ = Vec::new();
@@ -166,15 +173,4 @@ pub fn differences(got: &Value, want: &Value) -> Result<Vec<String>, String> {
         differ.push(format!("{step}: not in the direct run"));
     }
     Ok(differ)
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

@@ -126,7 +126,7 @@ fn the_binary_says_same_differ_or_bad_input_by_its_exit_code() {
     );
     let (code, _, err) = compare("[1]", &want);
     assert!(
-        code == Some(2) && err.contains("not an array and an object"),
+        code == Some(2) && err.contains("got is not an object, want an object"),
         "{err}"
     );
     let none = Command::new(env!("CARGO_BIN_EXE_mcpgw-same-answers"))
