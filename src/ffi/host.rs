@@ -613,86 +613,95 @@ pub unsafe extern "C" fn mcpgw_action_free(action: *mut mcpgw_action) {
     })
 }
 
+/// `read` of an action, `absent` for NULL: the one body of the accessors below, each total.
+///
+/// # Safety
+/// `action` is NULL or a live action.
+unsafe fn field<T: Copy>(
+    action: *const mcpgw_action,
+    absent: T,
+    read: impl FnOnce(&mcpgw_action) -> T,
+) -> T {
+    ffi_boundary!(absent, {
+        // SAFETY: NULL or a live action, per this function's contract.
+        unsafe { action.as_ref() }.map_or(absent, read)
+    })
+}
+
+/// A string an action holds, borrowed; NULL for NULL or when it has none.
+///
+/// # Safety
+/// `action` is NULL or a live action.
+unsafe fn borrowed(
+    action: *const mcpgw_action,
+    pick: impl for<'a> FnOnce(&'a mcpgw_action) -> Option<&'a CString>,
+) -> *const c_char {
+    // SAFETY: the caller's contract.
+    unsafe {
+        field(action, ptr::null(), |a| {
+            pick(a).map_or(ptr::null(), |s| s.as_ptr())
+        })
+    }
+}
+
 /// The action's kind; NOTICE for NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_get_kind(action: *const mcpgw_action) -> mcpgw_action_kind {
-    ffi_boundary!(mcpgw_action_kind::Notice, {
-        // SAFETY: NULL or a live action, per the contract.
-        unsafe { action.as_ref() }.map_or(mcpgw_action_kind::Notice, |a| a.kind)
-    })
+    // SAFETY: NULL or a live action, per the contract.
+    unsafe { field(action, mcpgw_action_kind::Notice, |a| a.kind) }
 }
 
 /// The process of a RUN, OPEN, WRITE, CLOSE_INPUT or KILL action (0 otherwise).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_proc(action: *const mcpgw_action) -> u64 {
-    ffi_boundary!(0, {
-        // SAFETY: NULL or a live action, per the contract.
-        unsafe { action.as_ref() }.map_or(0, |a| a.proc)
-    })
+    // SAFETY: NULL or a live action, per the contract.
+    unsafe { field(action, 0, |a| a.proc) }
 }
 
 /// The operation or connection of a PROGRESS, DONE or CONNECTION_* action (0 otherwise).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_id(action: *const mcpgw_action) -> u64 {
-    ffi_boundary!(0, {
-        // SAFETY: NULL or a live action, per the contract.
-        unsafe { action.as_ref() }.map_or(0, |a| a.id)
-    })
+    // SAFETY: NULL or a live action, per the contract.
+    unsafe { field(action, 0, |a| a.id) }
 }
 
 /// How many argv entries a RUN or OPEN action's program has; 0 when it is shell text for the
 /// host's exec function (`mcpgw_action_shell`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_argc(action: *const mcpgw_action) -> usize {
-    ffi_boundary!(0, {
-        // SAFETY: NULL or a live action, per the contract.
-        unsafe { action.as_ref() }.map_or(0, |a| a.argv.len())
-    })
+    // SAFETY: NULL or a live action, per the contract.
+    unsafe { field(action, 0, |a| a.argv.len()) }
 }
 
 /// Argv entry `i` of a RUN or OPEN action; NULL past the end. Borrowed: lives as long as the
 /// action. Run it as is, never through a host shell.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_argv(action: *const mcpgw_action, i: usize) -> *const c_char {
-    ffi_boundary!(ptr::null(), {
-        // SAFETY: NULL or a live action, per the contract.
-        unsafe { action.as_ref() }
-            .and_then(|a| a.argv.get(i))
-            .map_or(ptr::null(), |s| s.as_ptr())
-    })
+    // SAFETY: NULL or a live action, per the contract.
+    unsafe { borrowed(action, |a| a.argv.get(i)) }
 }
 
 /// The `sh -c` text of a RUN or OPEN action for the host's own exec function (backend
 /// `exec`), or NULL when the program is an argv. Borrowed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_shell(action: *const mcpgw_action) -> *const c_char {
-    ffi_boundary!(ptr::null(), {
-        // SAFETY: NULL or a live action, per the contract.
-        unsafe { action.as_ref() }
-            .and_then(|a| a.shell.as_ref())
-            .map_or(ptr::null(), |s| s.as_ptr())
-    })
+    // SAFETY: NULL or a live action, per the contract.
+    unsafe { borrowed(action, |a| a.shell.as_ref()) }
 }
 
 /// The working directory to run a RUN or OPEN action's argv in (the local backend's `cwd`),
 /// or NULL for the host process's own. Borrowed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_cwd(action: *const mcpgw_action) -> *const c_char {
-    ffi_boundary!(ptr::null(), {
-        // SAFETY: NULL or a live action, per the contract.
-        unsafe { action.as_ref() }
-            .and_then(|a| a.cwd.as_ref())
-            .map_or(ptr::null(), |s| s.as_ptr())
-    })
+    // SAFETY: NULL or a live action, per the contract.
+    unsafe { borrowed(action, |a| a.cwd.as_ref()) }
 }
 
 /// What a RUN action's standard input is.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_stdin_kind(action: *const mcpgw_action) -> mcpgw_stdin_kind {
-    ffi_boundary!(mcpgw_stdin_kind::Null, {
-        // SAFETY: NULL or a live action, per the contract.
-        unsafe { action.as_ref() }.map_or(mcpgw_stdin_kind::Null, |a| a.stdin)
-    })
+    // SAFETY: NULL or a live action, per the contract.
+    unsafe { field(action, mcpgw_stdin_kind::Null, |a| a.stdin) }
 }
 
 /// The bytes an action carries: a RUN's stdin (kind BYTES), a WRITE's bytes, a PROGRESS's
@@ -724,10 +733,8 @@ pub unsafe extern "C" fn mcpgw_action_bytes(
 /// A RUN action's time limit in milliseconds (the driver kills it after that time too).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_timeout_ms(action: *const mcpgw_action) -> u32 {
-    ffi_boundary!(0, {
-        // SAFETY: NULL or a live action, per the contract.
-        unsafe { action.as_ref() }.map_or(0, |a| a.timeout_ms)
-    })
+    // SAFETY: NULL or a live action, per the contract.
+    unsafe { field(action, 0, |a| a.timeout_ms) }
 }
 
 /// A DONE action's result code: `MCPGW_RESULT_OK`, or the failure's code. A CONNECTION_CLOSED's:
@@ -736,31 +743,23 @@ pub unsafe extern "C" fn mcpgw_action_timeout_ms(action: *const mcpgw_action) ->
 /// SESSION_LOST when the channel was lost), the same in every binding.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_result(action: *const mcpgw_action) -> mcpgw_result {
-    ffi_boundary!(mcpgw_result::Panic, {
-        // SAFETY: NULL or a live action, per the contract.
-        unsafe { action.as_ref() }.map_or(mcpgw_result::NullParameter, |a| a.result)
-    })
+    // SAFETY: NULL or a live action, per the contract.
+    unsafe { field(action, mcpgw_result::NullParameter, |a| a.result) }
 }
 
 /// A NOTICE's text, a CONNECTION_CLOSED's reason, a failed DONE's message; NULL otherwise.
 /// Borrowed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_text(action: *const mcpgw_action) -> *const c_char {
-    ffi_boundary!(ptr::null(), {
-        // SAFETY: NULL or a live action, per the contract.
-        unsafe { action.as_ref() }
-            .and_then(|a| a.text.as_ref())
-            .map_or(ptr::null(), |s| s.as_ptr())
-    })
+    // SAFETY: NULL or a live action, per the contract.
+    unsafe { borrowed(action, |a| a.text.as_ref()) }
 }
 
 /// A CONNECTION_CLOSED's HTTP status (a refused open: 404 for no such MCP), else 0.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_action_status(action: *const mcpgw_action) -> u16 {
-    ffi_boundary!(0, {
-        // SAFETY: NULL or a live action, per the contract.
-        unsafe { action.as_ref() }.map_or(0, |a| a.status)
-    })
+    // SAFETY: NULL or a live action, per the contract.
+    unsafe { field(action, 0, |a| a.status) }
 }
 
 #[cfg(test)]
