@@ -257,6 +257,20 @@ unsafe fn driver<'a>(
         .ok_or_else(|| report_code(error_out, mcpgw_result::NullParameter))
 }
 
+/// `f` on the driver behind `host`, which is ignored when NULL: the body of every report of
+/// the host's I/O below.
+///
+/// # Safety
+/// `host` is NULL or a live host, used by this thread alone for the call.
+unsafe fn on_host(host: *mut mcpgw_host, f: impl FnOnce(&mut Host)) {
+    ffi_boundary!((), {
+        // SAFETY: the caller's contract.
+        if let Some(h) = unsafe { host.as_mut() } {
+            f(&mut h.host)
+        }
+    })
+}
+
 /// `out`, unless it is NULL (reported as NULL_PARAMETER).
 fn writable<T>(out: *mut T, error_out: *mut *mut mcpgw_error) -> Result<*mut T, mcpgw_result> {
     if out.is_null() {
@@ -460,17 +474,17 @@ pub unsafe extern "C" fn mcpgw_host_on_exit(
     err: *const u8,
     err_len: usize,
 ) {
-    ffi_boundary!((), {
-        // SAFETY: NULL or a live host; the buffers are readable, per the contract.
-        if let Some(h) = unsafe { host.as_mut() } {
-            let exit = Exit::Exited {
-                code: exit_code,
-                stdout: unsafe { bytes(out, out_len) }.to_vec(),
-                stderr: unsafe { bytes(err, err_len) }.to_vec(),
-            };
-            h.host.on_exit(proc, exit, Instant::now());
-        }
-    })
+    let report = |h: &mut Host| {
+        // SAFETY: the buffers are readable, per the contract.
+        let exit = Exit::Exited {
+            code: exit_code,
+            stdout: unsafe { bytes(out, out_len) }.to_vec(),
+            stderr: unsafe { bytes(err, err_len) }.to_vec(),
+        };
+        h.on_exit(proc, exit, Instant::now());
+    };
+    // SAFETY: NULL or a live host, per the contract.
+    unsafe { on_host(host, report) }
 }
 
 /// Process `proc` could not be run, or the host's exec function failed: `reason` says why
@@ -481,17 +495,16 @@ pub unsafe extern "C" fn mcpgw_host_on_exec_failed(
     proc: u64,
     reason: *const c_char,
 ) {
-    ffi_boundary!((), {
-        // SAFETY: NULL or a live host, per the contract.
-        if let Some(h) = unsafe { host.as_mut() } {
-            // SAFETY: NULL or NUL-terminated, per the contract.
-            let reason = unsafe { super::c_str(reason) }.map_or_else(
-                || "no reason given".to_owned(),
-                |r| r.to_string_lossy().into_owned(),
-            );
-            h.host.on_exit(proc, Exit::Failed(reason), Instant::now());
-        }
-    })
+    let report = |h: &mut Host| {
+        // SAFETY: NULL or NUL-terminated, per the contract.
+        let reason = unsafe { super::c_str(reason) }.map_or_else(
+            || "no reason given".to_owned(),
+            |r| r.to_string_lossy().into_owned(),
+        );
+        h.on_exit(proc, Exit::Failed(reason), Instant::now());
+    };
+    // SAFETY: NULL or a live host, per the contract.
+    unsafe { on_host(host, report) }
 }
 
 /// Bytes the channel process `proc` wrote to its stdout. Copied.
@@ -502,13 +515,12 @@ pub unsafe extern "C" fn mcpgw_host_on_data(
     data: *const u8,
     len: usize,
 ) {
-    ffi_boundary!((), {
-        // SAFETY: NULL or a live host; `len` readable bytes, per the contract.
-        if let Some(h) = unsafe { host.as_mut() } {
-            h.host
-                .on_data(proc, unsafe { bytes(data, len) }, Instant::now());
-        }
-    })
+    let report = |h: &mut Host| {
+        // SAFETY: `len` readable bytes, per the contract.
+        h.on_data(proc, unsafe { bytes(data, len) }, Instant::now());
+    };
+    // SAFETY: NULL or a live host, per the contract.
+    unsafe { on_host(host, report) }
 }
 
 /// Bytes the channel process `proc` wrote to its stderr. Copied.
@@ -519,35 +531,26 @@ pub unsafe extern "C" fn mcpgw_host_on_stderr(
     data: *const u8,
     len: usize,
 ) {
-    ffi_boundary!((), {
-        // SAFETY: NULL or a live host; `len` readable bytes, per the contract.
-        if let Some(h) = unsafe { host.as_mut() } {
-            h.host
-                .on_stderr(proc, unsafe { bytes(data, len) }, Instant::now());
-        }
-    })
+    let report = |h: &mut Host| {
+        // SAFETY: `len` readable bytes, per the contract.
+        h.on_stderr(proc, unsafe { bytes(data, len) }, Instant::now());
+    };
+    // SAFETY: NULL or a live host, per the contract.
+    unsafe { on_host(host, report) }
 }
 
 /// The channel process `proc`'s stdout ended.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_host_on_eof(host: *mut mcpgw_host, proc: u64) {
-    ffi_boundary!((), {
-        // SAFETY: NULL or a live host, per the contract.
-        if let Some(h) = unsafe { host.as_mut() } {
-            h.host.on_eof(proc, Instant::now());
-        }
-    })
+    // SAFETY: NULL or a live host, per the contract.
+    unsafe { on_host(host, |h| h.on_eof(proc, Instant::now())) }
 }
 
 /// Time passed: call it when `mcpgw_host_timeout_ms` has elapsed (calling it early is harmless).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_host_on_timeout(host: *mut mcpgw_host) {
-    ffi_boundary!((), {
-        // SAFETY: NULL or a live host, per the contract.
-        if let Some(h) = unsafe { host.as_mut() } {
-            h.host.on_timeout(Instant::now());
-        }
-    })
+    // SAFETY: NULL or a live host, per the contract.
+    unsafe { on_host(host, |h| h.on_timeout(Instant::now())) }
 }
 
 /// Milliseconds until the driver wants `mcpgw_host_on_timeout` (rounded up; 0: now), or -1
