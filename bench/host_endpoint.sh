@@ -3,7 +3,7 @@
 # client talking to the same server directly on this machine; one run each.
 set -eu
 cd "$(dirname "$0")/.."
-calls=${HOST_ENDPOINT_CALLS:-300}
+calls=${HOST_ENDPOINT_CALLS:-2000}
 if ! why=$(sh tests/docker/sandbox.sh check); then
     echo "host mcp endpoint: SKIPPED: $why"
     exit 0

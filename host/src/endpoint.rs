@@ -626,8 +626,8 @@ pub fn refuse_all(lines: &[String], why: &str, out: &mut Vec<String>) {
 pub async fn serve_stdio(args: McpArgs) -> i32 {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let level = args.log_level;
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    let mut stdout = tokio::io::stdout();
+    let mut lines = BufReader::new(crate::stdio::stdin()).lines();
+    let mut stdout = crate::stdio::stdout();
     let setup = Sandbox::set_up(&args);
     tokio::pin!(setup);
     let stop = terminated();

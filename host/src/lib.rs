@@ -12,6 +12,7 @@ pub mod aggregate;
 pub mod cli;
 pub mod endpoint;
 pub mod http;
+pub mod stdio;
 
 use std::collections::HashMap;
 use std::process::Stdio;
