@@ -3,7 +3,9 @@
 //! on tokio's reactor. tokio's own `stdin()`/`stdout()` hand every read and write to a thread
 //! of its blocking pool: two thread switches per message, which cost the endpoint more than
 //! relaying the message does. Anything else (a terminal, a file, `/dev/null`) goes through
-//! tokio's own. The descriptors' flags are restored when the endpoint lets go of them.
+//! tokio's own. The descriptors' flags are restored when the endpoint lets go of them (a
+//! process killed outright leaves them non-blocking, which matters only to another process
+//! that shares the same pipe: an MCP client gives the endpoint pipes of its own).
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
