@@ -163,14 +163,7 @@ impl Connection {
         if host.modern() {
             return None;
         }
-        #[derive(Deserialize)]
-        struct Kind<'a> {
-            #[serde(default, borrow, rename = "resultType")]
-            result_type: Option<&'a str>,
-        }
-        let kind = serde_json::from_str::<Kind>(result.get())
-            .ok()?
-            .result_type?;
+        let kind = crate::upstream::call::result_type(result)?;
         let declared_tasks = host.capabilities["extensions"]
             .get(mcpgw::wire::jsonrpc::TASKS_EXTENSION)
             .is_some();

@@ -303,7 +303,7 @@ impl Drop for CallGuard {
 }
 
 /// A result's `resultType` (2026-07-28), when it has one.
-fn result_type(result: &RawValue) -> Option<&str> {
+pub(crate) fn result_type(result: &RawValue) -> Option<&str> {
     #[derive(serde::Deserialize)]
     struct Kind<'a> {
         #[serde(default, borrow, rename = "resultType")]
