@@ -896,10 +896,7 @@ impl Connection {
         let mut state = self.state.lock().unwrap();
         if state.asked.len() >= self.limits.max_pending {
             drop(state);
-            let message = format!(
-                "{method}: the MCP client has {} requests unanswered already",
-                self.limits.max_pending
-            );
+            let message = self.too_many_asked(method);
             tokio::spawn(async move {
                 let error = jsonrpc::error_object(code::INTERNAL_ERROR, &message, None);
                 waiter.settle(Err(error.get())).await;
@@ -924,6 +921,14 @@ impl Connection {
         drop(state);
         self.send(jsonrpc::request(&ours.to_string(), method, params));
         Some(ours)
+    }
+
+    /// Why `method` is not asked of the host: it has [`Limits::max_pending`] unanswered.
+    fn too_many_asked(&self, method: &str) -> String {
+        format!(
+            "{method}: the MCP client has {} requests unanswered already",
+            self.limits.max_pending
+        )
     }
 
     /// Tells the host that request `ours` made of it is no longer wanted.

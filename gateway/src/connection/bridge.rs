@@ -96,10 +96,7 @@ impl Connection {
             let (tx, rx) = oneshot::channel();
             let left = deadline.saturating_duration_since(Instant::now());
             let Some(ours) = self.ask(&method, params.as_deref(), left, Waiter::Gateway(tx)) else {
-                return Err(format!(
-                    "{method}: the MCP client has {} requests unanswered already",
-                    self.limits.max_pending
-                ));
+                return Err(self.too_many_asked(&method));
             };
             let answer = tokio::select! {
                 answer = rx => answer,
