@@ -534,11 +534,7 @@ fn header_mismatch<B>(req: &Request<B>, method: &str, msg: &Value) -> Option<Str
             header(req, "mcp-method")
         ));
     }
-    let named = match method {
-        "tools/call" | "prompts/get" => msg["params"]["name"].as_str(),
-        "resources/read" => msg["params"]["uri"].as_str(),
-        _ => return None,
-    };
+    let named = msg["params"][jsonrpc::mcp_name_member(method)?].as_str();
     let given = header(req, "mcp-name").map(|v| {
         v.strip_prefix("=?base64?")
             .and_then(|b| b.strip_suffix("?="))

@@ -40,6 +40,17 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// The key of the tasks extension (SEP-2663) in a capabilities' `extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
+/// The params member a 2026-07-28 request's `Mcp-Name` header carries, for the methods that
+/// have one: the tool's or prompt's `name`, the resource's `uri`, the task's `taskId`.
+pub fn mcp_name_member(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    }
+}
+
 /// JSON-RPC's error codes, and MCP's.
 pub mod code {
     /// The text is not JSON.

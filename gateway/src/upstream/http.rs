@@ -311,12 +311,7 @@ impl Inner {
 /// params' `name` (a tool, a prompt), `uri` (a resource) or `taskId` (a task), so that
 /// intermediaries can route by it.
 fn mcp_name(method: &str, params: &str) -> Option<String> {
-    let key = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "uri",
-        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
-        _ => return None,
-    };
+    let key = mcpgw::wire::jsonrpc::mcp_name_member(method)?;
     let params: serde_json::Map<String, serde_json::Value> = serde_json::from_str(params).ok()?;
     params.get(key)?.as_str().map(str::to_owned)
 }
