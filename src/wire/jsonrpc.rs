@@ -19,6 +19,12 @@ pub const MODERN: &str = "2026-07-28";
 /// Revisions with an `initialize` handshake, newest first.
 pub const LEGACY: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
+/// Whether `version` names a revision this implementation speaks ([`MODERN`] or one of
+/// [`LEGACY`]); a version header naming any other is refused (HTTP 400).
+pub fn is_known_revision(version: &str) -> bool {
+    version == MODERN || LEGACY.contains(&version)
+}
+
 /// Whether `version` is a revision without `initialize` (2026-07-28 or later; revisions
 /// compare as their dates do).
 pub fn is_modern(version: &str) -> bool {
@@ -407,5 +413,9 @@ mod tests {
         assert!(is_modern(MODERN));
         assert!(LEGACY.iter().all(|v| !is_modern(v)));
         assert!(is_modern("2027-01-01"));
+        assert!(LEGACY.iter().all(|v| is_known_revision(v)) && is_known_revision(MODERN));
+        for unknown in ["garbage", "2099-01-01", "2027-01-01", "", "2025-11-25 "] {
+            assert!(!is_known_revision(unknown), "{unknown:?}");
+        }
     }
 }

@@ -7,7 +7,8 @@
 //! - [`request`]: decoding the REST requests' query and bodies, with messages naming the field;
 //! - [`output`]: what a request command prints and exits with (the status trailer, curl's codes);
 //! - [`frame`]: the session channel's frames;
-//! - [`jsonrpc`]: JSON-RPC messages read and written without touching what they carry.
+//! - [`jsonrpc`]: JSON-RPC messages read and written without touching what they carry;
+//! - [`lines`]: input cut into lines with bounded memory.
 //!
 //! Unknown fields of a spec are kept and echoed back, so a newer host never loses what it
 //! registered.
@@ -15,6 +16,7 @@
 pub mod chunk;
 pub mod frame;
 pub mod jsonrpc;
+pub mod lines;
 pub mod output;
 pub mod request;
 pub mod rest;

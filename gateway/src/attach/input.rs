@@ -13,6 +13,7 @@ use bytes::Bytes;
 use http::Method;
 use http::uri::PathAndQuery;
 use mcpgw::wire::frame::{CallId, HostFrame, quoted};
+use mcpgw::wire::lines::{Line, Splitter, top_level_id};
 use tokio::sync::mpsc;
 
 use super::liveness::Moment;
@@ -23,12 +24,6 @@ const QUEUE: usize = 64;
 
 /// Bytes read from stdin at a time.
 const READ_BYTES: usize = 64 * 1024;
-
-/// Past this length a line's buffer grows to the limit in one step.
-const EXACT_GROWTH_BYTES: usize = 1 << 20;
-
-/// How much of an oversized line is searched for its request id.
-const ID_SEARCH_BYTES: usize = 4096;
 
 /// One `req` frame, ready to send.
 #[derive(Debug)]
@@ -110,7 +105,7 @@ pub fn start(max_frame_bytes: usize, read: Moment) -> mpsc::Receiver<Input> {
                         }
                     };
                     read.touch();
-                    for input in lines.feed(&buf[..n]) {
+                    for input in inputs(&mut lines, &buf[..n]) {
                         if tx.send(input).await.is_err() {
                             return;
                         }
@@ -140,7 +135,7 @@ pub fn start(max_frame_bytes: usize, read: Moment) -> mpsc::Receiver<Input> {
                             }
                         };
                         read.touch();
-                        for input in lines.feed(&buf[..n]) {
+                        for input in inputs(&mut lines, &buf[..n]) {
                             if tx.blocking_send(input).is_err() {
                                 return;
                             }
@@ -165,7 +160,7 @@ fn ended(e: &std::io::Error) {
 pub fn parse(line: Vec<u8>) -> Input {
     let Ok(text) = std::str::from_utf8(&line) else {
         return Input::Invalid {
-            id: top_level_id(&line),
+            id: frame_id(&line),
             message: "not a frame: the line is not UTF-8".into(),
         };
     };
@@ -258,230 +253,63 @@ fn target(path: &str) -> Result<PathAndQuery, String> {
     }
 }
 
-/// What [`Splitter::split`] found.
-#[derive(Debug, PartialEq)]
-pub enum Line {
-    /// A line, without its `\n`.
-    Frame(Vec<u8>),
-    /// A line longer than the limit; the rest of it is skipped as it arrives.
-    TooLong {
-        /// The request id at its start, when it has one.
-        id: Option<u64>,
-    },
-}
-
-/// Cuts input into lines of at most `max` bytes (without the `\n`), whatever pieces it comes
-/// in: it holds at most one line, and none of a line past the limit.
-pub struct Splitter {
-    max: usize,
-    line: Vec<u8>,
-    skipping: bool,
-}
-
-impl Splitter {
-    /// Lines of at most `max` bytes.
-    pub fn new(max: usize) -> Self {
-        Splitter {
-            max,
-            line: Vec::new(),
-            skipping: false,
-        }
-    }
-
-    /// Takes bytes from the front of `data`: how many it used, and the line they ended, if any.
-    pub fn split(&mut self, data: &[u8]) -> (usize, Option<Line>) {
-        let newline = memchr::memchr(b'\n', data);
-        if self.skipping {
-            return match newline {
-                Some(at) => {
-                    self.skipping = false;
-                    (at + 1, None)
-                }
-                None => (data.len(), None),
-            };
-        }
-        let take = newline.unwrap_or(data.len());
-        if self.line.len() + take > self.max {
-            let mut head = std::mem::take(&mut self.line);
-            head.truncate(ID_SEARCH_BYTES);
-            let more = ID_SEARCH_BYTES.saturating_sub(head.len()).min(data.len());
-            head.extend_from_slice(&data[..more]);
-            let id = top_level_id(&head);
-            let used = match newline {
-                Some(at) => at + 1,
-                None => {
-                    self.skipping = true;
-                    data.len()
-                }
-            };
-            return (used, Some(Line::TooLong { id }));
-        }
-        let needed = self.line.len() + take;
-        if needed > self.line.capacity() && needed > EXACT_GROWTH_BYTES {
-            // A long line gets the limit's capacity at once: growing by doubling would copy it
-            // over and over and hold up to twice the limit (the pages of a large allocation
-            // cost memory only once written).
-            self.line.reserve_exact(self.max - self.line.len());
-        }
-        self.line.extend_from_slice(&data[..take]);
-        match newline {
-            Some(at) => (at + 1, Some(Line::Frame(std::mem::take(&mut self.line)))),
-            None => (data.len(), None),
-        }
-    }
-
-    /// What `data` asks for, in order; empty `data` is the end of input, which ends a last line
-    /// that has no `\n`. Blank lines ask for nothing.
-    pub fn feed(&mut self, mut data: &[u8]) -> Vec<Input> {
-        let mut out = Vec::new();
-        let max = self.max;
-        let mut found = |line: Line| match line {
-            Line::Frame(line) if line.trim_ascii().is_empty() => {}
-            Line::Frame(line) => out.push(parse(line)),
-            Line::TooLong { id } => out.push(Input::Invalid {
-                id,
+/// What `data` asks for, in order; empty `data` is the end of input, which ends a last line
+/// that has no `\n`. Blank lines ask for nothing.
+pub fn inputs(lines: &mut Splitter, data: &[u8]) -> Vec<Input> {
+    let max = lines.max();
+    lines
+        .lines(data)
+        .into_iter()
+        .filter_map(|line| match line {
+            Line::Whole(line) if line.trim_ascii().is_empty() => None,
+            Line::Whole(line) => Some(parse(line)),
+            Line::TooLong { head } => Some(Input::Invalid {
+                id: frame_id(&head),
                 message: format!(
                     "line longer than {max} bytes (the max_frame_bytes of hello): skipped"
                 ),
             }),
-        };
-        if data.is_empty() && !self.skipping {
-            found(Line::Frame(std::mem::take(&mut self.line)));
-        }
-        while !data.is_empty() {
-            let (used, line) = self.split(data);
-            data = &data[used..];
-            if let Some(line) = line {
-                found(line);
-            }
-        }
-        out
-    }
+        })
+        .collect()
 }
 
-/// The `"id"` member of the JSON object that `head` begins, when `head` holds all of its digits
-/// (the frame encoder writes it second, right after `"t"`). Nested objects and strings are
-/// skipped, so an `"id"` inside a body is never taken for the frame's.
-pub fn top_level_id(head: &[u8]) -> Option<u64> {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < head.len() {
-        match head[i] {
-            b'"' => {
-                let start = i + 1;
-                i = start;
-                while i < head.len() && head[i] != b'"' {
-                    i += if head[i] == b'\\' { 2 } else { 1 };
-                }
-                if i >= head.len() {
-                    return None;
-                }
-                let key = &head[start..i];
-                i += 1;
-                if depth == 1 && key == b"id" {
-                    let rest = &head[i..];
-                    let rest = rest
-                        .trim_ascii_start()
-                        .strip_prefix(b":")?
-                        .trim_ascii_start();
-                    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-                    if digits == 0 || digits == rest.len() {
-                        return None;
-                    }
-                    return std::str::from_utf8(&rest[..digits]).ok()?.parse().ok();
-                }
-                continue;
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.checked_sub(1)?,
-            _ => {}
-        }
-        i += 1;
-    }
-    None
+/// The frame id at the start of a line (the frame encoder writes it second, right after
+/// `"t"`), when it can be read.
+fn frame_id(head: &[u8]) -> Option<u64> {
+    top_level_id(head)?.parse().ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every line of `input` fed in pieces of `step` bytes, like a pipe delivers them.
-    fn all(input: &[u8], step: usize, max: usize) -> Vec<Line> {
-        let mut splitter = Splitter::new(max);
-        let mut out = Vec::new();
-        for mut piece in input.chunks(step) {
-            while !piece.is_empty() {
-                let (used, line) = splitter.split(piece);
-                piece = &piece[used..];
-                out.extend(line);
-            }
-        }
-        out.extend((!splitter.line.is_empty()).then(|| Line::Frame(splitter.line.clone())));
-        out
-    }
-
-    #[test]
-    fn lines_are_split_and_bounded_whatever_the_read_sizes() {
-        let long = format!("{{\"t\":\"req\",\"id\":42,\"x\":\"{}\"}}", "a".repeat(300));
-        let input = format!("ab\n\n{long}\ncd\n{}\nlast", "b".repeat(20));
-        for step in [1, 3, 7, 64, 100_000] {
-            let got = all(input.as_bytes(), step, 20);
-            assert_eq!(
-                got,
-                [
-                    Line::Frame(b"ab".to_vec()),
-                    Line::Frame(vec![]),
-                    Line::TooLong { id: Some(42) },
-                    Line::Frame(b"cd".to_vec()),
-                    Line::Frame(vec![b'b'; 20]),
-                    Line::Frame(b"last".to_vec()),
-                ],
-                "step {step}"
-            );
-        }
-        // Nothing past the limit is kept, however long the line.
-        let mut splitter = Splitter::new(10);
-        let piece = vec![b'x'; READ_BYTES];
-        assert_eq!(
-            splitter.split(&piece),
-            (READ_BYTES, Some(Line::TooLong { id: None }))
-        );
-        for _ in 0..3 {
-            assert_eq!(splitter.split(&piece), (READ_BYTES, None));
-            assert!(splitter.line.capacity() <= 10);
-        }
-        assert_eq!(splitter.split(b"x\nok\n"), (2, None));
-        assert_eq!(
-            splitter.split(b"ok\n"),
-            (3, Some(Line::Frame(b"ok".to_vec())))
-        );
-    }
-
     #[test]
     fn feeding_skips_blank_lines_and_ends_a_last_line_at_the_end_of_input() {
         let mut splitter = Splitter::new(1024);
-        let got = splitter.feed(b"\n \r\n{\"t\":\"cancel\",\"id\":1}\n{\"t\":\"cancel\",");
+        let got = inputs(
+            &mut splitter,
+            b"\n \r\n{\"t\":\"cancel\",\"id\":1}\n{\"t\":\"cancel\",",
+        );
         assert!(matches!(got[..], [Input::Cancel(1)]), "{got:?}");
-        let got = splitter.feed(b"\"id\":2}");
+        let got = inputs(&mut splitter, b"\"id\":2}");
         assert!(got.is_empty(), "{got:?}");
-        let got = splitter.feed(b"");
+        let got = inputs(&mut splitter, b"");
         assert!(matches!(got[..], [Input::Cancel(2)]), "{got:?}");
     }
 
     #[test]
-    fn the_id_of_an_oversized_line_is_the_frames_own() {
-        assert_eq!(top_level_id(br#"{"t":"req","id":7,"body":{"#), Some(7));
-        assert_eq!(top_level_id(br#"{ "id" : 12 ,"#), Some(12));
-        assert_eq!(top_level_id(br#"{"body":{"id":5},"id":6,"#), Some(6));
-        assert_eq!(top_level_id(br#"{"path":"\"id\":5","id":9}"#), Some(9));
-        assert_eq!(
-            top_level_id(br#"{"t":"req","id":12"#),
-            None,
-            "digits cut off"
+    fn an_oversized_line_is_refused_with_its_frame_id() {
+        let mut splitter = Splitter::new(16);
+        let got = inputs(
+            &mut splitter,
+            b"{\"t\":\"req\",\"id\":7,\"body\":{\"x\":\"long enough\"}}\n",
         );
-        assert_eq!(top_level_id(br#"{"body":{"id":5"#), None);
-        assert_eq!(top_level_id(b"garbage"), None);
-        assert_eq!(top_level_id(br#"{"id":"7"}"#), None);
+        let [Input::Invalid { id, message }] = &got[..] else {
+            panic!("{got:?}")
+        };
+        assert_eq!(*id, Some(7));
+        assert!(message.contains("longer than 16 bytes"), "{message}");
+        assert_eq!(frame_id(br#"{"id":"7"}"#), None, "a frame id is a number");
     }
 
     #[test]
