@@ -1,10 +1,12 @@
 /*
  * mcpgw.h: libmcpgw, the host-side client of mcpgw-gateway.
  *
- * The library does no I/O of its own: a host driver (mcpgw_host) turns the operations submitted
- * to it, and what the host reports back (exits, output, channel bytes, time), into actions (run
- * this program, open the session channel, write these bytes, operation N is done) that the
- * host's own event loop carries out; see examples/c/host_loop.c for one such loop. Conventions:
+ * The library does no I/O of its own (but for ensure_gateway_binary, which reads the binary it
+ * is given: a regular file of at most 256 MiB, opened without blocking): a host driver
+ * (mcpgw_host) turns the operations submitted to it, and what the host reports back (exits,
+ * output, channel bytes, time), into actions (run this program, open the session channel,
+ * write these bytes, operation N is done) that the host's own event loop carries out; see
+ * examples/c/host_loop.c for one such loop. Conventions:
  * every fallible function returns mcpgw_result; out-parameters are written only on success
  * (error_out only on failure); every returned allocation has its _free, which accepts NULL;
  * strings are NUL-terminated UTF-8; each type states its thread-safety.
@@ -513,7 +515,9 @@ void mcpgw_host_free(mcpgw_host *host);
  operations are start_gateway, stop_gateway, ensure_gateway_binary (`binary_path`), health,
  list_mcps, add_mcp (`spec`), remove_mcp (`name`), list_tools (`mcp`), call_tool,
  set_runtime_headers (`mcp`, `headers`), open_session and close_session). Writes its id to
- `*id_out`: it gets exactly one DONE action. Fails only for JSON that is not an operation.
+ `*id_out`: it gets exactly one DONE action. Fails only for text that is not exactly one
+ operation (INVALID_ARGUMENT naming the fault: trailing bytes, an `op` that is not one of the
+ names above as a string, a field of the wrong type).
  */
 mcpgw_result mcpgw_host_submit(mcpgw_host *host,
                                const char *op_json,
@@ -540,7 +544,8 @@ mcpgw_result mcpgw_host_open_connection(mcpgw_host *host,
 
 /*
  Sends one JSON-RPC message (`len` bytes of UTF-8 JSON, one object) on connection `conn`.
- The bytes are copied.
+ The bytes are copied. A message larger than the session's frames (the hello's
+ `max_frame_bytes`, less the frame's envelope) is INVALID_ARGUMENT.
  */
 mcpgw_result mcpgw_host_send(mcpgw_host *host,
                              uint64_t conn,

@@ -37,14 +37,43 @@ pub fn run<T>(mut op: Operation<T>, exec: &(impl Exec + ?Sized)) -> Result<T, Er
     op.finish()
 }
 
-/// Reads a file on the host, e.g. the gateway binary to upload.
+/// The largest file [`read_host_file`] reads (the static gateway is about 9 MiB).
+pub const MAX_HOST_FILE_BYTES: u64 = 256 << 20;
+
+/// Reads a file on the host, e.g. the gateway binary to upload: a regular file of at most
+/// [`MAX_HOST_FILE_BYTES`]. It is opened without blocking (a FIFO or a device that would never
+/// answer is refused, not waited on) and read no further than its size said.
 pub fn read_host_file(path: &Path) -> Result<Arc<[u8]>, Error> {
-    std::fs::read(path).map(Arc::from).map_err(|e| {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = path.display();
+    let fail = |why: String| {
         Error::new(
             ErrorKind::HostIo,
-            format!("cannot read {} on the host: {e}", path.display()),
+            format!("cannot read {shown} on the host: {why}"),
         )
-    })
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| fail(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| fail(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(fail("it is not a regular file".into()));
+    }
+    if meta.len() > MAX_HOST_FILE_BYTES {
+        return Err(fail(format!(
+            "it has {} bytes, more than the {MAX_HOST_FILE_BYTES} a gateway binary may have",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // A file that grows while it is read is cut at the size it had.
+    file.take(meta.len())
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(e.to_string()))?;
+    Ok(Arc::from(bytes))
 }
 
 /// Blocking forms of the operations, each a [`run`] over the matching `prepare_*`.
@@ -187,5 +216,32 @@ mod tests {
     fn unreadable_host_file_is_host_io() {
         let e = read_host_file(Path::new("/nonexistent/mcpgw-gateway")).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::HostIo);
+    }
+
+    /// A FIFO (which would block the caller until a writer comes), a device that never ends and
+    /// a directory are refused at once; a regular file is read whole.
+    #[test]
+    fn only_a_regular_file_of_bounded_size_is_read() {
+        let dir = std::env::temp_dir().join(format!("mcpgw-hostfile-{}", crate::random::hex_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        for (path, says) in [
+            (fifo.as_path(), "not a regular file"),
+            (Path::new("/dev/zero"), "not a regular file"),
+            (dir.as_path(), "not a regular file"),
+        ] {
+            let e = read_host_file(path).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::HostIo, "{e}");
+            assert!(e.message().contains(says), "{path:?}: {e}");
+        }
+        let file = dir.join("gateway");
+        std::fs::write(&file, b"\x7fELF...").unwrap();
+        assert_eq!(&*read_host_file(&file).unwrap(), b"\x7fELF...");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

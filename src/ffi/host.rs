@@ -357,7 +357,9 @@ pub unsafe extern "C" fn mcpgw_host_free(host: *mut mcpgw_host) {
 /// operations are start_gateway, stop_gateway, ensure_gateway_binary (`binary_path`), health,
 /// list_mcps, add_mcp (`spec`), remove_mcp (`name`), list_tools (`mcp`), call_tool,
 /// set_runtime_headers (`mcp`, `headers`), open_session and close_session). Writes its id to
-/// `*id_out`: it gets exactly one DONE action. Fails only for JSON that is not an operation.
+/// `*id_out`: it gets exactly one DONE action. Fails only for text that is not exactly one
+/// operation (INVALID_ARGUMENT naming the fault: trailing bytes, an `op` that is not one of the
+/// names above as a string, a field of the wrong type).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_host_submit(
     host: *mut mcpgw_host,
@@ -424,7 +426,8 @@ pub unsafe extern "C" fn mcpgw_host_open_connection(
 }
 
 /// Sends one JSON-RPC message (`len` bytes of UTF-8 JSON, one object) on connection `conn`.
-/// The bytes are copied.
+/// The bytes are copied. A message larger than the session's frames (the hello's
+/// `max_frame_bytes`, less the frame's envelope) is INVALID_ARGUMENT.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mcpgw_host_send(
     host: *mut mcpgw_host,

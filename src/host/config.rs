@@ -122,10 +122,7 @@ impl HostConfig {
 
     /// Reads a configuration from JSON; the error names the field that is wrong.
     pub fn from_json(text: &str) -> Result<HostConfig, Error> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let config: HostConfig = serde_path_to_error::deserialize(de).map_err(|e| {
-            Error::invalid_argument(format!("the host configuration is invalid: {e}"))
-        })?;
+        let config: HostConfig = one_document(text, "the host configuration")?;
         config.validate()?;
         Ok(config)
     }
@@ -160,6 +157,20 @@ impl HostConfig {
             exec_stdin: self.backend.passes_stdin(),
         }
     }
+}
+
+/// Reads exactly one JSON document of type `T` from `text` (only whitespace may follow it); the
+/// error names `what` and the field at fault.
+fn one_document<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, Error> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let value: T = serde_path_to_error::deserialize(&mut *de)
+        .map_err(|e| Error::invalid_argument(format!("{what} is invalid: {e}")))?;
+    de.end().map_err(|e| {
+        Error::invalid_argument(format!(
+            "{what} is invalid: something follows its JSON document ({e})"
+        ))
+    })?;
+    Ok(value)
 }
 
 /// One operation for a host, in the one vocabulary every binding shares (JSON: `{"op":
@@ -269,11 +280,32 @@ impl Submit {
         }
     }
 
-    /// Reads an operation from JSON; the error names what is wrong.
+    /// Reads an operation from JSON; the error names what is wrong. `op` must be one of
+    /// [`OP_NAMES`] as a string (serde would also take a variant's index).
     pub fn from_json(text: &str) -> Result<Submit, Error> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        serde_path_to_error::deserialize(de)
-            .map_err(|e| Error::invalid_argument(format!("the operation is invalid: {e}")))
+        const WHAT: &str = "the operation";
+        let fields: serde_json::Map<String, Value> = one_document(text, WHAT)?;
+        match fields.get("op") {
+            Some(Value::String(name)) if OP_NAMES.contains(&name.as_str()) => {}
+            Some(Value::String(name)) => {
+                return Err(Error::invalid_argument(format!(
+                    "{WHAT} is invalid: op: unknown operation {name:?}, expected one of {}",
+                    OP_NAMES.join(", ")
+                )));
+            }
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "{WHAT} is invalid: op must be a string naming the operation, not {other}"
+                )));
+            }
+            None => {
+                return Err(Error::invalid_argument(format!(
+                    "{WHAT} is invalid: it has no op (the operation's name)"
+                )));
+            }
+        }
+        serde_path_to_error::deserialize(Value::Object(fields))
+            .map_err(|e| Error::invalid_argument(format!("{WHAT} is invalid: {e}")))
     }
 
     /// The call options it carries.

@@ -462,6 +462,15 @@ impl Session {
                 ));
             }
         }
+        if let Phase::Open(hello) = &self.phase
+            && msg.len() + frame::ENVELOPE_BYTES > hello.max_frame_bytes as usize
+        {
+            return Err(Error::invalid_argument(format!(
+                "the message ({} bytes) exceeds the session's frame limit of {} bytes",
+                msg.len(),
+                hello.max_frame_bytes
+            )));
+        }
         let raw: &RawValue = serde_json::from_str(msg.trim())
             .map_err(|e| Error::invalid_argument(format!("the message is not valid JSON: {e}")))?;
         if !raw.get().starts_with('{') {

@@ -345,3 +345,26 @@ fn an_endless_line_loses_the_session_without_keeping_it() {
     assert!(session.is_lost());
     assert!(session.line.capacity() < 1 << 20);
 }
+
+#[test]
+fn a_message_larger_than_the_sessions_frames_is_refused_on_the_host() {
+    let (_, mut session) = opened();
+    let id = session.open_connection("/mcps/ts/connection").unwrap();
+    session.feed(format!("{{\"t\":\"opened\",\"id\":{id}}}\n").as_bytes());
+    let _ = events(&mut session);
+    let _ = session.take_output();
+    // The hello announced 1 MiB frames.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(1 << 20)
+    );
+    let e = session.send_message(id, &big).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("frame limit of 1048576 bytes"), "{e}");
+    assert!(session.take_output().is_empty(), "nothing was written");
+    // A message that fits goes out.
+    session
+        .send_message(id, r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#)
+        .unwrap();
+    assert_eq!(written(&mut session)[0]["t"], "msg");
+}
