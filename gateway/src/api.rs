@@ -513,7 +513,7 @@ fn ok() -> Response {
 }
 
 /// The headers of `/health` that announce the gateway's limits.
-pub fn health_headers(limits: &crate::conn::Limits, call_retention: Duration) -> HeaderMap {
+pub fn health_headers(limits: &mcpgw_net::conn::Limits, call_retention: Duration) -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert(mcpgw_header::MAX_CONNECTIONS, limits.max_connections.into());
     headers.insert(

@@ -1,9 +1,9 @@
 //! The bearer token: where it comes from, how it is minted and stored, how it is checked.
 
-use std::fs::{DirBuilder, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use mcpgw_net::private;
 
 use crate::cli::ServeArgs;
 
@@ -91,86 +91,27 @@ fn checked(token: String, source: &str) -> Result<Token, String> {
     Ok(Token::new(token))
 }
 
-/// Refuses a token file others could read or replace, as ssh refuses such a private key: a
-/// symbolic link (it could point anywhere, and be changed), anything but a regular file, a file
-/// with any permission for group or others, and a directory everyone may write to without the
-/// sticky bit (anyone could swap the file).
-fn check_private(path: &Path) -> Result<Option<std::fs::Metadata>, String> {
-    let shown = path.display();
-    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(dir) => dir.to_path_buf(),
-        None => PathBuf::from("."),
-    };
-    if let Ok(meta) = std::fs::metadata(&dir) {
-        let mode = meta.permissions().mode();
-        if mode & 0o002 != 0 && mode & 0o1000 == 0 {
-            return Err(format!(
-                "refusing token file {shown}: its directory {} is writable by everyone (mode {:o}) \
-                 without the sticky bit, so anyone could replace the token; use a private directory",
-                dir.display(),
-                mode & 0o7777
-            ));
-        }
-    }
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot inspect token file {shown}: {e}")),
-    };
-    if meta.file_type().is_symlink() {
-        return Err(format!(
-            "refusing token file {shown}: it is a symbolic link; give the path of the file itself"
-        ));
-    }
-    if !meta.file_type().is_file() {
-        return Err(format!(
-            "refusing token file {shown}: it is not a regular file"
-        ));
-    }
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(format!(
-            "refusing token file {shown}: others may read or change it (mode {mode:o}); \
-             make it private with `chmod 600 {shown}`"
-        ));
-    }
-    Ok(Some(meta))
-}
-
 /// Reads the token file, or mints a fresh token into it: a 0700 directory (when it has to be
 /// made) and a 0600 file created exclusively, so two launches racing agree on one token. The
-/// flag says whether this call created the file.
+/// flag says whether this call created the file. A file others could read or replace is
+/// refused ([`private::check`]).
 pub fn load_or_mint(path: &Path) -> Result<(Token, bool), String> {
+    const WHAT: &str = "token file";
     let shown = path.display();
     // Two rounds at most: the second reads the file a racing launch created.
     for _ in 0..2 {
-        if check_private(path)?.is_some() {
-            let mut f = OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(path)
-                .map_err(|e| format!("cannot open token file {shown}: {e}"))?;
+        if private::check(path, WHAT)?.is_some() {
+            let mut f =
+                private::open(path).map_err(|e| format!("cannot open token file {shown}: {e}"))?;
             let mut text = String::new();
             f.read_to_string(&mut text)
                 .map_err(|e| format!("cannot read token file {shown}: {e}"))?;
             let token = checked(text.trim().to_string(), &format!("token file {shown}"))?;
             return Ok((token, false));
         }
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| format!("cannot create directory {}: {e}", dir.display()))?;
-        }
+        private::make_directory(path)?;
         let token = mcpgw::random::mint_token();
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-        {
+        match private::open_new(path) {
             Ok(mut f) => {
                 f.write_all(token.as_bytes())
                     .and_then(|()| f.sync_all())
@@ -188,6 +129,7 @@ pub fn load_or_mint(path: &Path) -> Result<(Token, bool), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn constant_time_eq_compares() {

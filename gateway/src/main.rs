@@ -13,7 +13,6 @@ mod chunk;
 mod cli;
 mod client;
 mod config;
-mod conn;
 mod connection;
 mod error;
 mod metrics;

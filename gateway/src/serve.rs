@@ -177,8 +177,8 @@ async fn serve(
     ready_pipe: &mut Option<OwnedFd>,
 ) -> Result<(), String> {
     tokio::spawn(crate::upstream::process::reap_forever());
-    let fd_limit = crate::conn::raise_fd_limit();
-    let limits = crate::conn::Limits {
+    let fd_limit = mcpgw_net::conn::raise_fd_limit();
+    let limits = mcpgw_net::conn::Limits {
         header_timeout: args.header_timeout,
         idle_timeout: args.idle_timeout,
         // Half the descriptors at most: the upstreams' pipes and connections need the rest.
@@ -265,12 +265,21 @@ async fn serve(
     }
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let server = tokio::spawn(crate::conn::serve(
+    let service =
+        hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let mut app = app.clone();
+            async move {
+                tower_service::Service::call(&mut app, request.map(axum::body::Body::new)).await
+            }
+        });
+    let warn: mcpgw_net::conn::Warn = Arc::new(|message: &str| tracing::warn!("{message}"));
+    let server = tokio::spawn(mcpgw_net::conn::serve(
         listener,
-        app,
+        service,
         limits,
         stop_rx,
         Duration::from_secs(2),
+        warn,
     ));
     wait_for_signal().await;
     tracing::info!("shutting down: closing every upstream");

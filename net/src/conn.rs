@@ -1,34 +1,61 @@
 //! Client connections: accepted under a cap, each served by hyper (HTTP/1.1) and watched, so
-//! that no client can hold the gateway's connections, file descriptors or tasks by doing
-//! nothing.
+//! that no client can hold the server's connections, file descriptors or tasks by doing
+//! nothing (the gateway's REST surface and the host endpoint's `--http` alike).
 //!
 //! - A client must send a whole request head within `header_timeout`: after connecting, and
 //!   once it has begun a request (a partial head is never waited on for longer).
 //! - A keep-alive connection with no request in flight is closed after `idle_timeout`.
-//! - At most `max_connections` are served at once (never more than half the open-file limit,
-//!   which the gateway raises to its hard limit). A new connection past the cap, or an accept
-//!   that fails for want of descriptors, closes the longest-idle connection: idle clients cannot
-//!   lock out `/health`, calls or registrations. Only a connection with nothing in flight and
-//!   no byte of a next request read is closed so: a request under way is never lost to it.
+//! - At most `max_connections` are served at once (a server keeps it under the open-file
+//!   limit, which [`raise_fd_limit`] raises to its hard limit). A new connection past the cap,
+//!   or an accept that fails for want of descriptors, closes the longest-idle connection: idle
+//!   clients cannot lock out the server's real clients. Only a connection with nothing in
+//!   flight and no byte of a next request read is closed so: a request under way is never lost
+//!   to it. An accept that keeps failing is retried with a growing pause and reported once.
 //! - A connection closed with a request body unread (say, `413` from its `Content-Length`)
 //!   lingers: it reads and drops what the client still sends for a moment, so the client gets
 //!   the answer instead of a reset.
 
 use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::Body;
 use bytes::Bytes;
 use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
+
+/// A listening socket whose connections [`serve`] takes.
+pub trait Listen: Send + Sync + 'static {
+    /// A client's connection.
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// The next connection.
+    fn accept(&self) -> impl std::future::Future<Output = std::io::Result<Self::Stream>> + Send;
+}
+
+impl Listen for tokio::net::TcpListener {
+    type Stream = tokio::net::TcpStream;
+    async fn accept(&self) -> std::io::Result<Self::Stream> {
+        let (stream, _) = tokio::net::TcpListener::accept(self).await?;
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
+}
+
+impl Listen for tokio::net::UnixListener {
+    type Stream = tokio::net::UnixStream;
+    async fn accept(&self) -> std::io::Result<Self::Stream> {
+        Ok(tokio::net::UnixListener::accept(self).await?.0)
+    }
+}
+
+/// What a server says about its connections: a warning (all busy, accepting fails).
+pub type Warn = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The limits of client connections.
 #[derive(Debug, Clone, Copy)]
@@ -183,15 +210,26 @@ impl Table {
     }
 }
 
-/// Serves `app` on `listener` until `stop` turns true, then lets the connections finish what
-/// they are doing for at most `drain`.
-pub async fn serve(
-    listener: TcpListener,
-    app: Router,
+/// Serves `service` on `listener` until `stop` turns true, then lets the connections finish
+/// what they are doing for at most `drain`; `warn` hears what an operator should know.
+pub async fn serve<L, S, B>(
+    listener: L,
+    service: S,
     limits: Limits,
     mut stop: watch::Receiver<bool>,
     drain: Duration,
-) {
+    warn: Warn,
+) where
+    L: Listen,
+    S: hyper::service::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+    B: hyper::body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let clock = Clock(Instant::now());
     let table = Arc::new(Table {
         next: AtomicU64::new(1),
@@ -199,29 +237,46 @@ pub async fn serve(
         emptied: Notify::new(),
     });
     let mut warned_full = false;
+    // Consecutive failed accepts: each waits longer (up to a second), and only the first of a
+    // run is reported, so a server out of descriptors neither spins nor floods its log.
+    let mut failing = 0u32;
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = stop.wait_for(|s| *s) => break,
         };
         let stream = match stream {
-            Ok((stream, _)) => stream,
+            Ok(stream) => {
+                failing = 0;
+                stream
+            }
             Err(e) => {
                 // Out of descriptors (or another transient failure): make room, then go on.
                 if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
                     table.evict_one();
                 }
-                tracing::debug!("accepting a connection failed: {e}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
+                if failing == 0 {
+                    warn(&format!(
+                        "accepting a connection failed: {e} (retrying; reported once until an \
+                         accept succeeds)"
+                    ));
+                }
+                let pause =
+                    Duration::from_millis(10u64 << failing.min(7)).min(Duration::from_secs(1));
+                failing = failing.saturating_add(1);
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    _ = stop.wait_for(|s| *s) => break,
+                }
                 continue;
             }
         };
         let count = table.count();
         if count >= limits.max_connections && !table.evict_one() {
             if !warned_full {
-                tracing::warn!(
-                    "{count} connections, all busy: refusing new ones until one finishes (--max-connections)"
-                );
+                warn(&format!(
+                    "{count} connections, all busy: refusing new ones until one finishes"
+                ));
                 warned_full = true;
             }
             drop(stream);
@@ -231,9 +286,9 @@ pub async fn serve(
         let id = table.next.fetch_add(1, Ordering::Relaxed);
         let activity = Arc::new(Activity::new(clock));
         table.live.lock().unwrap().insert(id, activity.clone());
-        let (app, table, stop) = (app.clone(), table.clone(), stop.clone());
+        let (service, table, stop) = (service.clone(), table.clone(), stop.clone());
         tokio::spawn(async move {
-            connection(stream, app, activity, limits, stop).await;
+            connection(stream, service, activity, limits, stop).await;
             let mut live = table.live.lock().unwrap();
             live.remove(&id);
             if live.is_empty() {
@@ -252,42 +307,48 @@ pub async fn serve(
         }
     };
     if tokio::time::timeout(drain, wait).await.is_err() {
-        tracing::warn!("some requests were still open at shutdown");
+        warn("some requests were still open at shutdown");
     }
 }
 
 /// Serves one connection until it ends, is evicted, times out, or the server stops.
-async fn connection(
-    stream: TcpStream,
-    app: Router,
+async fn connection<T, S, B>(
+    stream: T,
+    service: S,
     activity: Arc<Activity>,
     limits: Limits,
     mut stop: watch::Receiver<bool>,
-) {
-    let _ = stream.set_nodelay(true);
+) where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: hyper::body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let io = TokioIo::new(Watched {
         inner: stream,
         activity: activity.clone(),
         linger: None,
     });
     let service_activity = activity.clone();
-    let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-        let mut app = app.clone();
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let activity = service_activity.clone();
         activity.request_started();
         let finished = Finished(Some(activity));
+        let answer = service.call(request);
         async move {
-            let response = tower_service::Service::call(&mut app, request.map(Body::new)).await?;
-            Ok::<_, std::convert::Infallible>(response.map(|body| {
-                Body::new(Tracked {
-                    inner: body,
-                    _finished: finished,
-                })
+            let response = answer.await?;
+            Ok::<_, Infallible>(response.map(|body| Tracked {
+                inner: body,
+                _finished: finished,
             }))
         }
     });
-    // An upgraded connection (a virtual MCP connection) leaves this loop and its limits: it
-    // is bounded by --max-mcp-connections instead.
+    // An upgraded connection (the gateway's virtual MCP connections) leaves this loop and its
+    // limits: the server bounds those itself.
     let conn = hyper::server::conn::http1::Builder::new()
         .keep_alive(true)
         .serve_connection(io, service)
@@ -304,14 +365,11 @@ async fn connection(
         };
         tokio::select! {
             result = conn.as_mut() => {
-                if let Err(e) = result {
-                    tracing::debug!("connection ended: {e}");
-                }
+                let _ = result;
                 return;
             }
             () = activity.evict.notified() => {
                 if activity.may_evict() {
-                    tracing::debug!("closing the longest-idle connection to make room");
                     return;
                 }
                 // A request began meanwhile: the connection stays, and counts again.
@@ -323,7 +381,6 @@ async fn connection(
             }
             () = tokio::time::sleep_until(deadline) => {
                 if activity.is_idle() && activity.clock.now() >= activity.deadline(&limits) {
-                    tracing::debug!("closing a connection that sent no request in time");
                     return;
                 }
             }
@@ -343,19 +400,19 @@ impl Drop for Finished {
 }
 
 /// An answer's body that marks its request finished once hyper is done with it.
-struct Tracked {
-    inner: Body,
+struct Tracked<B> {
+    inner: B,
     _finished: Finished,
 }
 
-impl hyper::body::Body for Tracked {
-    type Data = Bytes;
-    type Error = axum::Error;
+impl<B: hyper::body::Body + Unpin> hyper::body::Body for Tracked<B> {
+    type Data = B::Data;
+    type Error = B::Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
         Pin::new(&mut self.inner).poll_frame(cx)
     }
 
@@ -369,14 +426,14 @@ impl hyper::body::Body for Tracked {
 }
 
 /// The client's socket: notes when a request head begins, and lingers when it is shut down.
-struct Watched {
-    inner: TcpStream,
+struct Watched<T> {
+    inner: T,
     activity: Arc<Activity>,
     /// While shutting down: until when, and how much more, to read and drop.
     linger: Option<(Pin<Box<tokio::time::Sleep>>, u64)>,
 }
 
-impl AsyncRead for Watched {
+impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for Watched<T> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -397,7 +454,7 @@ impl AsyncRead for Watched {
     }
 }
 
-impl AsyncWrite for Watched {
+impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Watched<T> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
