@@ -12,7 +12,10 @@ use std::time::Duration;
 
 use mcpgw::client::Output;
 use mcpgw::host::{Backend, HostConfig, Op, Submit};
+use mcpgw::wire::jsonrpc;
+use mcpgw::wire::lines::{self, Line, Splitter};
 use mcpgw::{Error, ErrorKind};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use tokio::time::Instant;
@@ -192,26 +195,25 @@ pub enum Kind {
     Response(Value),
 }
 
-/// Classifies a JSON-RPC message; `Err` with the JSON-RPC error to answer for one that is not.
+/// Classifies a JSON-RPC message; `Err` with the JSON-RPC error to answer for one that is not
+/// (the checks of [`jsonrpc::parse`]: `"jsonrpc":"2.0"`, an id that is a number or a string,
+/// `params` an object or an array, one of `method`, `result` and `error`).
 pub fn classify(text: &str) -> Result<(Kind, Value), String> {
-    let msg: Value = serde_json::from_str(text)
-        .map_err(|e| error_response(&Value::Null, -32700, &format!("parse error: {e}")))?;
-    let id = msg.get("id").cloned();
-    let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
-    let kind = match (id, method) {
-        (Some(id), Some(m)) => Kind::Request(id, m),
-        (None, Some(m)) => Kind::Notification(m),
-        (Some(id), None) if msg.get("result").is_some() || msg.get("error").is_some() => {
-            Kind::Response(id)
-        }
-        (id, None) => {
-            return Err(error_response(
-                &id.unwrap_or(Value::Null),
-                -32600,
-                "invalid request: a JSON-RPC message needs a method, or a result or an error",
-            ));
+    let id_of = |id: &RawValue| serde_json::from_str::<Value>(id.get()).unwrap_or(Value::Null);
+    let kind = match jsonrpc::parse(text) {
+        Ok(jsonrpc::Message::Request { id, method, .. }) => Kind::Request(id_of(id), method.into()),
+        Ok(jsonrpc::Message::Notification { method, .. }) => Kind::Notification(method.into()),
+        Ok(jsonrpc::Message::Response { id, .. }) => Kind::Response(id_of(id)),
+        Err(e) => {
+            let id = e.id.map_or(Value::Null, id_of);
+            let message = match e.code {
+                jsonrpc::code::PARSE_ERROR => format!("parse error: {}", e.message),
+                _ => format!("invalid request: {}", e.message),
+            };
+            return Err(error_response(&id, e.code, &message));
         }
     };
+    let msg = serde_json::from_str(text).expect("parsed as JSON above");
     Ok((kind, msg))
 }
 
@@ -610,6 +612,33 @@ pub async fn terminated() {
     .await
 }
 
+/// The largest message a client may send (a request body over HTTP, a line over stdio).
+pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
+
+/// One line of a client's as text, or the JSON-RPC error that refuses it: a line that is not
+/// UTF-8 (-32700) or longer than `max` bytes (-32600), with its id when that can be read.
+pub fn message_of(line: Line, max: usize) -> Result<String, String> {
+    let id_in = |head: &[u8]| {
+        lines::top_level_id(head)
+            .and_then(|id| serde_json::from_str(id).ok())
+            .unwrap_or(Value::Null)
+    };
+    match line {
+        Line::Whole(bytes) => String::from_utf8(bytes).map_err(|e| {
+            error_response(
+                &id_in(e.as_bytes()),
+                jsonrpc::code::PARSE_ERROR,
+                "parse error: the message is not UTF-8",
+            )
+        }),
+        Line::TooLong { head } => Err(error_response(
+            &id_in(&head),
+            jsonrpc::code::INVALID_REQUEST,
+            &format!("invalid request: the message is longer than {max} bytes: skipped"),
+        )),
+    }
+}
+
 /// The answers to `lines` (messages of a client that arrived while the sandbox was being set
 /// up) when it could not be: an error naming the cause for each request.
 pub fn refuse_all(lines: &[String], why: &str, out: &mut Vec<String>) {
@@ -624,9 +653,12 @@ pub fn refuse_all(lines: &[String], why: &str, out: &mut Vec<String>) {
 /// process is asked to; returns the exit status. Messages that arrive while the sandbox is set
 /// up wait for it.
 pub async fn serve_stdio(args: McpArgs) -> i32 {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let level = args.log_level;
-    let mut lines = BufReader::new(crate::stdio::stdin()).lines();
+    let mut stdin = crate::stdio::stdin();
+    let mut splitter = Splitter::new(MAX_MESSAGE_BYTES);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut ended = false;
     let mut stdout = crate::stdio::stdout();
     let setup = Sandbox::set_up(&args);
     tokio::pin!(setup);
@@ -640,14 +672,28 @@ pub async fn serve_stdio(args: McpArgs) -> i32 {
     let mut status = 0;
     loop {
         tokio::select! {
-            line = lines.next_line() => match line {
-                Ok(Some(line)) if line.trim().is_empty() => {}
-                Ok(Some(line)) => match (relay.as_mut(), &failed) {
-                    (Some(r), _) => r.from_client(&line, &mut out).await,
-                    (None, Some(why)) => refuse_all(&[line], why, &mut out),
-                    (None, None) => waiting.push(line),
-                },
-                _ => break,
+            read = stdin.read(&mut buf), if !ended => {
+                let n = read.unwrap_or_else(|e| {
+                    log(level, Level::Debug, &format!("reading stdin: {e}"));
+                    0
+                });
+                ended = n == 0;
+                for line in splitter.lines(&buf[..n]) {
+                    let line = match message_of(line, MAX_MESSAGE_BYTES) {
+                        Ok(line) if line.trim().is_empty() => continue,
+                        Ok(line) => line,
+                        Err(refusal) => {
+                            log(level, Level::Warn, &format!("refused: {refusal}"));
+                            out.push(refusal);
+                            continue;
+                        }
+                    };
+                    match (relay.as_mut(), &failed) {
+                        (Some(r), _) => r.from_client(&line, &mut out).await,
+                        (None, Some(why)) => refuse_all(&[line], why, &mut out),
+                        (None, None) => waiting.push(line),
+                    }
+                }
             },
             ready = &mut setup, if sandbox.is_none() && failed.is_none() => match ready {
                 Ok(sb) => {
@@ -681,6 +727,9 @@ pub async fn serve_stdio(args: McpArgs) -> i32 {
             break;
         }
         let _ = stdout.flush().await;
+        if ended {
+            break;
+        }
     }
     if let Some(r) = relay.as_mut() {
         r.close();

@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -32,8 +32,7 @@ use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming};
 use hyper::header::HeaderValue;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use mcpgw::wire::jsonrpc::{self, LEGACY};
+use mcpgw::wire::jsonrpc;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -50,7 +49,13 @@ const MAX_SESSIONS: usize = 64;
 /// How long a session with no stream open and nothing in flight lives.
 pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 /// The largest request body.
-const MAX_BODY: usize = 64 << 20;
+const MAX_BODY: usize = crate::endpoint::MAX_MESSAGE_BYTES;
+/// How long a client may take to send a request head.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a keep-alive connection may sit with nothing in flight.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Connections served at once (at most half the open-file limit).
+const MAX_CONNECTIONS: usize = 512;
 /// The server's messages kept for a session that has no stream to take them.
 const MAX_BACKLOG: usize = 1024;
 /// How often an open stream gets an SSE comment, so that idle streams stay open.
@@ -219,30 +224,6 @@ fn default_token_file(tag: &str) -> PathBuf {
     dir.join(format!("mcp-http-{tag}.token"))
 }
 
-/// Writes `token` to `path`, readable by its owner only (its directory, when made, 0700).
-fn write_token(path: &Path, token: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-        && !dir.exists()
-    {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    // A file that was there keeps its mode: make it the owner's only before writing.
-    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    f.write_all(token.as_bytes())?;
-    f.write_all(b"\n")
-}
-
 /// Serves over streamable HTTP until interrupted; returns the exit status.
 pub async fn serve(args: McpArgs) -> i32 {
     let level = args.log_level;
@@ -296,11 +277,10 @@ pub async fn serve(args: McpArgs) -> i32 {
         .token_file
         .clone()
         .unwrap_or_else(|| default_token_file(&tag));
-    if let Err(e) = write_token(&token_file, &token) {
-        return fail(format!(
-            "cannot write the token file {}: {e}",
-            token_file.display()
-        ));
+    let mut contents = token.clone().into_bytes();
+    contents.push(b'\n');
+    if let Err(e) = mcpgw_net::private::create(&token_file, &contents, "token file") {
+        return fail(e);
     }
     let sandbox = tokio::select! {
         s = Sandbox::set_up(&args) => s,
@@ -339,30 +319,39 @@ pub async fn serve(args: McpArgs) -> i32 {
             token_file.display()
         ),
     );
-    let stop = terminated();
-    tokio::pin!(stop);
-    loop {
-        let conn: Box<dyn Conn> = tokio::select! {
-            () = &mut stop => break,
-            accepted = accept(&listener) => match accepted {
-                Ok(c) => c,
-                Err(e) => {
-                    log(level, Level::Warn, &format!("accept: {e}"));
-                    continue;
-                }
-            },
-        };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let limits = mcpgw_net::conn::Limits {
+        header_timeout: HEADER_TIMEOUT,
+        idle_timeout: IDLE_TIMEOUT,
+        max_connections: MAX_CONNECTIONS
+            .min(usize::try_from(mcpgw_net::conn::raise_fd_limit() / 2).unwrap_or(usize::MAX))
+            .max(1),
+    };
+    let warn: mcpgw_net::conn::Warn =
+        Arc::new(move |message: &str| log(level, Level::Warn, message));
+    let service = {
         let server = server.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let server = server.clone();
-                async move { Ok::<_, Infallible>(handle(&server, req).await) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(conn), service)
-                .await;
-        });
-    }
+        hyper::service::service_fn(move |req| {
+            let server = server.clone();
+            async move { Ok::<_, Infallible>(handle(&server, req).await) }
+        })
+    };
+    let drain = Duration::from_secs(2);
+    let socket = match &listener {
+        Listener::Unix(_, p) => Some(p.clone()),
+        Listener::Tcp(_) => None,
+    };
+    let serving = match listener {
+        Listener::Tcp(l) => tokio::spawn(mcpgw_net::conn::serve(
+            l, service, limits, stop_rx, drain, warn,
+        )),
+        Listener::Unix(l, _) => tokio::spawn(mcpgw_net::conn::serve(
+            l, service, limits, stop_rx, drain, warn,
+        )),
+    };
+    terminated().await;
+    let _ = stop_tx.send(true);
+    // Ending the sessions ends their streams, so the connections drain at once.
     let sessions: Vec<Session> = server
         .sessions
         .lock()
@@ -371,27 +360,13 @@ pub async fn serve(args: McpArgs) -> i32 {
         .map(|(_, s)| s)
         .collect();
     drop(sessions);
+    let _ = serving.await;
     server.sandbox.tear_down().await;
     let _ = std::fs::remove_file(&token_file);
-    if let Listener::Unix(_, p) = &listener {
+    if let Some(p) = socket {
         let _ = std::fs::remove_file(p);
     }
     0
-}
-
-/// A client's byte stream.
-trait Conn: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
-impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Conn for T {}
-
-async fn accept(l: &Listener) -> std::io::Result<Box<dyn Conn>> {
-    Ok(match l {
-        Listener::Tcp(l) => {
-            let (s, _) = l.accept().await?;
-            let _ = s.set_nodelay(true);
-            Box::new(s)
-        }
-        Listener::Unix(l, _) => Box::new(l.accept().await?.0),
-    })
 }
 
 fn header<'a, B>(req: &'a Request<B>, name: &str) -> Option<&'a str> {
@@ -462,6 +437,21 @@ async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Out> {
     }
     if let Some(r) = refused(server, &req) {
         return r;
+    }
+    if let Some(v) = req.headers().get("mcp-protocol-version")
+        && !v.to_str().is_ok_and(jsonrpc::is_known_revision)
+    {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            jsonrpc::code::UNSUPPORTED_PROTOCOL_VERSION,
+            &format!(
+                "unsupported MCP-Protocol-Version {:?}: this endpoint speaks {} and {}",
+                String::from_utf8_lossy(v.as_bytes()),
+                jsonrpc::MODERN,
+                jsonrpc::LEGACY.join(", ")
+            ),
+        );
     }
     let session_id = header(&req, "mcp-session-id").map(str::to_owned);
     match *req.method() {
@@ -556,17 +546,6 @@ async fn post(
 ) -> Response<Out> {
     let accept = header(&req, "accept").unwrap_or_default().to_owned();
     let json_only = !accept.contains("text/event-stream");
-    if let Some(v) = header(&req, "mcp-protocol-version")
-        && !LEGACY.contains(&v)
-        && !jsonrpc::is_modern(v)
-    {
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            &Value::Null,
-            -32600,
-            &format!("unsupported MCP-Protocol-Version {v:?}"),
-        );
-    }
     let (parts, body) = req.into_parts();
     let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
@@ -669,11 +648,19 @@ async fn post(
             if let Some(why) = header_mismatch(&req, &method, &msg) {
                 return rpc_error(StatusCode::BAD_REQUEST, &id, HEADER_MISMATCH, &why);
             }
-            tokio::spawn(stateless(server.clone(), text.to_owned(), id.clone(), sink));
+            tokio::spawn(stateless(
+                server.clone(),
+                text.to_owned(),
+                id.clone(),
+                sink.clone(),
+            ));
         }
     }
+    // The session (or the stateless task) holds the stream's sender from here: the stream ends
+    // when it lets go.
+    drop(sink);
     let mut r = if json_only {
-        json_of(rx).await
+        json_of(rx, &id).await
     } else {
         sse(rx)
     };
@@ -685,22 +672,24 @@ async fn post(
     r
 }
 
-/// The one response a JSON answer carries, from the stream meant for it.
-async fn json_of(mut rx: mpsc::UnboundedReceiver<Bytes>) -> Response<Out> {
-    let mut last = None;
+/// The one response a JSON answer carries: the answer to `id` on the stream meant for it (what
+/// else a JSON answer's stream is given, it cannot carry). 202 when the stream ends without one.
+async fn json_of(mut rx: mpsc::UnboundedReceiver<Bytes>, id: &Value) -> Response<Out> {
     while let Some(b) = rx.recv().await {
-        last = Some(b);
-    }
-    match last.as_deref().and_then(|b| std::str::from_utf8(b).ok()) {
-        Some(text) => {
-            let msg = text
-                .strip_prefix("event: message\ndata: ")
-                .unwrap_or(text)
-                .trim_end();
-            json_reply(StatusCode::OK, msg.to_owned())
+        let Some(msg) = std::str::from_utf8(&b)
+            .ok()
+            .and_then(|t| t.strip_prefix("event: message\ndata: "))
+            .map(str::trim_end)
+        else {
+            continue;
+        };
+        if let Ok(jsonrpc::Message::Response { id: answered, .. }) = jsonrpc::parse(msg)
+            && serde_json::from_str::<Value>(answered.get()).is_ok_and(|a| a == *id)
+        {
+            return json_reply(StatusCode::OK, msg.to_owned());
         }
-        None => empty(StatusCode::ACCEPTED),
     }
+    empty(StatusCode::ACCEPTED)
 }
 
 impl Server {
@@ -768,9 +757,12 @@ impl Routes {
         !self.streams.is_empty() || self.listen.is_some()
     }
 
-    /// Sends one message of the server's where it belongs.
-    fn route(&mut self, msg: String) {
+    /// Sends one message of the server's where it belongs; gives back one that is not a valid
+    /// message (an error answering a message whose id could not be read): on HTTP it would
+    /// land on the stream of some other request.
+    fn route(&mut self, msg: String) -> Result<(), String> {
         let (n, is_response) = match classify(&msg) {
+            Err(_) => return Err(msg),
             Ok((Kind::Response(id), _)) => (self.by_id.get(&id.to_string()).copied(), true),
             Ok((Kind::Notification(m), v)) if m == "notifications/progress" => {
                 let t = &v["params"]["progressToken"];
@@ -783,22 +775,23 @@ impl Routes {
                     Some(_) => (None, false),
                     // The progress of a request already answered, which a client over stdio
                     // ignores: on another stream it could overtake the answer.
-                    None => return,
+                    None => return Ok(()),
                 }
             }
-            _ => (None, false),
+            Ok(_) => (None, false),
         };
         if let Some(n) = n {
             if is_response {
                 let sink = self.remove(n).expect("present");
                 if sink.send(&msg) {
-                    return;
+                    return Ok(());
                 }
             } else if self.streams[&n].1.send(&msg) {
-                return;
+                return Ok(());
             }
         }
         self.unrelated(msg);
+        Ok(())
     }
 
     /// A message that belongs to no stream in particular: the `GET` stream, else a request's
@@ -846,6 +839,16 @@ async fn run_session(server: Arc<Server>, id: String, mut rx: mpsc::UnboundedRec
             cmd = rx.recv() => match cmd {
                 None => break,
                 Some(Cmd::Request { id, token, text, sink, json }) => {
+                    if routes.by_id.contains_key(&id.to_string()) {
+                        // Its answer could not be told from the first one's.
+                        sink.send(&error_response(
+                            &id,
+                            jsonrpc::code::INVALID_REQUEST,
+                            "invalid request: a request with this id is in flight in this \
+                             session: use another id",
+                        ));
+                        continue;
+                    }
                     routes.add(&id, token, sink, json);
                     relay.from_client(&text, &mut out).await;
                 }
@@ -874,7 +877,17 @@ async fn run_session(server: Arc<Server>, id: String, mut rx: mpsc::UnboundedRec
             }
         }
         for msg in out.drain(..) {
-            routes.route(msg);
+            if let Err(msg) = routes.route(msg) {
+                log(
+                    server.level,
+                    Level::Warn,
+                    &format!(
+                        "session {}: dropped a message of the server that answers no request: {}",
+                        &id[..8],
+                        mcpgw::wire::frame::quoted(&msg)
+                    ),
+                );
+            }
         }
     }
     relay.close();
