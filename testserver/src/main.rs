@@ -21,10 +21,7 @@ use rmcp::{
     },
 };
 
-use crate::{
-    server::{Shared, TestServer, Transport},
-    stdout::{InjectingWriter, Injector},
-};
+use crate::server::{Shared, TestServer, Transport};
 
 const USAGE: &str = "usage: mcpgw-testserver [stdio]
        mcpgw-testserver http [--host HOST] [--port PORT]
@@ -149,31 +146,39 @@ async fn serve_stdio() -> i32 {
         "version {} serving MCP over stdio",
         env!("CARGO_PKG_VERSION")
     ));
-    let injector = Injector::default();
     let (reader, writer) = rmcp::transport::stdio_pipes();
-    let writer = InjectingWriter::new(writer, injector.clone());
+    let (writer, injector, relay) = stdout::relay(writer);
+    let reader = stdout::Bounded::new(reader, injector.clone());
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, writer)
+        .with_max_line_length(stdout::MAX_LINE_BYTES + 1);
     let server = TestServer::new(Shared::new(), Transport::Stdio(injector));
-    let running = match server.serve((reader, writer)).await {
-        Ok(running) => running,
-        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
-            log("stdin closed before initialize");
-            return 0;
-        }
-        Err(e) => {
-            log(&format!("session failed to start: {e}"));
-            return 1;
-        }
-    };
-    match running.waiting().await {
-        Ok(reason) => {
-            log(&format!("stdio session ended ({reason:?})"));
-            0
-        }
-        Err(e) => {
-            log(&format!("stdio session failed: {e}"));
-            1
+    let code = async {
+        let running = match server.serve(transport).await {
+            Ok(running) => running,
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+                log("stdin closed before initialize");
+                return 0;
+            }
+            Err(e) => {
+                log(&format!("session failed to start: {e}"));
+                return 1;
+            }
+        };
+        match running.waiting().await {
+            Ok(reason) => {
+                log(&format!("stdio session ended ({reason:?})"));
+                0
+            }
+            Err(e) => {
+                log(&format!("stdio session failed: {e}"));
+                1
+            }
         }
     }
+    .await;
+    // Everything rmcp wrote reaches stdout before the process exits.
+    let _ = relay.await;
+    code
 }
 
 async fn serve_http(host: &str, port: u16) -> i32 {

@@ -1,166 +1,223 @@
-//! The stdio transport's writer, with a way to put raw bytes on stdout between two messages.
+//! The stdio transport's two ends, around rmcp's: lines in with bounded memory, and a way to
+//! put raw bytes on stdout between two messages.
 //!
-//! rmcp owns the stdout writer (behind its own lock inside the transport), so a
-//! tool cannot write to stdout directly without risking landing in the middle
-//! of a JSON-RPC line. Instead the transport writes through [`InjectingWriter`],
-//! which emits queued bytes only at a line boundary, before the next message.
+//! - In: [`Bounded`] cuts stdin into lines of at most [`MAX_LINE_BYTES`]; a longer line is
+//!   skipped as it arrives and answered with a JSON-RPC error naming its id (rmcp alone would
+//!   drop it silently, and its client would wait for an answer until its deadline).
+//! - Out: rmcp writes its messages into a pipe of ours and one task copies them to stdout,
+//!   putting bytes queued on an [`Injector`] (a tool's garbage line, a refusal) where a line
+//!   begins, as soon as it does: a tool cannot write to stdout directly without risking landing
+//!   in the middle of a JSON-RPC line.
 
-use std::{
-    io,
-    pin::Pin,
-    sync::{Arc, Mutex},
-    task::{Context, Poll, ready},
-};
+use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 
-use tokio::io::AsyncWrite;
+use mcpgw::wire::jsonrpc;
+use mcpgw::wire::lines::{Line, Splitter, top_level_id};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
-/// Queues raw bytes for the [`InjectingWriter`] it was made with.
-#[derive(Clone, Default)]
-pub struct Injector(Arc<Mutex<Vec<u8>>>);
+/// The longest line taken: the gateway's largest request body (64 MiB) with room to spare.
+pub const MAX_LINE_BYTES: usize = 128 << 20;
+
+/// Queues raw bytes for stdout, written where the next line begins.
+#[derive(Clone)]
+pub struct Injector(mpsc::UnboundedSender<Vec<u8>>);
 
 impl Injector {
-    /// Queues `bytes`; they reach stdout right before the next message (or at the next flush).
+    /// Queues `bytes`.
     pub fn inject(&self, bytes: &[u8]) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(bytes);
-    }
-
-    fn take(&self) -> Vec<u8> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+        let _ = self.0.send(bytes.to_vec());
     }
 }
 
-/// An [`AsyncWrite`] that writes queued injections only where a line begins.
-pub struct InjectingWriter<W> {
-    inner: W,
-    injector: Injector,
-    /// Injected bytes being written; they go out in full before anything else.
-    pending: Vec<u8>,
-    written: usize,
-    at_line_start: bool,
-}
-
-impl<W> InjectingWriter<W> {
-    /// Wraps `inner`; bytes queued on `injector` are written through it.
-    pub fn new(inner: W, injector: Injector) -> Self {
-        Self {
-            inner,
-            injector,
-            pending: Vec::new(),
-            written: 0,
-            at_line_start: true,
-        }
-    }
-}
-
-impl<W: AsyncWrite + Unpin> InjectingWriter<W> {
-    /// Writes out queued injections if the stream is at the start of a line.
-    fn poll_injections(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.pending.is_empty() && self.at_line_start {
-            self.pending = self.injector.take();
-            self.written = 0;
-        }
-        while self.written < self.pending.len() {
-            let n =
-                ready!(Pin::new(&mut self.inner).poll_write(cx, &self.pending[self.written..]))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+/// Starts copying what rmcp writes to the returned pipe onto `stdout`, with injections between
+/// its lines. The task ends once rmcp closed the pipe and everything was written.
+pub fn relay<W>(mut stdout: W) -> (DuplexStream, Injector, JoinHandle<()>)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (rmcp_end, mut ours) = tokio::io::duplex(64 * 1024);
+    let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let task = tokio::spawn(async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut queued: VecDeque<Vec<u8>> = VecDeque::new();
+        let (mut at_line_start, mut open, mut injectors) = (true, true, true);
+        while open || (at_line_start && !queued.is_empty()) {
+            if at_line_start && !queued.is_empty() {
+                for bytes in queued.drain(..) {
+                    if stdout.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                    at_line_start = bytes.last() == Some(&b'\n');
+                }
+                let _ = stdout.flush().await;
+                continue;
             }
-            self.written += n;
+            tokio::select! {
+                // Injections first: a tool injects before its answer is written.
+                biased;
+                bytes = rx.recv(), if injectors => match bytes {
+                    Some(bytes) => queued.push_back(bytes),
+                    None => injectors = false,
+                },
+                n = ours.read(&mut buf), if open => match n {
+                    Ok(n) if n > 0 => {
+                        let mut rest = &buf[..n];
+                        while !rest.is_empty() {
+                            if at_line_start {
+                                for bytes in queued.drain(..) {
+                                    if stdout.write_all(&bytes).await.is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                            // With injections waiting, up to the end of the line only.
+                            let cut = match queued.is_empty() {
+                                true => rest.len(),
+                                false => rest.iter().position(|&b| b == b'\n').map_or(rest.len(), |i| i + 1),
+                            };
+                            if stdout.write_all(&rest[..cut]).await.is_err() {
+                                return;
+                            }
+                            at_line_start = rest[cut - 1] == b'\n';
+                            rest = &rest[cut..];
+                        }
+                        if at_line_start {
+                            let _ = stdout.flush().await;
+                        }
+                    }
+                    _ => open = false,
+                },
+            }
         }
-        if !self.pending.is_empty() {
-            self.at_line_start = self.pending.last() == Some(&b'\n');
-            self.pending.clear();
-            self.written = 0;
+        let _ = stdout.flush().await;
+    });
+    (rmcp_end, Injector(tx), task)
+}
+
+/// Stdin cut into lines of at most [`MAX_LINE_BYTES`] for rmcp; a longer one is answered with
+/// an error through the [`Injector`] instead.
+pub struct Bounded<R> {
+    inner: R,
+    lines: Splitter,
+    injector: Injector,
+    /// Whole lines (with their `\n`) not yet read by rmcp, from `at`.
+    out: Vec<u8>,
+    at: usize,
+    scratch: Vec<u8>,
+    ended: bool,
+}
+
+impl<R> Bounded<R> {
+    /// Lines of `inner`; refusals go to `injector`.
+    pub fn new(inner: R, injector: Injector) -> Self {
+        Bounded {
+            inner,
+            lines: Splitter::new(MAX_LINE_BYTES),
+            injector,
+            out: Vec::new(),
+            at: 0,
+            scratch: vec![0; 64 * 1024],
+            ended: false,
         }
-        Poll::Ready(Ok(()))
+    }
+
+    fn take(&mut self, data: &[u8]) {
+        for line in self.lines.lines(data) {
+            match line {
+                Line::Whole(line) => {
+                    self.out.extend_from_slice(&line);
+                    self.out.push(b'\n');
+                }
+                Line::TooLong { head } => {
+                    let mut refusal = jsonrpc::error_response(
+                        top_level_id(&head),
+                        jsonrpc::code::INVALID_REQUEST,
+                        &format!("the message is longer than {MAX_LINE_BYTES} bytes: skipped"),
+                    );
+                    refusal.push(b'\n');
+                    self.injector.inject(&refusal);
+                }
+            }
+        }
     }
 }
 
-impl<W: AsyncWrite + Unpin> AsyncWrite for InjectingWriter<W> {
-    fn poll_write(
+impl<R: AsyncRead + Unpin> AsyncRead for Bounded<R> {
+    fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        ready!(this.poll_injections(cx))?;
-        let n = ready!(Pin::new(&mut this.inner).poll_write(cx, buf))?;
-        if n > 0 {
-            this.at_line_start = buf[n - 1] == b'\n';
+        loop {
+            if this.at < this.out.len() {
+                let n = buf.remaining().min(this.out.len() - this.at);
+                buf.put_slice(&this.out[this.at..this.at + n]);
+                this.at += n;
+                if this.at == this.out.len() {
+                    this.out.clear();
+                    this.at = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            if this.ended {
+                return Poll::Ready(Ok(()));
+            }
+            let mut read = ReadBuf::new(&mut this.scratch);
+            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
+            let n = read.filled().len();
+            if n == 0 {
+                this.ended = true;
+                this.take(&[]);
+            } else {
+                let data = std::mem::take(&mut this.scratch);
+                this.take(&data[..n]);
+                this.scratch = data;
+            }
         }
-        Poll::Ready(Ok(n))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        ready!(this.poll_injections(cx))?;
-        Pin::new(&mut this.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        ready!(this.poll_injections(cx))?;
-        Pin::new(&mut this.inner).poll_shutdown(cx)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use tokio::io::AsyncWriteExt;
-
     use super::*;
 
-    /// Accepts at most `chunk` bytes per write, to exercise partial writes.
-    struct Trickle {
-        out: Vec<u8>,
-        chunk: usize,
-    }
-
-    impl AsyncWrite for Trickle {
-        fn poll_write(
-            mut self: Pin<&mut Self>,
-            _cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            let n = buf.len().min(self.chunk);
-            self.out.extend_from_slice(&buf[..n]);
-            Poll::Ready(Ok(n))
-        }
-        fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Poll::Ready(Ok(()))
-        }
-        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Poll::Ready(Ok(()))
-        }
-    }
-
     #[tokio::test]
-    async fn injection_waits_for_a_line_boundary() {
-        let injector = Injector::default();
-        let mut w = InjectingWriter::new(
-            Trickle {
-                out: Vec::new(),
-                chunk: 3,
-            },
-            injector.clone(),
-        );
-        // A message is half written when the injection is queued.
-        let n = w.write(b"{\"a\":1}\n{\"b\"").await.unwrap();
-        assert_eq!(n, 3);
-        w.write_all(&b"{\"a\":1}\n{\"b\""[3..]).await.unwrap();
+    async fn injections_wait_for_a_line_boundary_and_long_lines_are_answered() {
+        let (stdout, mut seen) = tokio::io::duplex(1 << 20);
+        let (mut rmcp, injector, task) = relay(stdout);
+        rmcp.write_all(b"{\"a\":1}\n{\"b\"").await.unwrap();
+        rmcp.flush().await.unwrap();
+        // Once that reached stdout, a message is half written.
+        let mut head = vec![0u8; 12];
+        seen.read_exact(&mut head).await.unwrap();
         injector.inject(b"garbage\n");
-        w.write_all(b":2}\n").await.unwrap();
-        w.write_all(b"{\"c\":3}\n").await.unwrap();
-        assert_eq!(
-            String::from_utf8(w.inner.out.clone()).unwrap(),
-            "{\"a\":1}\n{\"b\":2}\ngarbage\n{\"c\":3}\n"
-        );
-        // A flush alone also delivers it.
-        injector.inject(b"more\n");
-        w.flush().await.unwrap();
-        assert!(w.inner.out.ends_with(b"{\"c\":3}\nmore\n"));
+        tokio::task::yield_now().await;
+        rmcp.write_all(b":2}\n{\"c\":3}\n").await.unwrap();
+        // A line longer than the limit is refused by its id; the next one passes.
+        let mut input = br#"{"jsonrpc":"2.0","id":"x","method":"ping","params":{"p":""#.to_vec();
+        input.resize(input.len() + MAX_LINE_BYTES, b'a');
+        input.extend_from_slice(b"\"}}\n{\"ok\":1}\n");
+        let mut bounded = Bounded::new(&input[..], injector.clone());
+        let mut passed = Vec::new();
+        bounded.read_to_end(&mut passed).await.unwrap();
+        assert_eq!(passed, b"{\"ok\":1}\n");
+        drop((rmcp, injector, bounded));
+        task.await.unwrap();
+        let mut out = String::from_utf8(head).unwrap();
+        seen.read_to_string(&mut out).await.unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(&lines[..3], ["{\"a\":1}", "{\"b\":2}", "garbage"], "{out}");
+        assert!(lines.contains(&"{\"c\":3}"), "{out}");
+        let refusal = lines
+            .iter()
+            .find(|l| l.contains("longer than"))
+            .expect("a refusal");
+        assert!(refusal.contains("\"id\":\"x\""), "{refusal}");
     }
 }

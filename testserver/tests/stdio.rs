@@ -330,6 +330,31 @@ fn garbage_line_then_normal_answer() {
     assert_eq!(only_text(&echo), "after");
 }
 
+/// Requests of 16 MiB and more (rmcp's own limit) are served up to the gateway's largest body;
+/// past the server's limit a request is answered with an error naming it, never dropped.
+#[test]
+fn large_requests_are_served_and_longer_ones_answered_with_an_error() {
+    let mut server = Server::initialized();
+    let text = "x".repeat(20 << 20);
+    let echo = server.call("echo", json!({"text": text}));
+    assert_eq!(only_text(&echo).len(), 20 << 20);
+    let mut line = br#"{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{"name":"echo","arguments":{"text":""#.to_vec();
+    line.resize(line.len() + (129 << 20), b'y');
+    line.extend_from_slice(b"\"}}}\n");
+    server.stdin.as_mut().unwrap().write_all(&line).unwrap();
+    let refusal = server.message();
+    assert_eq!(refusal["id"], "huge", "{refusal}");
+    assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+    assert!(
+        refusal["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than")
+    );
+    let echo = server.call("echo", json!({"text": "after"}));
+    assert_eq!(only_text(&echo), "after");
+}
+
 #[test]
 fn slow_sends_progress() {
     let mut server = Server::initialized();
