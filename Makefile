@@ -100,7 +100,16 @@ test-newuser: build
 rehearsal: deps artifacts
 	sh tests/rehearsal/run.sh
 
-test: lint test-rust test-c test-go test-node test-python test-newuser rehearsal
+# Every suite in turn; after each, none of the project's processes may be left running that
+# was not running before (mk/leftovers.sh).
+SUITES := lint test-rust test-c test-go test-node test-python test-newuser rehearsal
+LEFTOVERS := target/leftovers.pids
+test:
+	@mkdir -p target && sh mk/leftovers.sh snapshot $(LEFTOVERS)
+	@for suite in $(SUITES); do \
+		$(MAKE) --no-print-directory $$suite || exit 1; \
+		sh mk/leftovers.sh check $(LEFTOVERS) || exit 1; \
+	done
 	@echo "make test: every test passed"
 
 bench: deps

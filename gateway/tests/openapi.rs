@@ -137,11 +137,23 @@ async fn requests_at_the_documents_bounds_are_accepted_or_refused_as_documented(
         let mut s = http_spec("h", &server.url);
         s["mcp_config"]["timeout"] = json!(t);
         // A tiny timeout bounds the setup too: it may not connect in time.
+        // The value is accepted: the registration is not refused (400). With a time limit this
+        // small, connecting or listing the tools may outlast it on a busy machine: that is the
+        // limit at work, not a refusal of the value (speed is measured by `make bench`).
         let r = gw.add(s, "").await;
-        if r.status == 500 && r.detail().contains("within") {
+        assert_ne!(r.status, 400, "timeout {t}: {}", r.text());
+        if r.status != 200 {
+            assert!(
+                r.status == 500
+                    && ["within", "took longer than"]
+                        .iter()
+                        .any(|w| r.detail().contains(w)),
+                "timeout {t}: {} {}",
+                r.status,
+                r.text()
+            );
             continue;
         }
-        r.expect(200);
         accepted(gw.call("h", "echo", json!({"text": "x"})).await);
         gw.delete("/mcps/h").await.expect(200);
     }

@@ -31,7 +31,27 @@ impl TempDir {
 }
 
 impl Drop for TempDir {
+    /// Ends every process whose command line names the directory (a gateway started with
+    /// `--state-dir` or `--token-file` in it, a server it ran, their attach), also when the
+    /// test failed before stopping them, then removes the directory.
     fn drop(&mut self) {
+        let needle = self.0.to_string_lossy().into_owned();
+        let me = std::process::id();
+        let left: Vec<u32> = crate::processes_where(|_, _, _| true)
+            .into_iter()
+            .filter(|&pid| {
+                pid != me
+                    && std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+            })
+            .collect();
+        for pid in &left {
+            // SAFETY: kill(2) with a pid read from /proc; a pid gone meanwhile is ESRCH.
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
+        for pid in left {
+            crate::wait_gone(pid, Duration::from_secs(5));
+        }
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
