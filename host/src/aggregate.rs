@@ -376,7 +376,9 @@ impl Aggregate {
                     .filter(|i| self.links[*i].retry_at().is_some_and(|t| t <= now))
                     .collect();
                 for &i in &due {
-                    self.links[i].open().await;
+                    let mut raw = Vec::new();
+                    self.links[i].open(&mut raw).await;
+                    self.take(i, raw, out).await;
                 }
                 due
             }

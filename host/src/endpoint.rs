@@ -286,8 +286,9 @@ impl Link {
 
     /// One try at opening the connection: true when it is open (the client's handshake
     /// replayed, what waited sent). A try that fails for now schedules the next one; past
-    /// [`RECONNECT_FOR`], or when the gateway refuses the server, the link is dead.
-    pub async fn open(&mut self) -> bool {
+    /// [`RECONNECT_FOR`], or when the gateway refuses the server, the link is dead, and `out`
+    /// receives the answers to the requests that waited for it.
+    pub async fn open(&mut self, out: &mut Vec<String>) -> bool {
         self.retry_at = None;
         match self.try_open().await {
             Ok(true) => {
@@ -297,9 +298,9 @@ impl Link {
             Ok(false) => {
                 let lost = *self.lost_at.get_or_insert_with(Instant::now);
                 if lost.elapsed() > RECONNECT_FOR {
-                    self.dead = Some(format!(
-                        "the sandbox could not be reached again within {RECONNECT_FOR:?}"
-                    ));
+                    let why =
+                        format!("the sandbox could not be reached again within {RECONNECT_FOR:?}");
+                    self.die(why, out);
                 } else {
                     self.retry_at = Some(Instant::now() + RECONNECT_EVERY);
                 }
@@ -307,19 +308,36 @@ impl Link {
             }
             Err(why) => {
                 log(self.level, Level::Error, &format!("{}: {why}", self.mcp));
-                self.dead = Some(why);
+                self.die(why, out);
                 false
             }
         }
     }
 
-    /// Opens the connection, trying again until it is open or the link is dead.
+    /// The link is dead for good: every request still waiting (queued for a connection that
+    /// will not come, or in flight) is answered with `why`, and every later one at once.
+    fn die(&mut self, why: String, out: &mut Vec<String>) {
+        for (msg, _) in self.queue.drain(..) {
+            if let Ok((Kind::Request(id, _), _)) = classify(&msg) {
+                out.push(error_response(&id, SANDBOX_ERROR, &why));
+            }
+        }
+        for id in self.in_flight.drain() {
+            let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+            out.push(error_response(&id, SANDBOX_ERROR, &why));
+        }
+        self.dead = Some(why);
+    }
+
+    /// Opens the connection, trying again until it is open or the link is dead (before the
+    /// client has sent anything: nothing waits for it).
     pub async fn open_now(&mut self) -> bool {
+        let mut nothing_waits = Vec::new();
         while self.dead.is_none() {
             if let Some(at) = self.retry_at {
                 tokio::time::sleep_until(at).await;
             }
-            if self.open().await {
+            if self.open(&mut nothing_waits).await {
                 return true;
             }
         }
@@ -482,7 +500,7 @@ impl Link {
                     ));
                 }
                 self.lost_at = Some(Instant::now());
-                self.open().await;
+                self.open(out).await;
             }
         }
     }
@@ -566,7 +584,7 @@ impl Relay {
             Relay::One(link) => match wake {
                 Wake::Event(_, ev) => link.on_event(ev, out).await,
                 Wake::Retry => {
-                    link.open().await;
+                    link.open(out).await;
                 }
             },
             Relay::Many(agg) => agg.handle(wake, out).await,

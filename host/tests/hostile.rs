@@ -392,3 +392,61 @@ fn stdio_answers_lines_that_are_not_utf8_or_too_long_and_goes_on() {
     assert!(c.finish(Duration::from_secs(30)).success());
     b.wait_nothing_left();
 }
+
+/// A container killed under a call: the call fails naming the loss, and so does the next one,
+/// at once (the session channel cannot be opened again into a container that is gone), over
+/// stdio and over HTTP alike. Several kills, since how the channel's end is seen (its exit
+/// first, or its output's end first) varies from run to run.
+#[test]
+fn after_the_container_is_killed_every_call_is_answered_at_once() {
+    for round in 0..6 {
+        let Some(b) = DockerBox::start() else { return };
+        let argv = endpoint_argv(&b, &[]);
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        let mut c = Client::direct(cmd);
+        c.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "hostile", "version": "1"}}),
+        );
+        c.notify("notifications/initialized", Value::Null);
+        let id = c.take_id();
+        c.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "trigger-long-running-operation", "arguments": {"duration": 60, "steps": 60},
+            "_meta": {"progressToken": "p"}}}),
+        );
+        c.notification("notifications/progress", Duration::from_secs(30))
+            .expect("the call runs");
+        b.container.kill();
+        let lost = c.wait_for(id);
+        assert!(
+            lost["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("lost"),
+            "{lost}"
+        );
+        let started = Instant::now();
+        let next = c.take_id();
+        c.send(
+            &json!({"jsonrpc": "2.0", "id": next, "method": "tools/call", "params": {
+            "name": "echo", "arguments": {"message": "after"}}}),
+        );
+        let answer = loop {
+            let left = Duration::from_secs(20).saturating_sub(started.elapsed());
+            match c.receive(left) {
+                Some(m) if m["id"] == next => break Some(m),
+                Some(_) => continue,
+                None => break None,
+            }
+        };
+        assert!(
+            answer.as_ref().is_some_and(|a| a["error"].is_object()),
+            "round {round}: the next call got {answer:?} after {:?}",
+            started.elapsed()
+        );
+        assert!(c.finish(Duration::from_secs(30)).success());
+    }
+}
