@@ -13,7 +13,11 @@
 //!   headers and a query string;
 //! - `jsonrpc`: a host's JSON-RPC message on a virtual MCP connection, as the gateway reads it
 //!   (alone, and inside a `msg` frame): classified, answered when it is not a message, and
-//!   relayed under another id with its params, result or error byte for byte.
+//!   relayed under another id with its params, result or error byte for byte;
+//! - `host`: the host driver's inputs (configuration, operations, channel bytes, exits, time,
+//!   connection messages) as a binding or a C caller gives them;
+//! - `endpoint`: what a client sends `mcpgw mcp` (stdin bytes, an HTTP request's body and
+//!   headers), through the endpoint's own checks.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -36,6 +40,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("spec", spec),
     ("request", request),
     ("jsonrpc", jsonrpc),
+    ("host", host),
+    ("endpoint", endpoint),
 ];
 
 fn attached() -> &'static Client {
@@ -361,4 +367,227 @@ pub fn jsonrpc(data: &[u8]) {
             }
         }
     }
+}
+
+/// The host driver from outside, as a binding or a C caller drives it: a configuration and
+/// operations as JSON, then a script of what the host reports (channel bytes, stderr, exits,
+/// time) and what it asks (connections, messages, cancels), in NUL-separated steps. Whatever
+/// they are, nothing panics, every operation accepted gets exactly one DONE, every connection
+/// opened exactly one CONNECTION_CLOSED, and once every process has ended and time has run
+/// out, nothing is left in flight.
+pub fn host(data: &[u8]) {
+    use mcpgw::host::{Action, Exit, Host, HostConfig};
+    use std::collections::{BTreeMap, VecDeque};
+    use std::time::Instant;
+
+    let mut steps = data.split(|&b| b == 0);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let config = steps
+        .next()
+        .and_then(|c| HostConfig::from_json(&text(c)).ok())
+        .unwrap_or_else(|| {
+            HostConfig::from_json(
+                r#"{"backend":{"kind":"local"},"port":41000,"token_file":"/t","transport":"built_in"}"#,
+            )
+            .expect("a valid configuration")
+        });
+    let Ok(mut host) = Host::new(config) else {
+        return;
+    };
+    let mut now = Instant::now();
+    let mut ops: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut conns: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut running: VecDeque<u64> = VecDeque::new();
+    let mut channel: Option<u64> = None;
+    let collect = |host: &mut Host,
+                   ops: &mut BTreeMap<u64, usize>,
+                   conns: &mut BTreeMap<u64, usize>,
+                   running: &mut VecDeque<u64>,
+                   channel: &mut Option<u64>| {
+        while let Some(action) = host.poll_action() {
+            match action {
+                Action::Run { proc, .. } => running.push_back(proc),
+                Action::Open { proc, .. } => *channel = Some(proc),
+                Action::Kill { proc } => running.push_front(proc),
+                Action::Done { op, .. } => {
+                    let n = ops.get_mut(&op).expect("a DONE for an operation submitted");
+                    *n += 1;
+                    assert_eq!(*n, 1, "operation {op} finished twice");
+                }
+                Action::ConnectionClosed { conn, .. } => {
+                    let n = conns
+                        .get_mut(&conn)
+                        .expect("a close for a connection opened");
+                    *n += 1;
+                    assert_eq!(*n, 1, "connection {conn} closed twice");
+                }
+                Action::ConnectionOpened { conn } | Action::ConnectionMessage { conn, .. } => {
+                    assert!(
+                        conns.contains_key(&conn),
+                        "connection {conn} was never opened"
+                    );
+                }
+                Action::Progress { op, .. } => {
+                    assert!(ops.contains_key(&op), "progress of an unknown operation")
+                }
+                Action::Write { .. } | Action::CloseInput { .. } | Action::Notice(_) => {}
+            }
+        }
+    };
+    for step in steps {
+        let (what, rest) = step.split_first().unwrap_or((&b'd', &[]));
+        match what {
+            b's' => {
+                if let Ok(id) = host.submit_json(&text(rest), now) {
+                    ops.insert(id, 0);
+                }
+            }
+            b'o' => {
+                if let Ok(id) = host.open_connection("m", "", "", now) {
+                    conns.insert(id, 0);
+                }
+            }
+            b'm' => {
+                if let Some(&conn) = conns.keys().next_back() {
+                    let _ = host.send(conn, &text(rest), now);
+                }
+            }
+            b'k' => {
+                if let Some(&conn) = conns.keys().next() {
+                    host.close_connection(conn, now);
+                }
+            }
+            b'c' => {
+                if let Some(&op) = ops.keys().next_back() {
+                    host.cancel(op, now);
+                }
+            }
+            b'e' => {
+                if let Some(proc) = channel {
+                    host.on_stderr(proc, rest, now);
+                }
+            }
+            b'x' => {
+                if let Some(proc) = running.pop_front() {
+                    let (code, stdout) = rest.split_first().unwrap_or((&0, &[]));
+                    let exit = Exit::Exited {
+                        code: i32::from(*code),
+                        stdout: stdout.to_vec(),
+                        stderr: Vec::new(),
+                    };
+                    host.on_exit(proc, exit, now);
+                }
+            }
+            b'f' => {
+                if let Some(proc) = running.pop_front() {
+                    host.on_exit(proc, Exit::Failed(text(rest)), now);
+                }
+            }
+            b't' => {
+                now += Duration::from_millis(u64::from(rest.first().copied().unwrap_or(1)) * 100);
+                host.on_timeout(now);
+            }
+            _ => {
+                if let Some(proc) = channel {
+                    host.on_data(proc, rest, now);
+                }
+            }
+        }
+        collect(&mut host, &mut ops, &mut conns, &mut running, &mut channel);
+    }
+    // Everything ends: the channel, every process; then time runs out.
+    for _ in 0..1000 {
+        if let Some(proc) = channel.take() {
+            host.on_eof(proc, now);
+            host.on_exit(proc, Exit::code(137), now);
+        } else if let Some(proc) = running.pop_front() {
+            host.on_exit(proc, Exit::code(137), now);
+        } else if host.in_flight() > 0 {
+            now += Duration::from_secs(3600);
+            host.on_timeout(now);
+        } else {
+            break;
+        }
+        collect(&mut host, &mut ops, &mut conns, &mut running, &mut channel);
+    }
+    assert_eq!(host.in_flight(), 0, "left in flight: {}", host.state_json());
+    assert!(
+        ops.values().all(|&n| n == 1),
+        "an operation never finished: {ops:?}"
+    );
+    assert!(
+        conns.values().all(|&n| n == 1),
+        "a connection never closed: {conns:?}"
+    );
+}
+
+/// What a client sends `mcpgw mcp`, up to the first NUL as stdin bytes (in pieces, against a
+/// small line limit) and after it as an HTTP POST (`Name: value` header lines, an empty line,
+/// the body): every stdin line is either a message the endpoint relays or exactly one JSON-RPC
+/// error for its client, and every body is either one valid message or a JSON-RPC error that
+/// names no other request's id; the 2026-07-28 header check answers without panicking.
+pub fn endpoint(data: &[u8]) {
+    use mcpgw::wire::jsonrpc;
+    use mcpgw::wire::lines::Splitter;
+    use mcpgw_host::endpoint::{classify, message_of};
+    use mcpgw_host::http::{header_mismatch, read_message};
+
+    let is_error = |text: &str| {
+        let v: serde_json::Value = serde_json::from_str(text).expect("a refusal is JSON");
+        assert!(v["error"]["code"].is_i64(), "{text}");
+        assert_eq!(v["jsonrpc"], "2.0");
+    };
+    let (stdin, http) = split(data, 0);
+    const MAX: usize = 256;
+    let mut lines = Splitter::new(MAX);
+    let cut = stdin
+        .first()
+        .map_or(0, |&b| usize::from(b).min(stdin.len()));
+    let mut seen = Vec::new();
+    for piece in [&stdin[..cut], &stdin[cut..], &[][..]] {
+        seen.extend(lines.lines(piece));
+    }
+    for line in seen {
+        match message_of(line, MAX) {
+            Ok(text) if text.trim().is_empty() => {}
+            Ok(text) => match classify(&text) {
+                Ok(_) => assert!(jsonrpc::parse(&text).is_ok()),
+                Err(refusal) => is_error(&refusal),
+            },
+            Err(refusal) => is_error(&refusal),
+        }
+    }
+    let (head, body) = match http.windows(2).position(|w| w == b"\n\n") {
+        Some(at) => (&http[..at], &http[at + 2..]),
+        None => (&[][..], http),
+    };
+    let request = http_request(head);
+    match read_message(body) {
+        Ok((text, _, msg)) => {
+            assert!(jsonrpc::parse(text).is_ok());
+            if let Some(method) = msg["method"].as_str() {
+                let _ = header_mismatch(&request, method, &msg);
+            }
+        }
+        Err(refusal) => is_error(&refusal),
+    }
+}
+
+/// A request whose headers are the `Name: value` lines of `head` (lines that are not a valid
+/// header are left out).
+fn http_request(head: &[u8]) -> http::Request<()> {
+    let mut request = http::Request::new(());
+    for line in head.split(|&b| b == b'\n') {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
+        if let (Ok(name), Ok(value)) = (
+            http::header::HeaderName::from_bytes(name),
+            http::header::HeaderValue::from_bytes(value),
+        ) {
+            request.headers_mut().append(name, value);
+        }
+    }
+    request
 }

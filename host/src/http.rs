@@ -509,8 +509,31 @@ fn no_session(id: &Value) -> Response<Out> {
     )
 }
 
+/// The one JSON-RPC message a POST's body carries, or the JSON-RPC error (for a 400) that
+/// refuses it: not UTF-8 (-32700), a batch, or not a valid message (see [`classify`]).
+pub fn read_message(body: &[u8]) -> Result<(&str, Kind, Value), String> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| {
+            error_response(
+                &Value::Null,
+                jsonrpc::code::PARSE_ERROR,
+                "parse error: not UTF-8",
+            )
+        })?
+        .trim();
+    if text.starts_with('[') {
+        return Err(error_response(
+            &Value::Null,
+            jsonrpc::code::INVALID_REQUEST,
+            "invalid request: JSON-RPC batches are not part of MCP: send one message a POST",
+        ));
+    }
+    let (kind, msg) = classify(text)?;
+    Ok((text, kind, msg))
+}
+
 /// The request metadata headers of 2026-07-28 against the body: the mismatch, if any.
-fn header_mismatch<B>(req: &Request<B>, method: &str, msg: &Value) -> Option<String> {
+pub fn header_mismatch<B>(req: &Request<B>, method: &str, msg: &Value) -> Option<String> {
     let version = msg["params"]["_meta"][jsonrpc::META_PROTOCOL_VERSION].as_str();
     let given = header(req, "mcp-protocol-version");
     if given != version {
@@ -559,28 +582,9 @@ async fn post(
         }
     };
     let req = Request::from_parts(parts, ());
-    let text = match std::str::from_utf8(&bytes) {
-        Ok(t) => t.trim(),
-        Err(_) => {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                &Value::Null,
-                -32700,
-                "parse error: not UTF-8",
-            );
-        }
-    };
-    if text.starts_with('[') {
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            &Value::Null,
-            -32600,
-            "invalid request: JSON-RPC batches are not part of MCP: send one message a POST",
-        );
-    }
-    let (kind, msg) = match classify(text) {
-        Ok(k) => k,
-        Err(e) => return json_reply(StatusCode::BAD_REQUEST, e),
+    let (text, kind, msg) = match read_message(&bytes) {
+        Ok(m) => m,
+        Err(refusal) => return json_reply(StatusCode::BAD_REQUEST, refusal),
     };
     let (id, method) = match &kind {
         Kind::Request(id, m) => (id.clone(), m.clone()),
