@@ -115,16 +115,19 @@ test:
 bench: deps
 	sh bench/run.sh
 
-# 100,000 calls at 50 in flight with faults injected, through the gateway and the library.
+# 100,000 calls at 50 in flight with faults injected, through the gateway and the library;
+# then 5,000 through `mcpgw mcp --http` into Docker with hostile clients alongside and the
+# container killed once.
 soak: static
-	$(CARGO) build --quiet --release -p mcpgw-testserver -p mcpgw-bench
+	$(CARGO) build --quiet --release -p mcpgw-testserver -p mcpgw-bench -p mcpgw-host
 	target/release/mcpgw-soak
+	target/release/mcpgw-endpoint-soak
 
 # Runs every fuzz target for FUZZ_SECONDS (cargo fuzz, libFuzzer; no nightly needed with
 # `-s none`), then minimizes its corpus into fuzz/corpus/, which `make test` replays. A crash
 # stops here with its input in fuzz/artifacts/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := response chunk quote frame stream spec request jsonrpc
+FUZZ_TARGETS := response chunk quote frame stream spec request jsonrpc host endpoint
 fuzz:
 	command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
 	for t in $(FUZZ_TARGETS); do \
