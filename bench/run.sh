@@ -8,6 +8,11 @@ if ! command -v wrk >/dev/null 2>&1; then
 fi
 make --no-print-directory static
 cargo build --quiet --release -p mcpgw-testserver -p mcpgw-bench -p mcpgw-ffi
+# The AgentScope-Docker section imports the Python tests' helpers, which check for the debug
+# binaries they use.
+make --no-print-directory -C bindings/python native >/dev/null 2>&1
+# Whatever the bench starts, it stops: none of the project's processes may be left running.
+mkdir -p target && sh mk/leftovers.sh snapshot target/bench-leftovers.pids
 # The Rust bench's failure does not stop the Python side from measuring; it is the exit status.
 status=0
 target/release/mcpgw-bench "$@" || status=$?
@@ -45,4 +50,6 @@ make --no-print-directory -C examples/c bench || status=$?
 echo
 echo "host endpoint: tools/call by the TypeScript SDK client through mcpgw mcp into Docker"
 sh bench/host_endpoint.sh || status=$?
+echo
+sh mk/leftovers.sh check target/bench-leftovers.pids || status=$?
 exit $status

@@ -107,8 +107,9 @@ func run(sessions, gateways, rounds, parallel int, gateway, server string) error
 		if err != nil {
 			return err
 		}
-		defer c.StopGateway(ctx)
+		// Deferred calls run last first: the gateway is stopped while its client is still open.
 		defer c.Close()
+		defer c.StopGateway(ctx)
 		if err := c.AddMCP(ctx, mcpgw.StdioSpec("ts", server, "stdio")); err != nil {
 			return err
 		}
