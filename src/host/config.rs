@@ -414,6 +414,14 @@ mod tests {
                 r#"{"backend":{"kind":"local"},"open_timeout_ms":0}"#,
                 "open_timeout_ms",
             ),
+            (
+                r#"{"backend":{"kind":"local"}} {"backend":{"kind":"local"}}"#,
+                "follows its JSON document",
+            ),
+            (
+                r#"{"backend":{"kind":"e2b","sandbox":""}}"#,
+                "must not be empty",
+            ),
         ] {
             let e = HostConfig::from_json(text).unwrap_err();
             assert!(e.message().contains(says), "{text}: {e}");
@@ -425,9 +433,16 @@ mod tests {
         assert_eq!(s.name(), "call_tool");
         assert_eq!(s.options().timeout, Some(Duration::from_millis(100)));
         for (text, says) in [
-            (r#"{"op":"brew"}"#, "unknown variant"),
+            (r#"{"op":"brew"}"#, "unknown operation \"brew\""),
             (r#"{"op":"call_tool","mcp":"ts"}"#, "tool"),
             (r#"{"op":"health","extra":1}"#, "unknown field"),
+            (r#"{"op":0}"#, "op must be a string"),
+            (
+                r#"{"op":"health"}{"op":"stop_gateway"}"#,
+                "follows its JSON document",
+            ),
+            (r#"{"op":"health"} ]"#, "follows its JSON document"),
+            (r#"["health"]"#, "invalid"),
         ] {
             let e = Submit::from_json(text).unwrap_err();
             assert!(e.message().contains(says), "{text}: {e}");
