@@ -38,6 +38,25 @@ pub enum Backend {
         #[serde(default)]
         passes_stdin: bool,
     },
+    /// An E2B sandbox, through the binding's adapter of E2B's SDK (`commands.run`, a background
+    /// command with stdin for the channel).
+    E2b(Sdk),
+    /// An OpenSandbox sandbox, through the binding's adapter of its SDK (`commands.run`, execd's
+    /// pipe session for the channel).
+    Opensandbox(Sdk),
+    /// A Daytona sandbox, through the binding's adapter of its SDK (`process.exec`, a session
+    /// command with input for the channel).
+    Daytona(Sdk),
+}
+
+/// A sandbox reached through a provider's SDK: the binding's adapter runs the `sh -c` text the
+/// driver gives (stdin passed, uploaded with the SDK's file API), and reports what the SDK
+/// raised as `Class: message` text, which [`Backend::judge_failed`] reads by the provider's
+/// words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sdk {
+    /// The sandbox's id, for messages.
+    pub sandbox: String,
 }
 
 /// A container of Docker or podman.
@@ -187,6 +206,125 @@ const KUBECTL_GONE: [&str; 4] = [
     "The connection to the server",
 ];
 
+/// What E2B's SDKs (Python `e2b`, npm `e2b`) raise, by what it means for the sandbox, first
+/// match wins. A sandbox killed under a call or stopped answers nothing (the SDK reports it
+/// unreachable: `SandboxUnreachableException`, `[unknown] terminated`, `fetch failed`); E2B's
+/// edge proxy reports one that is not running; a paused one leaves calls to their deadline.
+const E2B_WORDS: [(FailureState, &[&str]); 4] = [
+    (
+        FailureState::Gone,
+        &[
+            "SandboxNotFound",
+            "NotFoundError: sandbox",
+            "sandbox not found",
+        ],
+    ),
+    (
+        FailureState::NotRunning,
+        &["SandboxNotRunning", "is not running", "paused"],
+    ),
+    (
+        FailureState::CannotRun,
+        &[
+            "AuthenticationException",
+            "AuthenticationError",
+            "[unauthenticated]",
+            "InvalidArgumentException",
+            "InvalidArgumentError",
+            "[invalid_argument]",
+        ],
+    ),
+    (
+        FailureState::Unreachable,
+        &[
+            "SandboxUnreachable",
+            "could not be reached",
+            "[unknown] terminated",
+            "fetch failed",
+            "ECONNREFUSED",
+            "Connection refused",
+            "TimeoutException",
+            "[deadline_exceeded]",
+        ],
+    ),
+];
+
+/// What OpenSandbox's SDKs (Python `opensandbox`, npm `@alibaba-group/opensandbox`) and its
+/// server raise, by what it means for the sandbox, first match wins.
+const OPENSANDBOX_WORDS: [(FailureState, &[&str]); 4] = [
+    (
+        FailureState::Gone,
+        &[
+            "SANDBOX_NOT_FOUND",
+            "CONTAINER_EXITED",
+            "state=Failed",
+            "state: Failed",
+        ],
+    ),
+    (
+        FailureState::NotRunning,
+        &["CONTAINER_PAUSED", "state=Paused", "state: Paused"],
+    ),
+    (
+        FailureState::CannotRun,
+        &[
+            "INVALID_API_KEY",
+            "MISSING_API_KEY",
+            "HTTP 401",
+            "invalid or missing header X-EXECD-ACCESS-TOKEN",
+            "START_FAILED",
+        ],
+    ),
+    (
+        FailureState::Unreachable,
+        &[
+            "SandboxConnectionException",
+            "SandboxReadyTimeoutException",
+            "All connection attempts failed",
+            "incomplete chunked read",
+            "TypeError: terminated",
+            "fetch failed",
+            "ECONNREFUSED",
+            "ConnectionClosed",
+            "socket hang up",
+        ],
+    ),
+];
+
+/// What Daytona's SDKs (Python `daytona`, npm `@daytonaio/sdk`) raise, by what it means for the
+/// sandbox, first match wins.
+const DAYTONA_WORDS: [(FailureState, &[&str]); 4] = [
+    (
+        FailureState::Gone,
+        &[
+            "DaytonaNotFoundError",
+            "sandbox not found",
+            "session not found",
+        ],
+    ),
+    (
+        FailureState::NotRunning,
+        &["is not started", "is stopped", "is archived"],
+    ),
+    (
+        FailureState::CannotRun,
+        &["DaytonaAuthenticationError", "DaytonaAuthorizationError"],
+    ),
+    (
+        FailureState::Unreachable,
+        &[
+            "DaytonaConnectionError",
+            "DaytonaConnectionTimeoutError",
+            "WebSocketNetworkError",
+            "Failed to get session command logs",
+            "ECONNREFUSED",
+            "fetch failed",
+            "Connection refused",
+            "socket hang up",
+        ],
+    ),
+];
+
 fn check_name(what: &str, name: &str, extra: &[u8]) -> Result<(), Error> {
     if name.is_empty() {
         return Err(Error::invalid_argument(format!(
@@ -267,6 +405,12 @@ impl Backend {
                 check_args("the argv prefix", &p.prefix)?;
             }
             Backend::Exec { .. } => {}
+            Backend::E2b(sdk) | Backend::Opensandbox(sdk) | Backend::Daytona(sdk) => {
+                if sdk.sandbox.is_empty() {
+                    return Err(Error::invalid_argument("the sandbox id must not be empty"));
+                }
+                check_args("the sandbox id", std::slice::from_ref(&sdk.sandbox))?;
+            }
         }
         Ok(())
     }
@@ -280,6 +424,9 @@ impl Backend {
             Backend::Kubectl(p) => p.program.as_deref().unwrap_or("kubectl"),
             Backend::Argv(p) => &p.prefix[0],
             Backend::Exec { .. } => "exec",
+            Backend::E2b(_) => "e2b",
+            Backend::Opensandbox(_) => "opensandbox",
+            Backend::Daytona(_) => "daytona",
         }
     }
 
@@ -288,8 +435,18 @@ impl Backend {
         match self {
             Backend::Docker(c) | Backend::Podman(c) => &c.container,
             Backend::Kubectl(p) => &p.pod,
+            Backend::E2b(sdk) | Backend::Opensandbox(sdk) | Backend::Daytona(sdk) => &sdk.sandbox,
             Backend::Local { .. } | Backend::Argv(_) | Backend::Exec { .. } => "the sandbox",
         }
+    }
+
+    /// Whether the binding runs commands and channels through its own functions (the exec
+    /// function, or a provider SDK's adapter): the driver hands it `sh -c` text, not an argv.
+    pub fn runs_through_binding(&self) -> bool {
+        matches!(
+            self,
+            Backend::Exec { .. } | Backend::E2b(_) | Backend::Opensandbox(_) | Backend::Daytona(_)
+        )
     }
 
     /// Whether commands may carry standard input.
@@ -303,7 +460,7 @@ impl Backend {
     /// Whether a process started in the sandbox outlives the host's client process, so that a
     /// command without stdin should run under [`WATCHED`] to be cancellable.
     fn detaches(&self) -> bool {
-        !matches!(self, Backend::Local { .. } | Backend::Exec { .. })
+        !matches!(self, Backend::Local { .. }) && !self.runs_through_binding()
     }
 
     /// The local working directory of the host's process, for [`Backend::Local`].
@@ -319,7 +476,11 @@ impl Backend {
     fn enter(&self, interactive: bool, words: Vec<String>) -> Vec<String> {
         let mut argv = Vec::new();
         match self {
-            Backend::Local { .. } | Backend::Exec { .. } => {}
+            Backend::Local { .. }
+            | Backend::Exec { .. }
+            | Backend::E2b(_)
+            | Backend::Opensandbox(_)
+            | Backend::Daytona(_) => {}
             Backend::Docker(c) | Backend::Podman(c) => {
                 argv.push(self.name().to_owned());
                 argv.extend(c.options.iter().cloned());
@@ -368,7 +529,7 @@ impl Backend {
     /// on a backend whose sandbox process outlives the client runs under [`WATCHED`] with stdin
     /// held open, so killing the client ends it in the sandbox too.
     pub fn command(&self, text: &str, stdin: Option<std::sync::Arc<[u8]>>) -> (Program, Stdin) {
-        if let Backend::Exec { .. } = self {
+        if self.runs_through_binding() {
             let stdin = stdin.map_or(Stdin::Null, Stdin::Bytes);
             return (Program::Shell(text.to_owned()), stdin);
         }
@@ -394,10 +555,10 @@ impl Backend {
 
     /// How to open a channel running `text`, with stdin and stdout piped.
     pub fn channel(&self, text: &str) -> Program {
-        match self {
-            Backend::Exec { .. } => Program::Shell(text.to_owned()),
-            _ => Program::Argv(self.enter(true, vec!["sh".into(), "-c".into(), text.into()])),
+        if self.runs_through_binding() {
+            return Program::Shell(text.to_owned());
         }
+        Program::Argv(self.enter(true, vec!["sh".into(), "-c".into(), text.into()]))
     }
 
     fn failed(&self, exit_code: i32, state: FailureState, reason: String) -> Verdict {
@@ -498,8 +659,36 @@ impl Backend {
                 (137, _) if channel || silent => Verdict::Ask(self.running_question()),
                 _ => Verdict::Command,
             },
-            Backend::Local { .. } | Backend::Argv(_) | Backend::Exec { .. } => Verdict::Command,
+            Backend::Local { .. }
+            | Backend::Argv(_)
+            | Backend::Exec { .. }
+            | Backend::E2b(_)
+            | Backend::Opensandbox(_)
+            | Backend::Daytona(_) => Verdict::Command,
         }
+    }
+
+    /// What a run that could not be done says about the backend: `reason` is what the exec
+    /// function or a provider SDK's adapter raised (`Class: message`). A provider's words for a
+    /// sandbox that is gone, stopped or paused, unreachable, or refusing the caller make it the
+    /// backend's failure; anything else stays a failed exec.
+    pub fn judge_failed(&self, reason: &str) -> Option<BackendFailure> {
+        let words: &[(FailureState, &[&str])] = match self {
+            Backend::E2b(_) => &E2B_WORDS,
+            Backend::Opensandbox(_) => &OPENSANDBOX_WORDS,
+            Backend::Daytona(_) => &DAYTONA_WORDS,
+            _ => return None,
+        };
+        let (state, _) = words
+            .iter()
+            .find(|(_, said)| said.iter().any(|w| reason.contains(w)))?;
+        Some(BackendFailure {
+            backend: self.name().to_owned(),
+            target: self.target().to_owned(),
+            exit_code: -1,
+            state: *state,
+            reason: first_line(reason).to_owned(),
+        })
     }
 
     /// The argv that asks whether the container or pod still runs: it prints `true` (Docker,

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 
 pub use backend::{
-    Backend, BackendFailure, Container, FailureState, Pod, Prefix, Program, Stdin, Verdict,
+    Backend, BackendFailure, Container, FailureState, Pod, Prefix, Program, Sdk, Stdin, Verdict,
 };
 pub use config::{HostConfig, OP_NAMES, Op, Submit, TransportName};
 
@@ -724,15 +724,20 @@ impl Host {
 
     fn command_exited(&mut self, id: Id, exit: Exit, now: Instant) {
         match exit {
+            Exit::Failed(reason) if self.config.backend.judge_failed(&reason).is_some() => {
+                let f = self.config.backend.judge_failed(&reason).expect("judged");
+                self.complete(id, Err(Error::backend_failed(f)), now)
+            }
             Exit::Failed(reason) => {
                 let e = Error::new(
                     ErrorKind::ExecFailed,
                     format!(
                         "{} could not run a command in the sandbox ({}); is the sandbox alive \
                          and the backend reachable?",
-                        match self.config.backend {
+                        match &self.config.backend {
                             Backend::Exec { .. } => "the exec function".to_owned(),
-                            _ => format!("{:?}", self.config.backend.name()),
+                            b if b.runs_through_binding() => format!("the {} SDK", b.name()),
+                            b => format!("{:?}", b.name()),
                         },
                         reason.trim()
                     ),
@@ -1109,7 +1114,11 @@ impl Host {
         let stderr = channel.backend_err.0.clone();
         let verdict = match &channel.exit {
             Some(Exit::Exited { code, .. }) => self.config.backend.judge(*code, b"", &stderr, true),
-            _ => Verdict::Command,
+            Some(Exit::Failed(reason)) => match self.config.backend.judge_failed(reason) {
+                Some(f) => Verdict::Failed(f),
+                None => Verdict::Command,
+            },
+            None => Verdict::Command,
         };
         match verdict {
             Verdict::Ask(question) => {

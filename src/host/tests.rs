@@ -993,3 +993,137 @@ fn operations_submitted_while_a_launching_channel_opens_wait_for_its_hello() {
     let e = result.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::GatewayNotRunning, "{e}");
 }
+
+/// What each provider SDK raised here against its real daemon (E2B's envd, OpenSandbox's execd
+/// and server, Daytona's toolbox daemon), in the Python and the Node SDK's words: the sandbox's
+/// state it means, or a failed exec.
+#[test]
+fn provider_sdks_failures_are_read_by_their_words() {
+    let sdk = || Sdk {
+        sandbox: "sbx-1".into(),
+    };
+    let cases: &[(Backend, &str, Option<FailureState>)] = &[
+        (
+            Backend::E2b(sdk()),
+            "SandboxUnreachableException: Error reading content: unexpected EOF during chunk size \
+             line: The sandbox could not be reached and its health probe failed too",
+            Some(FailureState::Unreachable),
+        ),
+        (
+            Backend::E2b(sdk()),
+            "SandboxError: 2: [unknown] terminated",
+            Some(FailureState::Unreachable),
+        ),
+        (
+            Backend::E2b(sdk()),
+            "TypeError: fetch failed",
+            Some(FailureState::Unreachable),
+        ),
+        (
+            Backend::E2b(sdk()),
+            "SandboxNotRunningException: The sandbox is not running",
+            Some(FailureState::NotRunning),
+        ),
+        (
+            Backend::E2b(sdk()),
+            "AuthenticationException: unauthorized access, please provide a valid access token",
+            Some(FailureState::CannotRun),
+        ),
+        (
+            Backend::E2b(sdk()),
+            "InvalidArgumentError: [invalid_argument] cwd '/nope' does not exist",
+            Some(FailureState::CannotRun),
+        ),
+        (Backend::E2b(sdk()), "RuntimeError: boom", None),
+        (
+            Backend::Opensandbox(sdk()),
+            "SandboxApiException: Sandbox 5b49 not found. (DOCKER::SANDBOX_NOT_FOUND)",
+            Some(FailureState::Gone),
+        ),
+        (
+            Backend::Opensandbox(sdk()),
+            "SandboxConnectionException: Network connectivity error: peer closed connection \
+             without sending complete message body (incomplete chunked read)",
+            Some(FailureState::Unreachable),
+        ),
+        (
+            Backend::Opensandbox(sdk()),
+            "TypeError: terminated",
+            Some(FailureState::Unreachable),
+        ),
+        (
+            Backend::Opensandbox(sdk()),
+            "SandboxApiException: Authentication credentials are invalid. (INVALID_API_KEY)",
+            Some(FailureState::CannotRun),
+        ),
+        (
+            Backend::Daytona(sdk()),
+            "DaytonaNotFoundError: Failed to get session command: not found: session not found",
+            Some(FailureState::Gone),
+        ),
+        (
+            Backend::Daytona(sdk()),
+            "DaytonaError: Failed to get session command logs: ",
+            Some(FailureState::Unreachable),
+        ),
+        (
+            Backend::Daytona(sdk()),
+            "DaytonaError: something else",
+            None,
+        ),
+        // The exec backend's function is judged by its owner.
+        (
+            Backend::Exec { passes_stdin: true },
+            "SandboxUnreachableException: could not be reached",
+            None,
+        ),
+    ];
+    for (backend, reason, want) in cases {
+        let got = backend.judge_failed(reason);
+        assert_eq!(
+            got.as_ref().map(|f| f.state),
+            *want,
+            "{backend:?}: {reason}"
+        );
+        if let Some(f) = got {
+            assert_eq!(
+                (f.backend.as_str(), f.target.as_str()),
+                (backend.name(), "sbx-1")
+            );
+        }
+    }
+}
+
+#[test]
+fn a_provider_sandbox_gets_shell_text_with_stdin_and_its_sdks_failures_read() {
+    let mut sim = Sim::new(config(Backend::E2b(Sdk {
+        sandbox: "sbx-1".into(),
+    })));
+    assert!(sim.host.config().backend.passes_stdin());
+    sim.submit(json!({"op": "health"}));
+    let (proc, program, stdin, _) = sim.run();
+    assert!(matches!(program, Program::Shell(_)), "{program:?}");
+    assert_eq!(stdin, Stdin::Null);
+    let reason = "SandboxUnreachableException: The sandbox could not be reached";
+    sim.host.on_exit(proc, Exit::Failed(reason.into()), sim.now);
+    let e = sim.done().1.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ExecFailed, "{e}");
+    assert_eq!(
+        e.backend().map(|f| f.state),
+        Some(FailureState::Unreachable),
+        "{e}"
+    );
+    assert!(
+        e.message().contains("e2b") && e.message().contains("sbx-1"),
+        "{e}"
+    );
+    // A failure the rules do not know stays a failed exec, naming the SDK.
+    sim.submit(json!({"op": "health"}));
+    let (proc, ..) = sim.run();
+    sim.host
+        .on_exit(proc, Exit::Failed("ValueError: odd".into()), sim.now);
+    let e = sim.done().1.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ExecFailed, "{e}");
+    assert!(e.backend().is_none(), "{e}");
+    assert!(e.message().contains("the e2b SDK"), "{e}");
+}

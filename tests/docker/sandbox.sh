@@ -11,6 +11,12 @@
 #                                     loads, and tests/servers' npm servers (mcpgw-test-node:...),
 #                                     server-everything also as the command mcp-server-everything;
 #                                     --no-gateway leaves the gateway out (for installing it)
+#                                     --daemon KIND=PATH adds a provider's in-sandbox daemon (e2b:
+#                                     E2B's envd at /usr/local/bin/envd; daytona: Daytona's toolbox
+#                                     daemon at /usr/local/bin/daytona-daemon) with what it needs
+#                                     beside it: this machine's bash and the libraries it loads, a
+#                                     `user` account with its home, /etc/shells (mcpgw-test-KIND:...)
+#                                     --bash adds bash alone (OpenSandbox's pipe sessions need it)
 #   sandbox.sh start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...]
 #                                     run a container (no network, docker's init as PID 1
 #                                     unless --no-init), print its id
@@ -50,10 +56,17 @@ require_static() {
 }
 
 image() {
-    gateway=$STATIC_DIR/mcpgw-gateway testserver=$STATIC_DIR/mcpgw-testserver node=
+    gateway=$STATIC_DIR/mcpgw-gateway testserver=$STATIC_DIR/mcpgw-testserver node= daemon= bash=
     while [ $# -gt 0 ]; do
         case $1 in
             --node) node=$(command -v node) || die "--node: no node on PATH" ;;
+            --bash) bash=$(command -v bash) || die "--bash: no bash on PATH" ;;
+            --daemon)
+                [ $# -ge 2 ] || die "--daemon needs KIND=PATH"; daemon=$2; shift
+                case ${daemon%%=*} in e2b|daytona) ;; *) die "--daemon: unknown kind ${daemon%%=*}" ;; esac
+                [ -x "${daemon#*=}" ] || die "--daemon: ${daemon#*=} is not an executable file"
+                require_static "${daemon#*=}"
+                bash=$(command -v bash) || die "--daemon: no bash on PATH" ;;
             --gateway) [ $# -ge 2 ] || die "--gateway needs a path"; gateway=$2; shift ;;
             --gateway=*) gateway=${1#*=} ;;
             --no-gateway) gateway= ;;
@@ -77,10 +90,11 @@ image() {
     # The tag covers every input, this script (the image layout) included.
     # shellcheck disable=SC2086 # $node_inputs is zero or two paths
     hash=$({
-        for f in "$busybox" ${gateway:+"$gateway"} "$testserver" "$0" $node_inputs; do sha256sum < "$f"; done
-        echo "gateway:${gateway:+yes}"
+        for f in "$busybox" ${gateway:+"$gateway"} "$testserver" "$0" $node_inputs ${bash:+"$bash"} \
+            ${daemon:+"${daemon#*=}"}; do sha256sum < "$f"; done
+        echo "gateway:${gateway:+yes} daemon:${daemon%%=*}"
     } | sha256sum | cut -c1-12)
-    name=$LABEL${node:+-node}:$hash
+    name=$LABEL${node:+-node}${daemon:+-${daemon%%=*}}:$hash
     if "$DOCKER" image inspect "$name" >/dev/null 2>&1; then echo "$name"; return; fi
 
     umask 022
@@ -114,10 +128,33 @@ image() {
         ln -s /opt/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js \
             "$root/usr/local/bin/mcp-server-everything"
     fi
+    if [ -n "$bash" ]; then
+        rm -f "$root/bin/bash"
+        cp "$bash" "$root/bin/bash"
+        for lib in $(ldd "$bash" | grep -o '/[^ ]*'); do
+            mkdir -p "$root$(dirname "$lib")"
+            cp -L "$lib" "$root$lib"
+        done
+        printf '/bin/sh\n/bin/bash\n' > "$root/etc/shells"
+    fi
+    if [ -n "$daemon" ]; then
+        case ${daemon%%=*} in
+            e2b) cp "${daemon#*=}" "$root/usr/local/bin/envd" ;;
+            daytona) cp "${daemon#*=}" "$root/usr/local/bin/daytona-daemon" ;;
+        esac
+        chmod 755 "$root/usr/local/bin/"*
+        # The account E2B's SDK names by default (`user`), with a home; the daemons run as root.
+        mkdir -p "$root/home/user" "$root/workspace"
+        printf 'user:x:1000:1000:user:/home/user:/bin/bash\n' > "$work/users"
+    fi
     printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
     printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
         > "$root/etc/passwd"
     printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+    if [ -n "$daemon" ]; then
+        cat "$work/users" >> "$root/etc/passwd"
+        printf 'user:x:1000:\n' >> "$root/etc/group"
+    fi
     tar --numeric-owner --owner=0 --group=0 -C "$root" -cf "$work/rootfs.tar" .
     "$DOCKER" import \
         --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
@@ -174,5 +211,5 @@ case ${1:-} in
     start) shift; start "$@" ;;
     stop) [ $# -ge 2 ] || die "usage: sandbox.sh stop NAME|ID..."; shift; stop "$@" ;;
     cleanup) [ $# -eq 1 ] || [ "$2" = --images ] || die "usage: sandbox.sh cleanup [--images]"; cleanup "${2:-}" ;;
-    *) die "usage: sandbox.sh check | image [--gateway PATH | --no-gateway] [--testserver PATH] [--node] | start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...] | stop NAME|ID... | cleanup [--images]" ;;
+    *) die "usage: sandbox.sh check | image [--gateway PATH | --no-gateway] [--testserver PATH] [--node] [--bash] [--daemon KIND=PATH] | start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...] | stop NAME|ID... | cleanup [--images]" ;;
 esac

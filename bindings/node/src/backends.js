@@ -54,7 +54,7 @@ import { invalid } from './errors.js';
  * {@link argv} or {@link exec}, for `new Client(backend, options)`.
  *
  * @typedef {object} Backend
- * @property {'local' | 'docker' | 'podman' | 'kubectl' | 'argv' | 'exec'} kind
+ * @property {'local' | 'docker' | 'podman' | 'kubectl' | 'argv' | 'exec' | 'e2b' | 'opensandbox' | 'daytona'} kind
  * @property {Record<string, unknown>} config the library's backend configuration (JSON)
  * @property {RunFn} [run] the exec backend's function
  * @property {OpenFn} [open] the exec backend's channel opener

@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { errorNamed } from './errors.js';
+import { describe } from './providers/channel.js';
 import { STDIN_KIND } from './ffi.js';
 
 /** @import { ChildProcess } from 'node:child_process' */
@@ -146,9 +147,16 @@ function follow(channel, report, kill) {
   stderr?.on('data', (b) => report.stderr(Buffer.isBuffer(b) ? b : Buffer.from(b)));
   stdout.once('end', () => report.eof());
   const isProcess = 'pid' in channel && 'exitCode' in channel;
+  const exited = /** @type {any} */ (channel).exited;
   if (isProcess) {
     channel.on('error', (e) => end(() => report.failed(`cannot run the channel: ${e.message}`, e)));
     channel.on('exit', (code, signal) => end(() => report.exit(status(code, signal))));
+  } else if (typeof exited?.then === 'function') {
+    // An SDK's channel says how it ended: an exit status, or what the SDK raised.
+    /** @type {Promise<number>} */ (exited).then(
+      (code) => end(() => report.exit(code)),
+      (e) => end(() => report.failed(describe(e), e)),
+    );
   } else {
     // Streams without a process: their end is the channel's.
     stdout.once('close', () => end(() => report.failed("the channel's output ended")));
@@ -188,7 +196,7 @@ export function runExec(run, spec, report) {
       }
       end(() => report.exit(result.exitCode, result.stdout, result.stderr));
     },
-    (e) => end(() => report.failed(e instanceof Error ? e.message : String(e), e)),
+    (e) => end(() => report.failed(describe(e), e)),
   );
   return {
     kill: () => {
@@ -223,12 +231,13 @@ export function openExec(open, spec, report) {
       const streams = channelStreams(c);
       channel = follow(streams, report, () => {
         if ('pid' in streams) killTree(streams);
+        else if (typeof (/** @type {any} */ (c).kill) === 'function') /** @type {any} */ (c).kill();
         else for (const s of [streams.stdin, streams.stdout]) s.destroy?.();
       });
       for (const step of queued.splice(0)) step(channel);
       if (killed) channel.kill();
     },
-    (e) => failed(() => report.failed(`the channel could not be opened: ${e?.message ?? e}`, e)),
+    (e) => failed(() => report.failed(`the channel could not be opened: ${describe(e)}`, e)),
   );
   const later = (/** @type {(c: Required<Proc>) => void} */ step) =>
     channel ? step(channel) : queued.push(step);

@@ -2,6 +2,7 @@ import { ABI_VERSION, gatewayBinary, gatewayCandidates, libraryCandidates } from
 export { Client, CONFIG_OPTIONS } from './src/client.js';
 export { Connection } from './src/connection.js';
 export { local, docker, podman, kubectl, argv, exec } from './src/backends.js';
+export { e2b } from './src/providers/e2b.js';
 export { McpgwError } from './src/mcpgw-error.js';
 export * from './src/codes.js';
 export { BackendError } from './src/errors.js';

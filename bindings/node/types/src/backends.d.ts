@@ -37,7 +37,7 @@ export type Channel = import('node:child_process').ChildProcess | {
 } | import('node:stream').Duplex;
 export type OpenFn = (command: string) => Channel | Promise<Channel>;
 export type Backend = {
-    kind: 'local' | 'docker' | 'podman' | 'kubectl' | 'argv' | 'exec';
+    kind: 'local' | 'docker' | 'podman' | 'kubectl' | 'argv' | 'exec' | 'e2b' | 'opensandbox' | 'daytona';
     /**
      * the library's backend configuration (JSON)
      */

@@ -32,6 +32,7 @@ from .blocking import BlockingConnection, Client
 from .client import AsyncClient, Options, Transport
 from .connection import Connection
 from .errors import ERROR_CLASSES, RESULT, BackendError, McpgwError, error_class
+from .providers import e2b
 from .wire import (
     BinaryInfo,
     Block,
@@ -96,6 +97,7 @@ __all__ = [
     "argv",
     "block_bytes",
     "docker",
+    "e2b",
     "error_class",
     "exec",
     "gateway_binary",

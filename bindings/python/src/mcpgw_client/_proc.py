@@ -276,7 +276,12 @@ class ExecChannel:
 
         await asyncio.gather(pump(channel.stdout, self._sink.out), pump(channel.stderr, self._sink.err))
         self._sink.out_end()
-        self._sink.exited(exit_status(await channel.wait()))
+        try:
+            code = await channel.wait()
+        except Exception as e:  # noqa: BLE001 - an SDK that lost the channel says why
+            self._sink.failed(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
+            return
+        self._sink.exited(exit_status(code))
 
     def write(self, data: bytes) -> None:
         """Writes to the channel's stdin (buffered by its transport, in order)."""

@@ -1,0 +1,146 @@
+// The cloud sandboxes' own software, run here for the provider tests: each provider's in-sandbox
+// daemon in a Docker container of the test image (tests/docker/sandbox.sh image --daemon),
+// reached by that provider's official SDK exactly as it reaches its cloud sandbox.
+//
+// The daemons are built from their public sources by whoever runs the tests (this repository
+// carries neither them nor a recipe that builds them: tests/providers/README.md says where each
+// comes from) and found at $MCPGW_E2B_ENVD, $MCPGW_OPENSANDBOX_EXECD and $MCPGW_DAYTONA_DAEMON,
+// by default under /opt/mcpgw-sandboxd. Without one, its tests say SKIPPED and why.
+
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { REPO, engine, waitFor } from './helpers.js';
+
+const DAEMONS = '/opt/mcpgw-sandboxd';
+export const E2B_ENVD = process.env.MCPGW_E2B_ENVD || join(DAEMONS, 'e2b', 'envd');
+/** The envd version the binary reports, which the SDK needs to be told in debug mode. */
+export const E2B_ENVD_VERSION = '0.6.13';
+/** Where the provider tests install the gateway: uploaded through the SDK's file API. */
+export const GATEWAY_IN_SANDBOX = '/tmp/mcpgw-bin/mcpgw-gateway';
+/** The test server inside the image. */
+export const TESTSERVER = '/usr/local/bin/mcpgw-testserver';
+
+const docker = (/** @type {string[]} */ ...args) =>
+  spawnSync('docker', args, { encoding: 'utf8', timeout: 120_000 });
+
+/** Why the provider tests of `what` cannot run here, or null. */
+export function daemonSkip(path, what, env) {
+  const img = engine('docker').image();
+  if ('skip' in img) return `SKIPPED: ${img.skip}`;
+  if (!existsSync(path)) {
+    return `SKIPPED: ${what} is not at ${path} (set ${env}; tests/providers/README.md says where it comes from)`;
+  }
+  return null;
+}
+
+/** The test image with `kind`'s daemon. */
+function imageWith(kind, daemon) {
+  const r = spawnSync(
+    'sh',
+    [join(REPO, 'tests', 'docker', 'sandbox.sh'), 'image', '--daemon', `${kind}=${daemon}`],
+    {
+      encoding: 'utf8',
+      timeout: 300_000,
+    },
+  );
+  if (r.status !== 0) throw new Error(`building the ${kind} image failed: ${r.stderr}`);
+  return r.stdout.trim().split('\n').pop() ?? '';
+}
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = /** @type {import('node:net').AddressInfo} */ (s.address());
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * E2B's envd in a container (on this machine's network: the SDK reaches it at 127.0.0.1:PORT
+ * as it reaches a sandbox's envd through E2B's edge), locked at once with an access token as
+ * E2B's control plane does. `stop` removes it.
+ */
+export async function startEnvd() {
+  const image = imageWith('e2b', E2B_ENVD);
+  const port = await freePort();
+  const run = docker(
+    'run',
+    '-d',
+    '--pull',
+    'never',
+    '--init',
+    '--network',
+    'host',
+    '--label',
+    'mcpgw-test=1',
+    image,
+    'envd',
+    '-isnotfc',
+    '-no-cgroups',
+    '-port',
+    String(port),
+  );
+  if (run.status !== 0) throw new Error(`docker run of envd failed: ${run.stderr}`);
+  const container = run.stdout.trim();
+  const url = `http://127.0.0.1:${port}`;
+  const stop = () => docker('rm', '-f', '-v', container);
+  try {
+    await waitFor(
+      async () => {
+        try {
+          return (await fetch(`${url}/health`)).status === 204;
+        } catch {
+          return false;
+        }
+      },
+      { ms: 30_000, what: 'envd to answer /health' },
+    );
+    const token = randomBytes(16).toString('hex');
+    const init = await fetch(`${url}/init`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ accessToken: token }),
+    });
+    if (init.status !== 204) throw new Error(`envd's /init answered ${init.status}`);
+    return {
+      url,
+      token,
+      container,
+      stop,
+      kill: () => docker('kill', container),
+      exec: (/** @type {string[]} */ ...argv) => docker('exec', container, ...argv),
+      killAttach: () =>
+        docker(
+          'exec',
+          container,
+          'sh',
+          '-c',
+          "p=$(ps -o pid,args | grep '[m]cpgw-gateway attach' | awk '{print $1}'); [ -n \"$p\" ] && kill -9 $p",
+        ).status === 0,
+    };
+  } catch (e) {
+    stop();
+    throw e;
+  }
+}
+
+/**
+ * E2B's SDK's sandbox for `envd`, in debug mode (no E2B account, no control plane), with the
+ * access token: what `Sandbox.connect` gives against E2B's cloud.
+ */
+export async function e2bSandbox(envd) {
+  const { Sandbox } = await import('e2b');
+  return new Sandbox({
+    sandboxId: 'mcpgw-test',
+    envdVersion: E2B_ENVD_VERSION,
+    envdAccessToken: envd.token,
+    debug: true,
+    sandboxUrl: envd.url,
+  });
+}

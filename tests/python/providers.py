@@ -1,0 +1,156 @@
+"""The cloud sandboxes' own software, run here for the provider tests: each provider's
+in-sandbox daemon in a Docker container of the test image (tests/docker/sandbox.sh image
+--daemon), reached by that provider's official SDK exactly as it reaches its cloud sandbox.
+
+The daemons are built from their public sources by whoever runs the tests (this repository
+carries neither them nor a recipe that builds them; tests/providers/README.md says where each
+comes from) and found at ``$MCPGW_E2B_ENVD``, ``$MCPGW_OPENSANDBOX_EXECD`` and
+``$MCPGW_DAYTONA_DAEMON``, by default under ``/opt/mcpgw-sandboxd``. Without one, its tests say
+SKIPPED and why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from conftest import DOCKER, DOCKER_SH, STATIC_GATEWAY
+
+#: Where the daemons are looked for by default.
+DAEMONS = Path("/opt/mcpgw-sandboxd")
+E2B_ENVD = Path(os.environ.get("MCPGW_E2B_ENVD") or DAEMONS / "e2b" / "envd")
+#: The envd version the binary reports, which the SDK needs to be told in debug mode.
+E2B_ENVD_VERSION = "0.6.13"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _until(check: object, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.01)
+
+
+def daemon_reason(path: Path, what: str, env: str) -> str | None:
+    """Why the provider tests of `what` cannot run here, or None."""
+    reason = DOCKER.reason()
+    if reason:
+        return reason
+    if not path.is_file():
+        return f"{what} is not at {path} (set {env}; tests/providers/README.md says where it comes from)"
+    return None
+
+
+def image_with(kind: str, daemon: Path) -> str:
+    r = subprocess.run(
+        ["sh", str(DOCKER_SH), "image", "--daemon", f"{kind}={daemon}"], capture_output=True, text=True, check=False
+    )
+    if r.returncode != 0:
+        raise AssertionError(f"building the {kind} image failed: {r.stderr}")
+    return r.stdout.strip()
+
+
+@dataclass
+class Envd:
+    """E2B's envd running in a container: its URL, the access token it was initialised with
+    (so that nothing else on this machine can use it), and the container."""
+
+    url: str
+    token: str
+    container: str
+
+    def kill(self) -> None:
+        subprocess.run(["docker", "kill", self.container], capture_output=True, check=False)
+
+    def kill_attach(self) -> bool:
+        """Kills the session channel's process (``mcpgw-gateway attach``) in the sandbox."""
+        return kill_attach_in(self.container)
+
+    def docker_exec(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["docker", "exec", self.container, *argv], capture_output=True, text=True, check=False)
+
+
+def kill_attach_in(container: str) -> bool:
+    """Kills every ``mcpgw-gateway attach`` in `container` (SIGKILL); whether there was one."""
+    script = "p=$(ps -o pid,args | grep '[m]cpgw-gateway attach' | awk '{print $1}'); [ -n \"$p\" ] && kill -9 $p"
+    r = subprocess.run(["docker", "exec", container, "sh", "-c", script], capture_output=True, check=False)
+    return r.returncode == 0
+
+
+def start_envd() -> Iterator[Envd]:
+    """E2B's envd in a container (on this machine's network: the SDK reaches it at
+    127.0.0.1:PORT as it reaches a sandbox's envd through E2B's edge), locked at once with an
+    access token as E2B's control plane does; removed afterwards."""
+    image = image_with("e2b", E2B_ENVD)
+    port = free_port()
+    r = subprocess.run(
+        ["docker", "run", "-d", "--pull", "never", "--init", "--network", "host", "--label", "mcpgw-test=1", image,
+         "envd", "-isnotfc", "-no-cgroups", "-port", str(port)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if r.returncode != 0:
+        raise AssertionError(f"docker run of envd failed: {r.stderr}")
+    container = r.stdout.strip()
+    url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=1) as answer:
+                return bool(answer.status == 204)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    try:
+        _until(healthy, "envd to answer /health", 30)
+        token = secrets.token_hex(16)
+        init = urllib.request.Request(
+            f"{url}/init",
+            data=json.dumps({"accessToken": token}).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(init, timeout=10) as answer:
+            assert answer.status == 204, answer.status
+        yield Envd(url, token, container)
+    finally:
+        subprocess.run(["docker", "rm", "-f", "-v", container], capture_output=True, check=False)
+
+
+def e2b_sandbox(envd: Envd, *, blocking: bool = False) -> object:
+    """E2B's SDK's sandbox object for `envd`, in debug mode (no E2B account, no control plane),
+    with the access token: what ``Sandbox.connect`` gives against E2B's cloud."""
+    from e2b import AsyncSandbox, ConnectionConfig, Sandbox
+    from packaging.version import Version
+
+    cls = Sandbox if blocking else AsyncSandbox
+    return cls(
+        sandbox_id="mcpgw-test",
+        sandbox_domain=None,
+        envd_version=Version(E2B_ENVD_VERSION),
+        envd_access_token=envd.token,
+        traffic_access_token=None,
+        connection_config=ConnectionConfig(
+            debug=True, sandbox_url=envd.url, extra_sandbox_headers={"X-Access-Token": envd.token}
+        ),
+    )
+
+
+#: Where the provider tests install the gateway (the image has one in /usr/local/bin too; this
+#: path makes ensure_gateway_binary upload it through the SDK's file API).
+GATEWAY_IN_SANDBOX = "/tmp/mcpgw-bin/mcpgw-gateway"
+STATIC_GATEWAY_PATH = STATIC_GATEWAY
