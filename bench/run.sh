@@ -38,6 +38,11 @@ echo
 echo "python: one process holding 1000 sessions (local attach processes against 4 gateways)"
 MCPGW_LIB=target/release/libmcpgw.so PYTHONPATH=bindings/python/src .venv/bin/python bench/python_sessions.py \
     target/x86_64-unknown-linux-gnu/release/mcpgw-gateway target/release/mcpgw-testserver || status=$?
+# The cloud sandboxes, each through its own SDK and daemon: a call over the session channel
+# against the same call one-shot, beside the floor of the provider's streaming API.
+echo
+echo "python: a tool call through each cloud sandbox's SDK (tests/providers/README.md)"
+MCPGW_LIB=target/release/libmcpgw.so PYTHONPATH=bindings/python/src .venv/bin/python bench/providers.py || status=$?
 # The Go binding: one process holding 1,000 sessions (memory per session, threads, calls/s).
 echo
 echo "go: one host process holding 1,000 sessions (make -C bindings/go bench)"
