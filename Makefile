@@ -13,6 +13,9 @@ NODE_SERVERS := tests/servers/node_modules/.package-lock.json
 NODE_CLIENTS := tests/clients/node_modules/.package-lock.json
 LANGCHAIN_VENV := tests/clients/.venv
 LANGCHAIN_STAMP := $(LANGCHAIN_VENV)/.installed
+# OpenSandbox's server, which the provider tests start (tests/providers/README.md).
+OPENSANDBOX_VENV := tests/providers/.venv-opensandbox
+OPENSANDBOX_STAMP := $(OPENSANDBOX_VENV)/.installed
 
 # The release gateway and the test MCP server: static binaries for any image (no loader, no
 # libc, no NSS from them). getrandom(2) is called directly: a static binary cannot probe for the
@@ -53,7 +56,7 @@ docker-image: static
 demo: build
 	$(CARGO) run --quiet --example demo
 
-deps: $(VENV_STAMP) $(NODE_SERVERS) $(NODE_CLIENTS) $(LANGCHAIN_STAMP)
+deps: $(VENV_STAMP) $(NODE_SERVERS) $(NODE_CLIENTS) $(LANGCHAIN_STAMP) $(OPENSANDBOX_STAMP)
 
 $(VENV_STAMP): tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +72,11 @@ $(NODE_CLIENTS): tests/clients/package-lock.json
 $(LANGCHAIN_STAMP): tests/clients/requirements-langchain.txt
 	$(PYTHON) -m venv $(LANGCHAIN_VENV)
 	$(LANGCHAIN_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/clients/requirements-langchain.txt
+	touch $@
+
+$(OPENSANDBOX_STAMP): tests/providers/opensandbox-server.txt
+	$(PYTHON) -m venv $(OPENSANDBOX_VENV)
+	$(OPENSANDBOX_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/providers/opensandbox-server.txt
 	touch $@
 
 lint:
@@ -138,7 +146,7 @@ fuzz:
 
 clean:
 	$(CARGO) clean
-	rm -rf $(VENV) $(LANGCHAIN_VENV) dist tests/servers/node_modules tests/clients/node_modules bindings/node/node_modules
+	rm -rf $(VENV) $(LANGCHAIN_VENV) $(OPENSANDBOX_VENV) dist tests/servers/node_modules tests/clients/node_modules bindings/node/node_modules
 	$(MAKE) -C examples/c clean
 	$(MAKE) -C bindings/go clean
 

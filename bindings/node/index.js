@@ -14,6 +14,7 @@ export { Client, CONFIG_OPTIONS } from './src/client.js';
 export { Connection } from './src/connection.js';
 export { local, docker, podman, kubectl, argv, exec } from './src/backends.js';
 export { e2b } from './src/providers/e2b.js';
+export { opensandbox } from './src/providers/opensandbox.js';
 export { McpgwError } from './src/mcpgw-error.js';
 export * from './src/codes.js';
 export { BackendError } from './src/errors.js';

@@ -17,6 +17,9 @@
 #                                     beside it: this machine's bash and the libraries it loads, a
 #                                     `user` account with its home, /etc/shells (mcpgw-test-KIND:...)
 #                                     --bash adds bash alone (OpenSandbox's pipe sessions need it)
+#   sandbox.sh execd-image DIR         OpenSandbox's execd image (DIR/execd, DIR/bootstrap.sh and
+#                                     busybox, whose `tail` the server runs in it), for an
+#                                     opensandbox-server's execd_image (mcpgw-test-execd:...)
 #   sandbox.sh start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...]
 #                                     run a container (no network, docker's init as PID 1
 #                                     unless --no-init), print its id
@@ -164,6 +167,37 @@ image() {
     echo "$name"
 }
 
+execd_image() {
+    dir=${1:-}
+    [ -n "$dir" ] || die "usage: sandbox.sh execd-image DIR"
+    require_static "$dir/execd"
+    [ -f "$dir/bootstrap.sh" ] || die "$dir/bootstrap.sh is missing"
+    busybox=$(sh "$REPO/tests/busybox.sh")
+    hash=$(for f in "$busybox" "$dir/execd" "$dir/bootstrap.sh" "$0"; do sha256sum < "$f"; done |
+        sha256sum | cut -c1-12)
+    name=$LABEL-execd:$hash
+    if "$DOCKER" image inspect "$name" >/dev/null 2>&1; then echo "$name"; return; fi
+    umask 022
+    work=$(mktemp -d "${TMPDIR:-/tmp}/mcpgw-image.XXXXXX")
+    trap 'rm -rf "$work"' EXIT
+    root=$work/root
+    mkdir -p "$root/bin" "$root/etc" "$root/tmp" "$root/proc" "$root/sys" "$root/dev"
+    chmod 1777 "$root/tmp"
+    cp "$busybox" "$root/bin/busybox"
+    for applet in $("$busybox" --list); do
+        [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
+    done
+    cp "$dir/execd" "$root/execd"
+    cp "$dir/bootstrap.sh" "$root/bootstrap.sh"
+    chmod 755 "$root/execd" "$root/bootstrap.sh"
+    printf 'root:x:0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"
+    printf 'root:x:0:\n' > "$root/etc/group"
+    tar --numeric-owner --owner=0 --group=0 -C "$root" -cf "$work/rootfs.tar" .
+    "$DOCKER" import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' --change "LABEL $LABEL=1" \
+        --change 'ENTRYPOINT ["/execd"]' "$work/rootfs.tar" "$name" >/dev/null
+    echo "$name"
+}
+
 start() {
     image='' name='' init=--init
     while [ $# -gt 0 ]; do
@@ -208,8 +242,9 @@ cleanup() {
 case ${1:-} in
     check) [ $# -eq 1 ] || die "usage: sandbox.sh check"; check ;;
     image) shift; image "$@" ;;
+    execd-image) shift; execd_image "$@" ;;
     start) shift; start "$@" ;;
     stop) [ $# -ge 2 ] || die "usage: sandbox.sh stop NAME|ID..."; shift; stop "$@" ;;
     cleanup) [ $# -eq 1 ] || [ "$2" = --images ] || die "usage: sandbox.sh cleanup [--images]"; cleanup "${2:-}" ;;
-    *) die "usage: sandbox.sh check | image [--gateway PATH | --no-gateway] [--testserver PATH] [--node] [--bash] [--daemon KIND=PATH] | start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...] | stop NAME|ID... | cleanup [--images]" ;;
+    *) die "usage: sandbox.sh check | image [--gateway PATH | --no-gateway] [--testserver PATH] [--node] [--bash] [--daemon KIND=PATH] | execd-image DIR | start IMAGE [NAME] [--no-init] [-- DOCKER_RUN_OPTION...] | stop NAME|ID... | cleanup [--images]" ;;
 esac

@@ -66,6 +66,23 @@ def image_with(kind: str, daemon: Path) -> str:
 
 
 @dataclass
+class Box:
+    """A provider's sandbox as its container: what a test does to it from outside."""
+
+    container: str
+
+    def kill(self) -> None:
+        subprocess.run(["docker", "kill", self.container], capture_output=True, check=False)
+
+    def kill_attach(self) -> bool:
+        """Kills the session channel's process (``mcpgw-gateway attach``) in the sandbox."""
+        return kill_attach_in(self.container)
+
+    def docker_exec(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["docker", "exec", self.container, *argv], capture_output=True, text=True, check=False)
+
+
+@dataclass
 class Envd:
     """E2B's envd running in a container: its URL, the access token it was initialised with
     (so that nothing else on this machine can use it), and the container."""
@@ -154,3 +171,126 @@ def e2b_sandbox(envd: Envd, *, blocking: bool = False) -> object:
 #: path makes ensure_gateway_binary upload it through the SDK's file API).
 GATEWAY_IN_SANDBOX = "/tmp/mcpgw-bin/mcpgw-gateway"
 STATIC_GATEWAY_PATH = STATIC_GATEWAY
+
+
+OPENSANDBOX_DIR = Path(os.environ.get("MCPGW_OPENSANDBOX_EXECD") or DAEMONS / "opensandbox")
+#: opensandbox-server's virtualenv (make deps).
+OPENSANDBOX_SERVER = (
+    Path(__file__).resolve().parents[1] / "providers" / ".venv-opensandbox" / "bin" / "opensandbox-server"
+)
+#: The Docker network the server's sandboxes join: OpenSandbox publishes execd's port from a
+#: container with an address, which the daemon's default bridge (off here) would give.
+OPENSANDBOX_NETWORK = "mcpgw-test-opensandbox"
+
+
+def opensandbox_reason() -> str | None:
+    reason = daemon_reason(OPENSANDBOX_DIR / "execd", "OpenSandbox's execd", "MCPGW_OPENSANDBOX_EXECD")
+    if reason:
+        return reason
+    if not (OPENSANDBOX_DIR / "bootstrap.sh").is_file():
+        return f"execd's bootstrap.sh is not beside it in {OPENSANDBOX_DIR} (tests/providers/README.md)"
+    if not OPENSANDBOX_SERVER.is_file():
+        return f"{OPENSANDBOX_SERVER} is missing (make deps installs it)"
+    return None
+
+
+@dataclass
+class OpenSandboxServer:
+    """opensandbox-server running on this machine's loopback with the Docker runtime."""
+
+    domain: str
+    api_key: str
+    image: str
+
+    async def sandbox(self) -> object:
+        """A new sandbox of the test image (with bash, which execd's pipe sessions need), its
+        execd locked with a token of its own, as a user's SDK code makes one."""
+        from opensandbox import Sandbox
+        from opensandbox.config import ConnectionConfig
+
+        token = secrets.token_hex(16)
+        config = ConnectionConfig(
+            domain=self.domain,
+            api_key=self.api_key,
+            protocol="http",
+            headers={"X-EXECD-ACCESS-TOKEN": token},
+        )
+        return await Sandbox.create(
+            self.image,
+            connection_config=config,
+            metadata={"mcpgw-test": "1"},
+            env={"EXECD_ACCESS_TOKEN": token},
+            resource={"cpu": "1", "memory": "512Mi"},
+        )
+
+
+def start_opensandbox_server(workdir: Path) -> Iterator[OpenSandboxServer]:
+    execd_image = subprocess.run(
+        ["sh", str(DOCKER_SH), "execd-image", str(OPENSANDBOX_DIR)], capture_output=True, text=True, check=False
+    )
+    if execd_image.returncode != 0:
+        raise AssertionError(f"building execd's image failed: {execd_image.stderr}")
+    sandbox_image = subprocess.run(
+        ["sh", str(DOCKER_SH), "image", "--bash"], capture_output=True, text=True, check=False
+    )
+    if sandbox_image.returncode != 0:
+        raise AssertionError(f"building the sandbox image failed: {sandbox_image.stderr}")
+    if subprocess.run(["docker", "network", "inspect", OPENSANDBOX_NETWORK], capture_output=True).returncode != 0:
+        subprocess.run(
+            ["docker", "network", "create", "--label", "mcpgw-test=1", OPENSANDBOX_NETWORK],
+            capture_output=True, check=True,
+        )  # fmt: skip
+    port, key = free_port(), secrets.token_hex(16)
+    config = workdir / "opensandbox.toml"
+    config.write_text(
+        f"""[server]
+host = "127.0.0.1"
+port = {port}
+api_key = "{key}"
+[log]
+level = "WARNING"
+[runtime]
+type = "docker"
+execd_image = "{execd_image.stdout.strip()}"
+[store]
+type = "sqlite"
+path = "{workdir / "opensandbox.db"}"
+[docker]
+network_mode = "{OPENSANDBOX_NETWORK}"
+publish_host = "127.0.0.1"
+[docker.sandbox_env]
+# execd waits this long after every command before it ends the answer (1 s by default).
+EXECD_API_GRACE_SHUTDOWN = "0s"
+[proxy]
+resolve_internal = false
+"""
+    )
+    log = (workdir / "opensandbox-server.log").open("w")
+    server = subprocess.Popen([str(OPENSANDBOX_SERVER), "--config", str(config)], stdout=log, stderr=log)
+
+    def healthy() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as answer:
+                return bool(answer.status == 200)
+        except (urllib.error.URLError, OSError):
+            return server.poll() is not None
+
+    try:
+        _until(healthy, "opensandbox-server to answer /health", 60)
+        if server.poll() is not None:
+            raise AssertionError(f"opensandbox-server exited: {(workdir / 'opensandbox-server.log').read_text()}")
+        yield OpenSandboxServer(f"127.0.0.1:{port}", key, sandbox_image.stdout.strip())
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+        ids = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", "label=mcpgw-test=1", "--filter", "name=sandbox-"],
+            capture_output=True, text=True, check=False,
+        ).stdout.split()  # fmt: skip
+        if ids:
+            subprocess.run(["docker", "rm", "-f", "-v", *ids], capture_output=True, check=False)

@@ -7,32 +7,27 @@ names it; and the same one-shot."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
 import mcpgw_client as mcpgw
 from conftest import IMAGE_TESTSERVER, skip, ts_spec, wait_for
-from providers import E2B_ENVD, GATEWAY_IN_SANDBOX, STATIC_GATEWAY, Envd, daemon_reason, e2b_sandbox, start_envd
-
-pytest.importorskip("e2b", reason="E2B's SDK is not installed (make deps)")
-
-
-@pytest.fixture
-def envd() -> Iterator[Envd]:
-    reason = daemon_reason(E2B_ENVD, "E2B's envd", "MCPGW_E2B_ENVD")
-    if reason:
-        skip(f"no E2B sandbox here: {reason}")
-    yield from start_envd()
-
-
-@pytest.fixture
-async def e2b_client(envd: Envd) -> AsyncIterator[mcpgw.AsyncClient]:
-    client = mcpgw.AsyncClient(mcpgw.e2b(e2b_sandbox(envd)), gateway_path=GATEWAY_IN_SANDBOX)
-    try:
-        yield client
-    finally:
-        await client.aclose()
+from providers import (
+    E2B_ENVD,
+    GATEWAY_IN_SANDBOX,
+    STATIC_GATEWAY,
+    Box,
+    Envd,
+    OpenSandboxServer,
+    daemon_reason,
+    e2b_sandbox,
+    opensandbox_reason,
+    start_envd,
+    start_opensandbox_server,
+)
 
 
 async def _started(
@@ -43,10 +38,10 @@ async def _started(
     return call
 
 
-async def test_e2b_a_session_carries_calls_progress_cancel_and_a_resume(
-    envd: Envd, e2b_client: mcpgw.AsyncClient
-) -> None:
-    client = e2b_client
+async def a_session_through(client: mcpgw.AsyncClient, box: Box, backend: str, killed: str) -> None:
+    """The scenario every provider passes: install, a session, calls with progress, a cancel, a
+    resume after the channel's process was killed, then the sandbox killed: the provider's
+    failure names `backend` and the state `killed`."""
     installed = await client.ensure_gateway_binary(str(STATIC_GATEWAY))
     assert installed["uploaded"] and installed["path"] == GATEWAY_IN_SANDBOX
     hello = await client.open_session()
@@ -54,7 +49,7 @@ async def test_e2b_a_session_carries_calls_progress_cancel_and_a_resume(
     await client.add_mcp(ts_spec(command=IMAGE_TESTSERVER))
     names = {t["name"] for t in await client.list_tools("ts")}
     assert {"echo", "slow"} <= names
-    big = "e2b " * 50_000
+    big = f"{backend} " * 50_000
     assert (await client.call_tool("ts", "echo", {"text": big}))["content"][0]["text"] == big
 
     got: list[mcpgw.ToolChunk] = []
@@ -67,29 +62,46 @@ async def test_e2b_a_session_carries_calls_progress_cancel_and_a_resume(
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
-    await wait_for(lambda: envd.docker_exec("cat", "/tmp/cancelled").stdout == "cancelled", "the cancel marker", 30)
+    await wait_for(lambda: box.docker_exec("cat", "/tmp/cancelled").stdout == "cancelled", "the cancel marker", 30)
 
     # The channel's process killed in the sandbox mid-call: the driver opens another through the
     # SDK and the call resumes on it, every progress chunk once.
     if hello.get("retention_ms"):
         got = []
         call = await _started(client, got, {"seconds": 2, "steps": 4})
-        assert envd.kill_attach()
+        assert box.kill_attach()
         last = await call
         assert last["is_last"]
         steps = {p["progress"] for p in map(mcpgw.progress_of, got) if p}
         assert len(got) == 4 and len(steps) == 4, got
 
-    # The sandbox killed under a call: the SDK's failure, read by the library's rules for E2B.
+    # The sandbox killed under a call: the SDK's failure, read by the library's rules.
     got = []
     call = await _started(client, got, {"seconds": 30, "steps": 30})
-    envd.kill()
-    with pytest.raises((mcpgw.BackendError, mcpgw.SessionLostError)) as e:
+    box.kill()
+    with pytest.raises((mcpgw.BackendError, mcpgw.SessionLostError)):
         await call
     with pytest.raises(mcpgw.BackendError) as e:
         await client.call_tool("ts", "echo", {"text": "anyone?"})
-    assert e.value.backend == "e2b" and e.value.state == "unreachable", e.value
-    assert "SandboxUnreachableException" in e.value.reason, e.value
+    assert e.value.backend == backend and e.value.state == killed, e.value
+
+
+# ---- E2B ----
+
+
+@pytest.fixture
+def envd() -> Iterator[Envd]:
+    reason = daemon_reason(E2B_ENVD, "E2B's envd", "MCPGW_E2B_ENVD")
+    if reason:
+        skip(f"no E2B sandbox here: {reason}")
+    pytest.importorskip("e2b", reason="E2B's SDK is not installed (make deps)")
+    yield from start_envd()
+
+
+async def test_e2b_a_session_carries_calls_progress_cancel_and_a_resume(envd: Envd) -> None:
+    async with mcpgw.AsyncClient(mcpgw.e2b(e2b_sandbox(envd)), gateway_path=GATEWAY_IN_SANDBOX) as client:
+        # Killed, the sandbox is one E2B's SDK cannot reach (E2B's edge would say not running).
+        await a_session_through(client, Box(envd.container), "e2b", "unreachable")
 
 
 async def test_e2b_one_shot_and_a_blocking_sandbox(envd: Envd) -> None:
@@ -109,3 +121,44 @@ async def test_e2b_one_shot_and_a_blocking_sandbox(envd: Envd) -> None:
 def test_e2b_refuses_what_is_not_a_sandbox() -> None:
     with pytest.raises(TypeError, match="E2B Sandbox"):
         mcpgw.e2b(object())
+
+
+# ---- OpenSandbox ----
+
+
+@pytest.fixture(scope="module")
+def opensandbox_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenSandboxServer]:
+    reason = opensandbox_reason()
+    if reason:
+        skip(f"no OpenSandbox here: {reason}")
+    pytest.importorskip("opensandbox", reason="OpenSandbox's SDK is not installed (make deps)")
+    pytest.importorskip("websockets", reason="websockets is not installed (make deps)")
+    yield from start_opensandbox_server(Path(tmp_path_factory.mktemp("opensandbox")))
+
+
+@pytest.fixture
+async def opensandbox_sandbox(opensandbox_server: OpenSandboxServer) -> AsyncIterator[object]:
+    sandbox = await opensandbox_server.sandbox()
+    try:
+        yield sandbox
+    finally:
+        # A test may have killed its container.
+        with contextlib.suppress(Exception):
+            await sandbox.kill()  # type: ignore[attr-defined]
+        await sandbox.close()  # type: ignore[attr-defined]
+
+
+async def test_opensandbox_a_session_carries_calls_progress_cancel_and_a_resume(opensandbox_sandbox: object) -> None:
+    box = Box(f"sandbox-{opensandbox_sandbox.id}")  # type: ignore[attr-defined]
+    backend = mcpgw.opensandbox(opensandbox_sandbox)
+    async with mcpgw.AsyncClient(backend, gateway_path=GATEWAY_IN_SANDBOX) as client:
+        # Killed, its container has exited: the server says so, and the sandbox is gone.
+        await a_session_through(client, box, "opensandbox", "gone")
+
+
+async def test_opensandbox_one_shot(opensandbox_sandbox: object) -> None:
+    async with mcpgw.AsyncClient(mcpgw.opensandbox(opensandbox_sandbox)) as client:
+        await client.start_gateway()
+        await client.add_mcp(ts_spec(command=IMAGE_TESTSERVER))
+        assert (await client.call_tool("ts", "echo", {"text": "one-shot"}))["content"][0]["text"] == "one-shot"
+        await client.stop_gateway()

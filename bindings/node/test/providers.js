@@ -7,9 +7,9 @@
 // comes from) and found at $MCPGW_E2B_ENVD, $MCPGW_OPENSANDBOX_EXECD and $MCPGW_DAYTONA_DAEMON,
 // by default under /opt/mcpgw-sandboxd. Without one, its tests say SKIPPED and why.
 
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { REPO, engine, waitFor } from './helpers.js';
@@ -143,4 +143,122 @@ export async function e2bSandbox(envd) {
     debug: true,
     sandboxUrl: envd.url,
   });
+}
+
+const OPENSANDBOX_DIR = process.env.MCPGW_OPENSANDBOX_EXECD || join(DAEMONS, 'opensandbox');
+const OPENSANDBOX_SERVER = join(
+  REPO,
+  'tests',
+  'providers',
+  '.venv-opensandbox',
+  'bin',
+  'opensandbox-server',
+);
+/** The Docker network the server's sandboxes join (the daemon's default bridge is off here). */
+const OPENSANDBOX_NETWORK = 'mcpgw-test-opensandbox';
+
+/** Why the OpenSandbox tests cannot run here, or null. */
+export function opensandboxSkip() {
+  const skip = daemonSkip(
+    join(OPENSANDBOX_DIR, 'execd'),
+    "OpenSandbox's execd",
+    'MCPGW_OPENSANDBOX_EXECD',
+  );
+  if (skip) return skip;
+  if (!existsSync(join(OPENSANDBOX_DIR, 'bootstrap.sh'))) {
+    return `SKIPPED: execd's bootstrap.sh is not beside it in ${OPENSANDBOX_DIR} (tests/providers/README.md)`;
+  }
+  if (!existsSync(OPENSANDBOX_SERVER))
+    return `SKIPPED: ${OPENSANDBOX_SERVER} is missing (make deps)`;
+  return null;
+}
+
+/**
+ * opensandbox-server on this machine's loopback with the Docker runtime; `sandbox()` makes a
+ * sandbox of the test image with its execd locked by a token of its own; `stop()` ends it all.
+ */
+export async function startOpenSandboxServer(workdir) {
+  const sandboxSh = (/** @type {string[]} */ ...args) =>
+    spawnSync('sh', [join(REPO, 'tests', 'docker', 'sandbox.sh'), ...args], {
+      encoding: 'utf8',
+      timeout: 300_000,
+    });
+  const execdImage = sandboxSh('execd-image', OPENSANDBOX_DIR);
+  if (execdImage.status !== 0)
+    throw new Error(`building execd's image failed: ${execdImage.stderr}`);
+  const image = sandboxSh('image', '--bash');
+  if (image.status !== 0) throw new Error(`building the sandbox image failed: ${image.stderr}`);
+  if (docker('network', 'inspect', OPENSANDBOX_NETWORK).status !== 0) {
+    docker('network', 'create', '--label', 'mcpgw-test=1', OPENSANDBOX_NETWORK);
+  }
+  const port = await freePort();
+  const key = randomBytes(16).toString('hex');
+  const config = join(workdir, 'opensandbox.toml');
+  writeFileSync(
+    config,
+    `[server]\nhost = "127.0.0.1"\nport = ${port}\napi_key = "${key}"\n[log]\nlevel = "WARNING"\n` +
+      `[runtime]\ntype = "docker"\nexecd_image = "${execdImage.stdout.trim()}"\n` +
+      `[store]\ntype = "sqlite"\npath = "${join(workdir, 'opensandbox.db')}"\n` +
+      `[docker]\nnetwork_mode = "${OPENSANDBOX_NETWORK}"\npublish_host = "127.0.0.1"\n` +
+      `[docker.sandbox_env]\nEXECD_API_GRACE_SHUTDOWN = "0s"\n[proxy]\nresolve_internal = false\n`,
+  );
+  const server = spawn(OPENSANDBOX_SERVER, ['--config', config], { stdio: 'ignore' });
+  const stop = () => {
+    server.kill('SIGTERM');
+    const ids = docker('ps', '-aq', '--filter', 'label=mcpgw-test=1', '--filter', 'name=sandbox-')
+      .stdout.split(/\s+/)
+      .filter(Boolean);
+    if (ids.length) docker('rm', '-f', '-v', ...ids);
+  };
+  try {
+    await waitFor(
+      async () => {
+        try {
+          return (await fetch(`http://127.0.0.1:${port}/health`)).status === 200;
+        } catch {
+          return false;
+        }
+      },
+      { ms: 60_000, every: 100, what: 'opensandbox-server to answer /health' },
+    );
+  } catch (e) {
+    stop();
+    throw e;
+  }
+  return {
+    stop,
+    async sandbox() {
+      const { ConnectionConfig, Sandbox } = await import('@alibaba-group/opensandbox');
+      const token = randomBytes(16).toString('hex');
+      return Sandbox.create({
+        connectionConfig: new ConnectionConfig({
+          domain: `127.0.0.1:${port}`,
+          apiKey: key,
+          protocol: 'http',
+          headers: { 'X-EXECD-ACCESS-TOKEN': token },
+        }),
+        image: image.stdout.trim().split('\n').pop(),
+        metadata: { 'mcpgw-test': '1' },
+        env: { EXECD_ACCESS_TOKEN: token },
+        timeoutSeconds: 1800,
+        resource: { cpu: '1', memory: '512Mi' },
+      });
+    },
+  };
+}
+
+/** What a test does to a provider's sandbox from outside, by its container. */
+export function box(container) {
+  return {
+    kill: () => docker('kill', container),
+    exec: (/** @type {string[]} */ ...argv) => docker('exec', container, ...argv),
+    killAttach: () =>
+      docker(
+        'exec',
+        container,
+        'sh',
+        '-c',
+        "p=$(ps -o pid,args | grep '[m]cpgw-gateway attach' | awk '{print $1}'); [ -n \"$p\" ] && kill -9 $p",
+      ).status === 0,
+  };
 }

@@ -6,16 +6,98 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BackendError, CancelledError, Client, e2b, progressOf, textOf } from '../index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  BackendError,
+  CancelledError,
+  Client,
+  e2b,
+  opensandbox,
+  progressOf,
+  textOf,
+} from '../index.js';
 import { rejection, staticGatewayPath, testserverSpec, waitFor } from './helpers.js';
 import {
   E2B_ENVD,
   GATEWAY_IN_SANDBOX,
   TESTSERVER,
+  box,
   daemonSkip,
   e2bSandbox,
+  opensandboxSkip,
   startEnvd,
+  startOpenSandboxServer,
 } from './providers.js';
+
+/**
+ * The scenario every provider passes: install, one-shot, a session with calls, progress, a
+ * cancel, a resume after the channel's process was killed; then the sandbox killed: the
+ * provider's failure names `backend` and the state `killed`.
+ *
+ * @param {import('node:test').TestContext} t
+ * @param {Client} client
+ * @param {ReturnType<typeof box>} sandbox
+ */
+async function scenario(t, client, sandbox, backend, killed) {
+  const status = await client.ensureGatewayBinary(staticGatewayPath());
+  assert.equal(status.uploaded, true);
+  assert.equal(status.path, GATEWAY_IN_SANDBOX);
+  await client.startGateway();
+  await client.addMcp(testserverSpec('ts', TESTSERVER));
+  assert.equal(textOf(await client.callTool('ts', 'echo', { text: 'one-shot' })), 'one-shot');
+
+  const hello = await client.openSession();
+  const tools = (await client.listTools('ts')).map((x) => x.name);
+  assert.ok(tools.includes('slow'), `${tools}`);
+  const big = `${backend} `.repeat(50_000);
+  assert.equal(textOf(await client.callTool('ts', 'echo', { text: big })), big);
+  /** @type {any[]} */
+  let got = [];
+  const onProgress = (/** @type {any} */ c) => got.push(c);
+  const last = await client.callTool('ts', 'slow', { seconds: 0.3, steps: 3 }, { onProgress });
+  assert.ok(last.is_last);
+  assert.equal(got.length, 3);
+
+  const ac = new AbortController();
+  got = [];
+  const call = client.callTool(
+    'ts',
+    'slow',
+    { seconds: 30, steps: 300, cancel_marker: '/tmp/cancelled' },
+    { signal: ac.signal, onProgress },
+  );
+  await waitFor(() => got.length > 0, { ms: 30_000, what: 'the first progress chunk' });
+  ac.abort();
+  assert.ok((await rejection(call)) instanceof CancelledError);
+  await waitFor(() => sandbox.exec('cat', '/tmp/cancelled').stdout === 'cancelled', {
+    ms: 30_000,
+    what: 'the cancel marker',
+  });
+
+  if (!hello.retention_ms) {
+    t.diagnostic('SKIPPED: resume: this attach keeps no call (retention_ms 0)');
+  } else {
+    got = [];
+    const resumed = client.callTool('ts', 'slow', { seconds: 2, steps: 4 }, { onProgress });
+    await waitFor(() => got.length > 0, { ms: 30_000, what: 'the first progress chunk' });
+    assert.ok(sandbox.killAttach());
+    assert.ok((await resumed).is_last);
+    assert.equal(got.length, 4);
+    assert.equal(new Set(got.map((c) => progressOf(c)?.progress)).size, 4);
+  }
+
+  got = [];
+  const doomed = client.callTool('ts', 'slow', { seconds: 30, steps: 30 }, { onProgress });
+  await waitFor(() => got.length > 0, { ms: 30_000, what: 'the first progress chunk' });
+  sandbox.kill();
+  await rejection(doomed);
+  const e = await rejection(client.callTool('ts', 'echo', { text: 'anyone?' }));
+  assert.ok(e instanceof BackendError, `${e}`);
+  assert.equal(e.backend, backend);
+  assert.equal(e.state, killed, `${e}`);
+}
 
 const e2bSkip = daemonSkip(E2B_ENVD, "E2B's envd", 'MCPGW_E2B_ENVD');
 if (e2bSkip) console.log(e2bSkip);
@@ -23,96 +105,58 @@ if (e2bSkip) console.log(e2bSkip);
 describe('an E2B sandbox through the e2b SDK', { skip: e2bSkip || false }, () => {
   /** @type {Awaited<ReturnType<typeof startEnvd>>} */
   let envd;
-  /** @type {Client} */
-  let client;
 
   before(async () => {
     envd = await startEnvd();
-    client = new Client(e2b(await e2bSandbox(envd)), { gatewayPath: GATEWAY_IN_SANDBOX });
   });
 
-  after(async () => {
-    await client?.close();
-    envd?.stop();
-  });
+  after(() => envd?.stop());
 
-  test('one-shot: the gateway uploaded with the file API, launched, a server called', async () => {
-    const status = await client.ensureGatewayBinary(staticGatewayPath());
-    assert.equal(status.uploaded, true);
-    assert.equal(status.path, GATEWAY_IN_SANDBOX);
-    await client.startGateway();
-    await client.addMcp(testserverSpec('ts', TESTSERVER));
-    assert.equal(textOf(await client.callTool('ts', 'echo', { text: 'one-shot' })), 'one-shot');
-  });
-
-  test('a session: calls, progress, a cancel, a resume after the channel is killed', async (t) => {
-    const hello = await client.openSession();
-    const tools = (await client.listTools('ts')).map((x) => x.name);
-    assert.ok(tools.includes('slow'), `${tools}`);
-    const big = 'e2b '.repeat(50_000);
-    assert.equal(textOf(await client.callTool('ts', 'echo', { text: big })), big);
-    /** @type {any[]} */
-    let got = [];
-    const last = await client.callTool(
-      'ts',
-      'slow',
-      { seconds: 0.3, steps: 3 },
-      { onProgress: (c) => got.push(c) },
-    );
-    assert.ok(last.is_last);
-    assert.equal(got.length, 3);
-
-    const ac = new AbortController();
-    got = [];
-    const call = client.callTool(
-      'ts',
-      'slow',
-      { seconds: 30, steps: 300, cancel_marker: '/tmp/cancelled' },
-      { signal: ac.signal, onProgress: (c) => got.push(c) },
-    );
-    await waitFor(() => got.length > 0, { ms: 30_000, what: 'the first progress chunk' });
-    ac.abort();
-    assert.ok((await rejection(call)) instanceof CancelledError);
-    await waitFor(() => envd.exec('cat', '/tmp/cancelled').stdout === 'cancelled', {
-      ms: 30_000,
-      what: 'the cancel marker',
-    });
-
-    if (!hello.retention_ms) {
-      t.diagnostic('SKIPPED: resume: this attach keeps no call (retention_ms 0)');
-    } else {
-      got = [];
-      const resumed = client.callTool(
-        'ts',
-        'slow',
-        { seconds: 2, steps: 4 },
-        { onProgress: (c) => got.push(c) },
-      );
-      await waitFor(() => got.length > 0, { ms: 30_000, what: 'the first progress chunk' });
-      assert.ok(envd.killAttach());
-      assert.ok((await resumed).is_last);
-      const steps = new Set(got.map((c) => progressOf(c)?.progress));
-      assert.equal(got.length, 4);
-      assert.equal(steps.size, 4);
+  test('install, one-shot, a session: progress, cancel, resume; the sandbox killed', async (t) => {
+    const client = new Client(e2b(await e2bSandbox(envd)), { gatewayPath: GATEWAY_IN_SANDBOX });
+    try {
+      // Killed, the sandbox is one E2B's SDK cannot reach (E2B's edge would say not running).
+      await scenario(t, client, box(envd.container), 'e2b', 'unreachable');
+    } finally {
+      await client.close();
     }
-
-    got = [];
-    const doomed = client.callTool(
-      'ts',
-      'slow',
-      { seconds: 30, steps: 30 },
-      { onProgress: (c) => got.push(c) },
-    );
-    await waitFor(() => got.length > 0, { ms: 30_000, what: 'the first progress chunk' });
-    envd.kill();
-    await rejection(doomed);
-    const e = await rejection(client.callTool('ts', 'echo', { text: 'anyone?' }));
-    assert.ok(e instanceof BackendError, `${e}`);
-    assert.equal(e.backend, 'e2b');
-    assert.equal(e.state, 'unreachable', `${e}`);
   });
 
   test('what is not a sandbox is refused', () => {
     assert.throws(() => e2b({}), /E2B Sandbox/);
+  });
+});
+
+const osSkip = opensandboxSkip();
+if (osSkip) console.log(osSkip);
+
+describe('an OpenSandbox sandbox through its SDK', { skip: osSkip || false }, () => {
+  /** @type {Awaited<ReturnType<typeof startOpenSandboxServer>>} */
+  let server;
+  const dir = mkdtempSync(join(tmpdir(), 'mcpgw-node-opensandbox-'));
+
+  before(async () => {
+    server = await startOpenSandboxServer(dir);
+  });
+
+  after(() => {
+    server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('install, one-shot, a session: progress, cancel, resume; the sandbox killed', async (t) => {
+    const sandbox = await server.sandbox();
+    const client = new Client(opensandbox(sandbox), { gatewayPath: GATEWAY_IN_SANDBOX });
+    try {
+      // Killed, its container has exited: the server says so, and the sandbox is gone.
+      await scenario(t, client, box(`sandbox-${sandbox.id}`), 'opensandbox', 'gone');
+    } finally {
+      await client.close();
+      await sandbox.kill().catch(() => {});
+    }
+  });
+
+  test('what is not a sandbox is refused', () => {
+    assert.throws(() => opensandbox({}), /OpenSandbox Sandbox/);
   });
 });

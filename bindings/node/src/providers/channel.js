@@ -49,9 +49,13 @@ export function asBuffer(data) {
   return Buffer.from(/** @type {Uint8Array} */ (data));
 }
 
-/** What an SDK raised, as the library reads it: `Class: message`. */
+/**
+ * What an SDK raised, as the library reads it: `Class: message` (or what an adapter set as its
+ * `mcpgwReason`: that with the sandbox's state, say).
+ */
 export function describe(e) {
   const err = /** @type {any} */ (e);
+  if (typeof err?.mcpgwReason === 'string') return err.mcpgwReason;
   const name = err?.name && err.name !== 'Error' ? err.name : (err?.constructor?.name ?? 'Error');
   const message = err?.message ?? String(e);
   return message ? `${name}: ${message}` : name;

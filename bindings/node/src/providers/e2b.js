@@ -117,5 +117,10 @@ export function e2b(sandbox, options = {}) {
   }
 
   const id = String(sandbox.sandboxId ?? 'e2b');
-  return { kind: 'e2b', config: { kind: 'e2b', sandbox: id }, run, open };
+  return Object.freeze({
+    kind: 'e2b',
+    config: Object.freeze({ kind: 'e2b', sandbox: id }),
+    run,
+    open,
+  });
 }

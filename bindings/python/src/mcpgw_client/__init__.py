@@ -32,7 +32,7 @@ from .blocking import BlockingConnection, Client
 from .client import AsyncClient, Options, Transport
 from .connection import Connection
 from .errors import ERROR_CLASSES, RESULT, BackendError, McpgwError, error_class
-from .providers import e2b
+from .providers import e2b, opensandbox
 from .wire import (
     BinaryInfo,
     Block,
@@ -105,6 +105,7 @@ __all__ = [
     "kubectl",
     "library_version",
     "local",
+    "opensandbox",
     "podman",
     "progress_of",
     "text_of",

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import IO, Any, Protocol, cast
 
 from .backends import Channel, OpenFn, RunFn
+from .providers._channel import describe
 
 _READ = 1 << 16
 
@@ -233,7 +234,7 @@ class ExecRun:
             try:
                 code, out, err = exec_output(e)
             except TypeError:
-                self._sink.failed(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
+                self._sink.failed(describe(e))
                 return
         self._sink.out(out)
         self._sink.err(err)
@@ -263,7 +264,7 @@ class ExecChannel:
         try:
             self._channel = channel = await open_fn(command)
         except Exception as e:  # noqa: BLE001 - the opener's failure is the channel's
-            self._sink.failed(f"the channel opener failed: {type(e).__name__}: {e}")
+            self._sink.failed(f"the channel opener failed: {describe(e)}")
             self._sink.out_end()
             return
         if self._killed:
@@ -279,7 +280,7 @@ class ExecChannel:
         try:
             code = await channel.wait()
         except Exception as e:  # noqa: BLE001 - an SDK that lost the channel says why
-            self._sink.failed(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
+            self._sink.failed(describe(e))
             return
         self._sink.exited(exit_status(code))
 

@@ -16,7 +16,10 @@ export declare function stdinPath(): string;
 export declare function withStdinFrom(command: any, path: any): string;
 /** An SDK's output chunk as bytes (text is UTF-8). */
 export declare function asBuffer(data: any): Buffer<ArrayBuffer>;
-/** What an SDK raised, as the library reads it: `Class: message`. */
+/**
+ * What an SDK raised, as the library reads it: `Class: message` (or what an adapter set as its
+ * `mcpgwReason`: that with the sandbox's state, say).
+ */
 export declare function describe(e: any): any;
 /**
  * A long-lived command of a provider SDK as the binding's loop follows a channel.

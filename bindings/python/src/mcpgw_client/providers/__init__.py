@@ -11,5 +11,6 @@ the library, whose rules for that provider tell the sandbox's failures from the 
 """
 
 from .e2b import e2b
+from .opensandbox import opensandbox
 
-__all__ = ["e2b"]
+__all__ = ["e2b", "opensandbox"]

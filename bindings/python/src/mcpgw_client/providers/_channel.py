@@ -54,7 +54,11 @@ def as_bytes(data: str | bytes | bytearray | None) -> bytes:
 
 
 def describe(e: BaseException) -> str:
-    """What an SDK raised, as the library reads it: ``Class: message``."""
+    """What an SDK raised, as the library reads it: ``Class: message`` (or what an adapter set
+    as its ``mcpgw_reason``: that with the sandbox's state, say)."""
+    reason = getattr(e, "mcpgw_reason", None)
+    if isinstance(reason, str):
+        return reason
     text = str(e)
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
