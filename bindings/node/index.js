@@ -15,6 +15,7 @@ export { Connection } from './src/connection.js';
 export { local, docker, podman, kubectl, argv, exec } from './src/backends.js';
 export { e2b } from './src/providers/e2b.js';
 export { opensandbox } from './src/providers/opensandbox.js';
+export { daytona } from './src/providers/daytona.js';
 export { McpgwError } from './src/mcpgw-error.js';
 export * from './src/codes.js';
 export { BackendError } from './src/errors.js';

@@ -178,9 +178,19 @@ OPENSANDBOX_DIR = Path(os.environ.get("MCPGW_OPENSANDBOX_EXECD") or DAEMONS / "o
 OPENSANDBOX_SERVER = (
     Path(__file__).resolve().parents[1] / "providers" / ".venv-opensandbox" / "bin" / "opensandbox-server"
 )
-#: The Docker network the server's sandboxes join: OpenSandbox publishes execd's port from a
-#: container with an address, which the daemon's default bridge (off here) would give.
-OPENSANDBOX_NETWORK = "mcpgw-test-opensandbox"
+#: The Docker network of the providers' sandboxes whose port is published on this machine's
+#: loopback (OpenSandbox's execd, Daytona's daemon): a published port needs a container with an
+#: address, which the daemon's default bridge (off here) would give.
+PROVIDERS_NETWORK = "mcpgw-test-providers"
+
+
+def providers_network() -> str:
+    if subprocess.run(["docker", "network", "inspect", PROVIDERS_NETWORK], capture_output=True).returncode != 0:
+        subprocess.run(
+            ["docker", "network", "create", "--label", "mcpgw-test=1", PROVIDERS_NETWORK],
+            capture_output=True, check=True,
+        )  # fmt: skip
+    return PROVIDERS_NETWORK
 
 
 def opensandbox_reason() -> str | None:
@@ -235,11 +245,7 @@ def start_opensandbox_server(workdir: Path) -> Iterator[OpenSandboxServer]:
     )
     if sandbox_image.returncode != 0:
         raise AssertionError(f"building the sandbox image failed: {sandbox_image.stderr}")
-    if subprocess.run(["docker", "network", "inspect", OPENSANDBOX_NETWORK], capture_output=True).returncode != 0:
-        subprocess.run(
-            ["docker", "network", "create", "--label", "mcpgw-test=1", OPENSANDBOX_NETWORK],
-            capture_output=True, check=True,
-        )  # fmt: skip
+    network = providers_network()
     port, key = free_port(), secrets.token_hex(16)
     config = workdir / "opensandbox.toml"
     config.write_text(
@@ -256,7 +262,7 @@ execd_image = "{execd_image.stdout.strip()}"
 type = "sqlite"
 path = "{workdir / "opensandbox.db"}"
 [docker]
-network_mode = "{OPENSANDBOX_NETWORK}"
+network_mode = "{network}"
 publish_host = "127.0.0.1"
 [docker.sandbox_env]
 # execd waits this long after every command before it ends the answer (1 s by default).
@@ -294,3 +300,82 @@ resolve_internal = false
         ).stdout.split()  # fmt: skip
         if ids:
             subprocess.run(["docker", "rm", "-f", "-v", *ids], capture_output=True, check=False)
+
+
+DAYTONA_DAEMON = Path(os.environ.get("MCPGW_DAYTONA_DAEMON") or DAEMONS / "daytona" / "daytona-daemon")
+
+
+@dataclass
+class DaytonaDaemon:
+    """Daytona's toolbox daemon in a container, its API published on this machine's loopback."""
+
+    url: str
+    container: str
+
+
+def start_daytona() -> Iterator[DaytonaDaemon]:
+    """Daytona's daemon in a container of the test image: its toolbox API (port 2280, which it
+    serves on every interface of its container, with no authentication: Daytona's cloud puts its
+    proxy in front) published on 127.0.0.1 only."""
+    image = image_with("daytona", DAYTONA_DAEMON)
+    r = subprocess.run(
+        ["docker", "run", "-d", "--pull", "never", "--init", "--network", providers_network(), "-p", "127.0.0.1::2280",
+         "-e", "DAYTONA_SANDBOX_ID=mcpgw-test", "--label", "mcpgw-test=1", image, "daytona-daemon"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if r.returncode != 0:
+        raise AssertionError(f"docker run of Daytona's daemon failed: {r.stderr}")
+    container = r.stdout.strip()
+    try:
+        port = (
+            subprocess.run(["docker", "port", container, "2280"], capture_output=True, text=True, check=True)
+            .stdout.split(":")[-1]
+            .strip()
+        )
+        url = f"http://127.0.0.1:{port}"
+
+        def ready() -> bool:
+            try:
+                with urllib.request.urlopen(f"{url}/version", timeout=1) as answer:
+                    return bool(answer.status == 200)
+            except (urllib.error.URLError, OSError):
+                return False
+
+        _until(ready, "Daytona's daemon to answer /version", 30)
+        yield DaytonaDaemon(url, container)
+    finally:
+        subprocess.run(["docker", "rm", "-f", "-v", container], capture_output=True, check=False)
+
+
+def daytona_sandbox(daemon: DaytonaDaemon) -> object:
+    """Daytona's SDK's ``AsyncSandbox`` for `daemon`, from the sandbox record Daytona's control
+    plane would give (its toolbox reached through ``toolboxProxyUrl``, here the daemon's own
+    ``/proxy`` route, which forwards to its API as Daytona's toolbox proxy does). No control
+    plane is asked anything."""
+    from importlib.metadata import version
+
+    from daytona import AsyncSandbox
+    from daytona.internal.event_subscription_manager import AsyncEventSubscriptionManager
+    from daytona_api_client_async import ApiClient as MainApiClient
+    from daytona_api_client_async import Configuration as MainConfiguration
+    from daytona_api_client_async import Sandbox as SandboxDto
+    from daytona_api_client_async import SandboxApi
+    from daytona_toolbox_api_client_async import ApiClient, Configuration
+
+    toolbox = ApiClient(Configuration(host=""))
+    toolbox.default_headers.update(
+        {"Authorization": "Bearer none", "X-Daytona-Source": "sdk-python", "X-Daytona-SDK-Version": version("daytona")}
+    )
+    record = {
+        "id": "2280", "organizationId": "local", "name": "mcpgw-test", "user": "root", "env": {}, "labels": {},
+        "public": False, "networkBlockAll": True, "kvm": False, "target": "local", "cpu": 1, "gpu": 0,
+        "memory": 1, "disk": 1, "state": "started", "toolboxProxyUrl": f"{daemon.url}/proxy",
+    }  # fmt: skip
+    return AsyncSandbox(
+        SandboxDto.from_dict(record),
+        toolbox,
+        # Never called: the sandbox's lifecycle is the test's.
+        SandboxApi(MainApiClient(MainConfiguration(host="http://127.0.0.1:9"))),
+        "python",
+        subscription_manager=AsyncEventSubscriptionManager(None),
+    )

@@ -16,15 +16,19 @@ import pytest
 import mcpgw_client as mcpgw
 from conftest import IMAGE_TESTSERVER, skip, ts_spec, wait_for
 from providers import (
+    DAYTONA_DAEMON,
     E2B_ENVD,
     GATEWAY_IN_SANDBOX,
     STATIC_GATEWAY,
     Box,
+    DaytonaDaemon,
     Envd,
     OpenSandboxServer,
     daemon_reason,
+    daytona_sandbox,
     e2b_sandbox,
     opensandbox_reason,
+    start_daytona,
     start_envd,
     start_opensandbox_server,
 )
@@ -161,4 +165,34 @@ async def test_opensandbox_one_shot(opensandbox_sandbox: object) -> None:
         await client.start_gateway()
         await client.add_mcp(ts_spec(command=IMAGE_TESTSERVER))
         assert (await client.call_tool("ts", "echo", {"text": "one-shot"}))["content"][0]["text"] == "one-shot"
+        await client.stop_gateway()
+
+
+# ---- Daytona ----
+
+
+@pytest.fixture
+def daytona_daemon() -> Iterator[DaytonaDaemon]:
+    reason = daemon_reason(DAYTONA_DAEMON, "Daytona's daemon", "MCPGW_DAYTONA_DAEMON")
+    if reason:
+        skip(f"no Daytona sandbox here: {reason}")
+    pytest.importorskip("daytona", reason="Daytona's SDK is not installed (make deps)")
+    yield from start_daytona()
+
+
+async def test_daytona_a_session_carries_calls_progress_cancel_and_a_resume(daytona_daemon: DaytonaDaemon) -> None:
+    backend = mcpgw.daytona(daytona_sandbox(daytona_daemon))
+    async with mcpgw.AsyncClient(backend, gateway_path=GATEWAY_IN_SANDBOX) as client:
+        # Killed, the sandbox is one Daytona's SDK cannot reach (Daytona's control plane, not
+        # here, would say it is stopped).
+        await a_session_through(client, Box(daytona_daemon.container), "daytona", "unreachable")
+
+
+async def test_daytona_one_shot_keeps_stdout_and_stderr_apart(daytona_daemon: DaytonaDaemon) -> None:
+    async with mcpgw.AsyncClient(mcpgw.daytona(daytona_sandbox(daytona_daemon))) as client:
+        await client.start_gateway()
+        await client.add_mcp(ts_spec(command=IMAGE_TESTSERVER))
+        assert (await client.call_tool("ts", "echo", {"text": "one-shot"}))["content"][0]["text"] == "one-shot"
+        with pytest.raises(mcpgw.NotFoundError):
+            await client.call_tool("nope", "echo", {"text": "x"})
         await client.stop_gateway()

@@ -262,3 +262,111 @@ export function box(container) {
       ).status === 0,
   };
 }
+
+export const DAYTONA_DAEMON =
+  process.env.MCPGW_DAYTONA_DAEMON || join(DAEMONS, 'daytona', 'daytona-daemon');
+/** The network of the providers' sandboxes whose port is published on loopback. */
+const PROVIDERS_NETWORK = 'mcpgw-test-providers';
+
+function providersNetwork() {
+  if (docker('network', 'inspect', PROVIDERS_NETWORK).status !== 0) {
+    docker('network', 'create', '--label', 'mcpgw-test=1', PROVIDERS_NETWORK);
+  }
+  return PROVIDERS_NETWORK;
+}
+
+/**
+ * Daytona's daemon in a container of the test image, its toolbox API (port 2280: every
+ * interface of its container, no authentication, Daytona's cloud puts its proxy in front)
+ * published on 127.0.0.1 only; and a stand-in for Daytona's control plane answering the one
+ * request `Daytona.get(id)` makes (the sandbox's record, its `toolboxProxyUrl` the daemon's own
+ * `/proxy` route, which forwards to its API as Daytona's toolbox proxy does). `sandbox()` is
+ * what `new Daytona({...}).get(id)` gives; `stop()` ends it all.
+ */
+export async function startDaytona() {
+  const image = imageWith('daytona', DAYTONA_DAEMON);
+  const run = docker(
+    'run',
+    '-d',
+    '--pull',
+    'never',
+    '--init',
+    '--network',
+    providersNetwork(),
+    '-p',
+    '127.0.0.1::2280',
+    '-e',
+    'DAYTONA_SANDBOX_ID=mcpgw-test',
+    '--label',
+    'mcpgw-test=1',
+    image,
+    'daytona-daemon',
+  );
+  if (run.status !== 0) throw new Error(`docker run of Daytona's daemon failed: ${run.stderr}`);
+  const container = run.stdout.trim();
+  const port = docker('port', container, '2280').stdout.trim().split(':').pop();
+  const url = `http://127.0.0.1:${port}`;
+  const record = {
+    id: '2280',
+    organizationId: 'local',
+    name: 'mcpgw-test',
+    user: 'root',
+    env: {},
+    labels: {},
+    public: false,
+    networkBlockAll: true,
+    kvm: false,
+    target: 'local',
+    cpu: 1,
+    gpu: 0,
+    memory: 1,
+    disk: 1,
+    state: 'started',
+    toolboxProxyUrl: `${url}/proxy`,
+  };
+  const { createServer: httpServer } = await import('node:http');
+  const controlPlane = httpServer((req, res) => {
+    if (req.method === 'GET' && req.url?.startsWith('/api/sandbox/')) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(record));
+    } else {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  await new Promise((resolve) => controlPlane.listen(0, '127.0.0.1', () => resolve(undefined)));
+  const api = /** @type {import('node:net').AddressInfo} */ (controlPlane.address()).port;
+  const stop = () => {
+    controlPlane.close();
+    docker('rm', '-f', '-v', container);
+  };
+  try {
+    await waitFor(
+      async () => {
+        try {
+          return (await fetch(`${url}/version`)).status === 200;
+        } catch {
+          return false;
+        }
+      },
+      { ms: 30_000, what: "Daytona's daemon to answer /version" },
+    );
+  } catch (e) {
+    stop();
+    throw e;
+  }
+  return {
+    container,
+    stop,
+    async sandbox() {
+      const { Daytona } = await import('@daytonaio/sdk');
+      const client = new Daytona({
+        apiKey: 'none',
+        apiUrl: `http://127.0.0.1:${api}/api`,
+        target: 'local',
+        useDeprecatedPolling: true,
+      });
+      return client.get('2280');
+    },
+  };
+}

@@ -13,6 +13,7 @@ import {
   BackendError,
   CancelledError,
   Client,
+  daytona,
   e2b,
   opensandbox,
   progressOf,
@@ -20,6 +21,7 @@ import {
 } from '../index.js';
 import { rejection, staticGatewayPath, testserverSpec, waitFor } from './helpers.js';
 import {
+  DAYTONA_DAEMON,
   E2B_ENVD,
   GATEWAY_IN_SANDBOX,
   TESTSERVER,
@@ -27,6 +29,7 @@ import {
   daemonSkip,
   e2bSandbox,
   opensandboxSkip,
+  startDaytona,
   startEnvd,
   startOpenSandboxServer,
 } from './providers.js';
@@ -158,5 +161,33 @@ describe('an OpenSandbox sandbox through its SDK', { skip: osSkip || false }, ()
 
   test('what is not a sandbox is refused', () => {
     assert.throws(() => opensandbox({}), /OpenSandbox Sandbox/);
+  });
+});
+
+const daytonaSkip = daemonSkip(DAYTONA_DAEMON, "Daytona's daemon", 'MCPGW_DAYTONA_DAEMON');
+if (daytonaSkip) console.log(daytonaSkip);
+
+describe('a Daytona sandbox through its SDK', { skip: daytonaSkip || false }, () => {
+  /** @type {Awaited<ReturnType<typeof startDaytona>>} */
+  let daemon;
+
+  before(async () => {
+    daemon = await startDaytona();
+  });
+
+  after(() => daemon?.stop());
+
+  test('install, one-shot, a session: progress, cancel, resume; the sandbox killed', async (t) => {
+    const client = new Client(daytona(await daemon.sandbox()), { gatewayPath: GATEWAY_IN_SANDBOX });
+    try {
+      // Killed, the sandbox is one Daytona's SDK cannot reach.
+      await scenario(t, client, box(daemon.container), 'daytona', 'unreachable');
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('what is not a sandbox is refused', () => {
+    assert.throws(() => daytona({}), /Daytona Sandbox/);
   });
 });

@@ -32,7 +32,7 @@ from .blocking import BlockingConnection, Client
 from .client import AsyncClient, Options, Transport
 from .connection import Connection
 from .errors import ERROR_CLASSES, RESULT, BackendError, McpgwError, error_class
-from .providers import e2b, opensandbox
+from .providers import daytona, e2b, opensandbox
 from .wire import (
     BinaryInfo,
     Block,
@@ -96,6 +96,7 @@ __all__ = [
     "__version__",
     "argv",
     "block_bytes",
+    "daytona",
     "docker",
     "e2b",
     "error_class",
