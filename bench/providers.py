@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -26,12 +27,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python")
 import mcpgw_client as mcpgw
 from conftest import IMAGE_TESTSERVER, ts_spec
 from providers import (
+    DAYTONA_DAEMON,
     E2B_ENVD,
     GATEWAY_IN_SANDBOX,
     STATIC_GATEWAY,
     daemon_reason,
+    daytona_sandbox,
     e2b_sandbox,
+    opensandbox_reason,
+    start_daytona,
     start_envd,
+    start_opensandbox_server,
 )
 
 
@@ -119,8 +125,128 @@ async def bench_e2b(n: int) -> None:
     report("e2b", session, one_shot, echo)
 
 
+async def prepared(backend: mcpgw.Backend) -> mcpgw.AsyncClient:
+    client = mcpgw.AsyncClient(backend, gateway_path=GATEWAY_IN_SANDBOX)
+    await client.ensure_gateway_binary(str(STATIC_GATEWAY))
+    await client.start_gateway()
+    await client.add_mcp(ts_spec(command=IMAGE_TESTSERVER))
+    return client
+
+
+async def opensandbox_echo_floor(sandbox: Any, n: int) -> float:
+    """One line through a ``cat`` on execd's pipe session (its WebSocket), as the adapter's
+    channel uses it."""
+    import httpx
+    from websockets.asyncio.client import connect
+
+    endpoint = await sandbox.get_endpoint(44772)
+    headers = {
+        **dict(endpoint.headers or {}),
+        **dict(sandbox.connection_config.headers or {}),
+    }
+    async with httpx.AsyncClient(headers=headers) as http:
+        session = (
+            await http.post(f"http://{endpoint.endpoint}/pty", json={"command": "cat"})
+        ).json()["session_id"]
+    async with connect(
+        f"ws://{endpoint.endpoint}/pty/{session}/ws?pty=0",
+        additional_headers=headers,
+        compression=None,
+    ) as ws:
+        await ws.recv()
+
+        async def echo() -> None:
+            await ws.send(b"\x00ping\n")
+            got = b""
+            while not got.endswith(b"\n"):
+                frame = await ws.recv()
+                if isinstance(frame, bytes) and frame[:1] == b"\x01":
+                    got += frame[1:]
+
+        return await p50_ms(echo, n)
+
+
+async def bench_opensandbox(n: int) -> None:
+    reason = opensandbox_reason()
+    if reason:
+        print(f"opensandbox: SKIPPED: {reason}")
+        return
+    with tempfile.TemporaryDirectory(prefix="mcpgw-bench-osbx-") as workdir:
+        servers = start_opensandbox_server(Path(workdir))
+        server = next(servers)
+        try:
+            sandbox: Any = await server.sandbox()
+            client = await prepared(mcpgw.opensandbox(sandbox))
+            try:
+                session, one_shot = await calls(client, n)
+                echo = await opensandbox_echo_floor(sandbox, n)
+                await client.stop_gateway()
+            finally:
+                await client.aclose()
+                await sandbox.kill()
+                await sandbox.close()
+        finally:
+            servers.close()
+    report("opensandbox", session, one_shot, echo)
+
+
+async def daytona_echo_floor(sandbox: Any, n: int) -> float:
+    """One line through a ``cat`` of a session command (its input, its streamed logs), as the
+    adapter's channel uses it."""
+    from daytona import SessionExecuteRequest
+
+    process = sandbox.process
+    await process.create_session("bench-echo")
+    started = await process.execute_session_command(
+        "bench-echo",
+        SessionExecuteRequest(command="cat", run_async=True, suppress_input_echo=True),
+    )
+    lines: asyncio.Queue[str] = asyncio.Queue()
+    logs = asyncio.ensure_future(
+        process.get_session_command_logs_async(
+            "bench-echo", started.cmd_id, lines.put_nowait, lambda _: None
+        )
+    )
+
+    async def echo() -> None:
+        await process.send_session_command_input("bench-echo", started.cmd_id, "ping\n")
+        got = ""
+        while not got.endswith("\n"):
+            got += await lines.get()
+
+    try:
+        await asyncio.sleep(0.1)  # the input pipe is made just after the command starts
+        return await p50_ms(echo, max(n // 4, 20), warm=5)
+    finally:
+        await process.delete_session("bench-echo")
+        await asyncio.wait_for(logs, 10)
+
+
+async def bench_daytona(n: int) -> None:
+    reason = daemon_reason(DAYTONA_DAEMON, "Daytona's daemon", "MCPGW_DAYTONA_DAEMON")
+    if reason:
+        print(f"daytona: SKIPPED: {reason}")
+        return
+    daemons = start_daytona()
+    daemon = next(daemons)
+    try:
+        async with daytona_sandbox(daemon) as sandbox:
+            client = await prepared(mcpgw.daytona(sandbox))
+            try:
+                session, one_shot = await calls(client, max(n // 4, 40))
+                echo = await daytona_echo_floor(sandbox, n)
+                await client.stop_gateway()
+            finally:
+                await client.aclose()
+    finally:
+        daemons.close()
+    report("daytona", session, one_shot, echo)
+
+
 async def main(n: int) -> None:
     await bench_e2b(n)
+    await bench_opensandbox(n)
+    await bench_daytona(n)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -347,7 +348,8 @@ def start_daytona() -> Iterator[DaytonaDaemon]:
         subprocess.run(["docker", "rm", "-f", "-v", container], capture_output=True, check=False)
 
 
-def daytona_sandbox(daemon: DaytonaDaemon) -> object:
+@asynccontextmanager
+async def daytona_sandbox(daemon: DaytonaDaemon) -> AsyncIterator[object]:
     """Daytona's SDK's ``AsyncSandbox`` for `daemon`, from the sandbox record Daytona's control
     plane would give (its toolbox reached through ``toolboxProxyUrl``, here the daemon's own
     ``/proxy`` route, which forwards to its API as Daytona's toolbox proxy does). No control
@@ -371,11 +373,16 @@ def daytona_sandbox(daemon: DaytonaDaemon) -> object:
         "public": False, "networkBlockAll": True, "kvm": False, "target": "local", "cpu": 1, "gpu": 0,
         "memory": 1, "disk": 1, "state": "started", "toolboxProxyUrl": f"{daemon.url}/proxy",
     }  # fmt: skip
-    return AsyncSandbox(
-        SandboxDto.from_dict(record),
-        toolbox,
-        # Never called: the sandbox's lifecycle is the test's.
-        SandboxApi(MainApiClient(MainConfiguration(host="http://127.0.0.1:9"))),
-        "python",
-        subscription_manager=AsyncEventSubscriptionManager(None),
-    )
+    # Never called: the sandbox's lifecycle is the test's.
+    control_plane = MainApiClient(MainConfiguration(host="http://127.0.0.1:9"))
+    try:
+        yield AsyncSandbox(
+            SandboxDto.from_dict(record),
+            toolbox,
+            SandboxApi(control_plane),
+            "python",
+            subscription_manager=AsyncEventSubscriptionManager(None),
+        )
+    finally:
+        await toolbox.close()
+        await control_plane.close()

@@ -181,15 +181,17 @@ def daytona_daemon() -> Iterator[DaytonaDaemon]:
 
 
 async def test_daytona_a_session_carries_calls_progress_cancel_and_a_resume(daytona_daemon: DaytonaDaemon) -> None:
-    backend = mcpgw.daytona(daytona_sandbox(daytona_daemon))
-    async with mcpgw.AsyncClient(backend, gateway_path=GATEWAY_IN_SANDBOX) as client:
+    async with (
+        daytona_sandbox(daytona_daemon) as sandbox,
+        mcpgw.AsyncClient(mcpgw.daytona(sandbox), gateway_path=GATEWAY_IN_SANDBOX) as client,
+    ):
         # Killed, the sandbox is one Daytona's SDK cannot reach (Daytona's control plane, not
         # here, would say it is stopped).
         await a_session_through(client, Box(daytona_daemon.container), "daytona", "unreachable")
 
 
 async def test_daytona_one_shot_keeps_stdout_and_stderr_apart(daytona_daemon: DaytonaDaemon) -> None:
-    async with mcpgw.AsyncClient(mcpgw.daytona(daytona_sandbox(daytona_daemon))) as client:
+    async with daytona_sandbox(daytona_daemon) as sandbox, mcpgw.AsyncClient(mcpgw.daytona(sandbox)) as client:
         await client.start_gateway()
         await client.add_mcp(ts_spec(command=IMAGE_TESTSERVER))
         assert (await client.call_tool("ts", "echo", {"text": "one-shot"}))["content"][0]["text"] == "one-shot"
