@@ -265,6 +265,7 @@ async fn a_session_into_a_namespace_sandbox() {
             .map(String::from)
             .to_vec(),
         joins_arguments: false,
+        ..Default::default()
     });
     let mut c = config(backend, &state);
     // The sandbox's private /tmp.

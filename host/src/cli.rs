@@ -26,6 +26,10 @@ SANDBOX (one of; default --local):
                           --context CTX)
   --exec-prefix WORDS     any argv prefix that runs its arguments in the sandbox, as words
                           separated by spaces (e.g. \"nsenter -t 4242 -m -n -p\")
+  --backend JSON          the library's backend configuration, e.g. an argv prefix whose
+                          program drives a provider's SDK ({\"kind\":\"argv\",\"prefix\":[..],
+                          \"channel_args\":[..],\"provider\":\"e2b\"}: what
+                          `python -m mcpgw_client mcp --e2b ID` gives)
 
 OPTIONS:
   --name NAME             the server's name in the gateway (default: mcp)
@@ -169,7 +173,9 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     let mut set_backend = |b: Backend| -> Result<(), String> {
         if backend.replace(b).is_some() {
             return Err(
-                "give one sandbox (--local, --docker, --podman, --kubectl or --exec-prefix)".into(),
+                "give one sandbox (--local, --docker, --podman, --kubectl, --exec-prefix or \
+                 --backend)"
+                    .into(),
             );
         }
         Ok(())
@@ -218,7 +224,24 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--exec-prefix" => set_backend(Backend::Argv(Prefix {
                 prefix: value(flag)?.split_whitespace().map(String::from).collect(),
                 joins_arguments: false,
+                channel_args: Vec::new(),
+                provider: None,
             }))?,
+            "--backend" => {
+                let v = value(flag)?;
+                let b: Backend = serde_json::from_str(&v)
+                    .map_err(|e| format!("--backend {v:?}: not a backend of the library: {e}"))?;
+                if b.runs_through_binding() {
+                    return Err(format!(
+                        "--backend: a {} backend runs through a binding's functions; give an \
+                         argv backend whose program drives its SDK (python -m mcpgw_client mcp \
+                         --{} ID does)",
+                        b.name(),
+                        b.name()
+                    ));
+                }
+                set_backend(b)?;
+            }
             "--name" => {
                 name = value(flag)?;
                 name_ok(&name)?;

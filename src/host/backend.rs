@@ -95,7 +95,7 @@ pub struct Pod {
 }
 
 /// An argv prefix.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prefix {
     /// The argv before `sh -c TEXT`.
     pub prefix: Vec<String>,
@@ -103,7 +103,35 @@ pub struct Prefix {
     /// `sh -c TEXT` words are then quoted once more.
     #[serde(default)]
     pub joins_arguments: bool,
+    /// Arguments added after the prefix for the session channel (a program that runs a
+    /// long-lived command otherwise than a one-shot one, as `mcpgw_client exec --channel`).
+    #[serde(default)]
+    pub channel_args: Vec<String>,
+    /// The provider whose SDK the program drives (`e2b`, `opensandbox`, `daytona`): a run it
+    /// ends with [`EXEC_FAILED_STATUS`] and a last stderr line `mcpgw-exec: Class: message`
+    /// is read by that provider's words, as [`Backend::judge_failed`] reads a binding's.
+    #[serde(default)]
+    pub provider: Option<Provider>,
 }
+
+/// A provider of sandboxes whose SDK's failures the driver knows by their words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// E2B.
+    E2b,
+    /// OpenSandbox.
+    Opensandbox,
+    /// Daytona.
+    Daytona,
+}
+
+/// The exit status with which a program of an argv prefix that drives a provider's SDK says the
+/// SDK could not run the command (its last stderr line then starts with [`EXEC_FAILED_PREFIX`]).
+pub const EXEC_FAILED_STATUS: i32 = 255;
+
+/// How that program's last stderr line starts.
+pub const EXEC_FAILED_PREFIX: &str = "mcpgw-exec: ";
 
 /// What runs a command or a channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -325,6 +353,22 @@ const DAYTONA_WORDS: [(FailureState, &[&str]); 4] = [
     ),
 ];
 
+impl Provider {
+    /// What `reason` (what the provider's SDK raised: `Class: message`) says of the sandbox,
+    /// when it says something.
+    pub fn state_of(self, reason: &str) -> Option<FailureState> {
+        let words: &[(FailureState, &[&str])] = match self {
+            Provider::E2b => &E2B_WORDS,
+            Provider::Opensandbox => &OPENSANDBOX_WORDS,
+            Provider::Daytona => &DAYTONA_WORDS,
+        };
+        words
+            .iter()
+            .find(|(_, said)| said.iter().any(|w| reason.contains(w)))
+            .map(|(state, _)| *state)
+    }
+}
+
 fn check_name(what: &str, name: &str, extra: &[u8]) -> Result<(), Error> {
     if name.is_empty() {
         return Err(Error::invalid_argument(format!(
@@ -403,6 +447,7 @@ impl Backend {
                     ));
                 }
                 check_args("the argv prefix", &p.prefix)?;
+                check_args("the channel's arguments", &p.channel_args)?;
             }
             Backend::Exec { .. } => {}
             Backend::E2b(sdk) | Backend::Opensandbox(sdk) | Backend::Daytona(sdk) => {
@@ -460,7 +505,10 @@ impl Backend {
     /// Whether a process started in the sandbox outlives the host's client process, so that a
     /// command without stdin should run under [`WATCHED`] to be cancellable.
     fn detaches(&self) -> bool {
-        !matches!(self, Backend::Local { .. }) && !self.runs_through_binding()
+        // A program driving a provider's SDK reads a one-shot command's stdin to its end before
+        // it runs the command: it gets /dev/null or the bytes, never a pipe held open.
+        let sdk_program = matches!(self, Backend::Argv(p) if p.provider.is_some());
+        !matches!(self, Backend::Local { .. }) && !self.runs_through_binding() && !sdk_program
     }
 
     /// The local working directory of the host's process, for [`Backend::Local`].
@@ -558,7 +606,14 @@ impl Backend {
         if self.runs_through_binding() {
             return Program::Shell(text.to_owned());
         }
-        Program::Argv(self.enter(true, vec!["sh".into(), "-c".into(), text.into()]))
+        let mut argv = self.enter(true, vec!["sh".into(), "-c".into(), text.into()]);
+        if let Backend::Argv(p) = self
+            && !p.channel_args.is_empty()
+        {
+            let at = p.prefix.len();
+            argv.splice(at..at, p.channel_args.iter().cloned());
+        }
+        Program::Argv(argv)
     }
 
     fn failed(&self, exit_code: i32, state: FailureState, reason: String) -> Verdict {
@@ -659,6 +714,23 @@ impl Backend {
                 (137, _) if channel || silent => Verdict::Ask(self.running_question()),
                 _ => Verdict::Command,
             },
+            Backend::Argv(Prefix {
+                provider: Some(provider),
+                ..
+            }) if exit_code == EXEC_FAILED_STATUS => {
+                // The program's line, wherever attach's own lines are.
+                let line = err
+                    .lines()
+                    .rev()
+                    .find_map(|l| l.trim().strip_prefix(EXEC_FAILED_PREFIX));
+                match line {
+                    Some(reason) => {
+                        let state = provider.state_of(reason).unwrap_or(FailureState::CannotRun);
+                        self.failed(exit_code, state, reason.to_owned())
+                    }
+                    None => Verdict::Command,
+                }
+            }
             Backend::Local { .. }
             | Backend::Argv(_)
             | Backend::Exec { .. }
@@ -673,20 +745,17 @@ impl Backend {
     /// sandbox that is gone, stopped or paused, unreachable, or refusing the caller make it the
     /// backend's failure; anything else stays a failed exec.
     pub fn judge_failed(&self, reason: &str) -> Option<BackendFailure> {
-        let words: &[(FailureState, &[&str])] = match self {
-            Backend::E2b(_) => &E2B_WORDS,
-            Backend::Opensandbox(_) => &OPENSANDBOX_WORDS,
-            Backend::Daytona(_) => &DAYTONA_WORDS,
+        let state = match self {
+            Backend::E2b(_) => Provider::E2b.state_of(reason)?,
+            Backend::Opensandbox(_) => Provider::Opensandbox.state_of(reason)?,
+            Backend::Daytona(_) => Provider::Daytona.state_of(reason)?,
             _ => return None,
         };
-        let (state, _) = words
-            .iter()
-            .find(|(_, said)| said.iter().any(|w| reason.contains(w)))?;
         Some(BackendFailure {
             backend: self.name().to_owned(),
             target: self.target().to_owned(),
             exit_code: -1,
-            state: *state,
+            state,
             reason: first_line(reason).to_owned(),
         })
     }
@@ -787,6 +856,7 @@ mod tests {
                 Backend::Argv(Prefix {
                     prefix: vec![],
                     joins_arguments: false,
+                    ..Default::default()
                 }),
                 "must name a program",
             ),
@@ -848,6 +918,7 @@ mod tests {
         let ssh = Backend::Argv(Prefix {
             prefix: vec!["ssh".into(), "box".into()],
             joins_arguments: true,
+            ..Default::default()
         });
         assert_eq!(
             ssh.channel("echo 'a b'"),

@@ -40,7 +40,8 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 
 pub use backend::{
-    Backend, BackendFailure, Container, FailureState, Pod, Prefix, Program, Sdk, Stdin, Verdict,
+    Backend, BackendFailure, Container, EXEC_FAILED_PREFIX, EXEC_FAILED_STATUS, FailureState, Pod,
+    Prefix, Program, Provider, Sdk, Stdin, Verdict,
 };
 pub use config::{HostConfig, OP_NAMES, Op, Submit, TransportName};
 

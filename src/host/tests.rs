@@ -1127,3 +1127,68 @@ fn a_provider_sandbox_gets_shell_text_with_stdin_and_its_sdks_failures_read() {
     assert!(e.backend().is_none(), "{e}");
     assert!(e.message().contains("the e2b SDK"), "{e}");
 }
+
+/// An argv prefix whose program drives a provider's SDK (`python -m mcpgw_client exec`): its
+/// channel gets the channel's arguments, and its own failure line is read by the provider's
+/// words; any other exit is the command's.
+#[test]
+fn a_provider_driving_program_says_its_sdks_failures_in_one_line() {
+    let backend = Backend::Argv(Prefix {
+        prefix: vec![
+            "python3".into(),
+            "-m".into(),
+            "mcpgw_client".into(),
+            "exec".into(),
+        ],
+        channel_args: vec!["--channel".into()],
+        provider: Some(Provider::E2b),
+        ..Default::default()
+    });
+    backend.validate().unwrap();
+    let Program::Argv(argv) = backend.channel("exec attach") else {
+        panic!()
+    };
+    assert_eq!(
+        argv,
+        [
+            "python3",
+            "-m",
+            "mcpgw_client",
+            "exec",
+            "--channel",
+            "sh",
+            "-c",
+            "exec attach"
+        ]
+    );
+    // Its one-shot commands read /dev/null, not a pipe held open under a watcher.
+    let (Program::Argv(argv), stdin) = backend.command("true", None) else {
+        panic!()
+    };
+    assert_eq!(stdin, Stdin::Null);
+    assert_eq!(argv[4..], ["sh", "-c", "true"]);
+    let said =
+        b"INFO attach's own line\nmcpgw-exec: SandboxUnreachableException: could not be reached\n";
+    let Verdict::Failed(f) = backend.judge(EXEC_FAILED_STATUS, b"", said, true) else {
+        panic!("not the backend's failure")
+    };
+    assert_eq!(f.state, FailureState::Unreachable);
+    assert!(f.reason.starts_with("SandboxUnreachableException"), "{f:?}");
+    let Verdict::Failed(f) = backend.judge(
+        EXEC_FAILED_STATUS,
+        b"",
+        b"mcpgw-exec: ValueError: odd",
+        false,
+    ) else {
+        panic!()
+    };
+    assert_eq!(f.state, FailureState::CannotRun);
+    assert_eq!(
+        backend.judge(EXEC_FAILED_STATUS, b"", b"no line of ours", false),
+        Verdict::Command
+    );
+    assert_eq!(
+        backend.judge(1, b"", b"mcpgw-exec: SandboxUnreachableException", false),
+        Verdict::Command
+    );
+}

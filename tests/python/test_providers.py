@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import mcpgw_client as mcpgw
-from conftest import IMAGE_TESTSERVER, skip, ts_spec, wait_for
+from conftest import IMAGE_TESTSERVER, REPO, STATIC_HOST, skip, ts_spec, wait_for
 from providers import (
     DAYTONA_DAEMON,
     E2B_ENVD,
@@ -198,3 +203,73 @@ async def test_daytona_one_shot_keeps_stdout_and_stderr_apart(daytona_daemon: Da
         with pytest.raises(mcpgw.NotFoundError):
             await client.call_tool("nope", "echo", {"text": "x"})
         await client.stop_gateway()
+
+
+# ---- mcpgw mcp into a provider's sandbox ----
+
+
+def _mcp_over_stdio(args: list[str], env: dict[str, str]) -> None:
+    """`python -m mcpgw_client mcp ARGS`, as an MCP client's configuration starts it: the
+    handshake, the tools listed, one called; then the client leaves and nothing is left."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpgw_client", "mcp", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO / "bindings" / "python" / "src"), **env},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def ask(message: dict[str, object]) -> dict[str, object]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+        proc.stdin.flush()
+        while True:
+            line = proc.stdout.readline()
+            assert line, f"mcpgw mcp ended: {proc.stderr.read().decode() if proc.stderr else ''}"
+            answer = json.loads(line)
+            if answer.get("id") == message["id"]:
+                return dict(answer)
+
+    try:
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        init = ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        assert "result" in init, init
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        tools = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert "echo" in {t["name"] for t in tools["result"]["tools"]}, tools  # type: ignore[index]
+        echo = ask({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": "through mcpgw mcp"}}})  # fmt: skip
+        assert echo["result"]["content"][0]["text"] == "through mcpgw mcp", echo  # type: ignore[index]
+        proc.stdin.close()
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_mcpgw_mcp_into_an_e2b_sandbox(envd: Envd) -> None:
+    if not STATIC_HOST.is_file():
+        skip(f"{STATIC_HOST} is missing: run `make static-host`")
+    _mcp_over_stdio(
+        ["--e2b", "mcpgw-test", "--", IMAGE_TESTSERVER, "stdio"],
+        {"E2B_DEBUG": "true", "E2B_SANDBOX_URL": envd.url, "E2B_ENVD_ACCESS_TOKEN": envd.token},
+    )
+
+
+async def test_mcpgw_mcp_into_an_opensandbox_sandbox(opensandbox_server: OpenSandboxServer) -> None:
+    if not STATIC_HOST.is_file():
+        skip(f"{STATIC_HOST} is missing: run `make static-host`")
+    sandbox: Any = await opensandbox_server.sandbox()
+    try:
+        token = sandbox.connection_config.headers["X-EXECD-ACCESS-TOKEN"]
+        env = {
+            "OPEN_SANDBOX_DOMAIN": opensandbox_server.domain,
+            "OPEN_SANDBOX_API_KEY": opensandbox_server.api_key,
+            "OPEN_SANDBOX_EXECD_ACCESS_TOKEN": token,
+        }
+        await asyncio.to_thread(_mcp_over_stdio, ["--opensandbox", sandbox.id, "--", IMAGE_TESTSERVER, "stdio"], env)
+    finally:
+        await sandbox.kill()
+        await sandbox.close()
