@@ -10,11 +10,10 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{DockerBox, HttpEndpoint, endpoint_argv, mcpgw_bin};
+use common::{DockerBox, HttpEndpoint, client, endpoint_argv, http, initialize, mcpgw_bin, text};
 use mcpgw_testkit::clients::{clients_dir, node_modules};
 use mcpgw_testkit::container::EVERYTHING_IN_IMAGE;
-use mcpgw_testkit::mcp::Client;
-use mcpgw_testkit::{RawResponse, raw_request, static_gateway_bin};
+use mcpgw_testkit::static_gateway_bin;
 use serde_json::{Value, json};
 
 fn run_json(mut cmd: Command) -> Value {
@@ -22,42 +21,6 @@ fn run_json(mut cmd: Command) -> Value {
     assert!(out.status.success(), "{cmd:?}: {out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{cmd:?} printed {text:?}: {e}"))
-}
-
-/// One HTTP/1.1 request on a connection of its own.
-fn http(authority: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> RawResponse {
-    let mut req = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    let mut bytes = req.into_bytes();
-    bytes.extend_from_slice(body);
-    raw_request(authority, &bytes, Duration::from_secs(60))
-}
-
-fn text(r: &RawResponse) -> String {
-    String::from_utf8_lossy(&r.body).into_owned()
-}
-
-/// A raw JSON-RPC client on `argv` (an `mcpgw mcp` command line).
-fn client(argv: &[String]) -> Client {
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]);
-    Client::direct(cmd)
-}
-
-fn initialize(c: &mut Client) -> Value {
-    let init = c.request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {},
-               "clientInfo": {"name": "mcpgw-endpoint-test", "version": "1"}}),
-    );
-    c.notify("notifications/initialized", Value::Null);
-    init
 }
 
 #[test]
@@ -199,25 +162,6 @@ fn garbage_is_answered_and_a_client_that_leaves_mid_call_leaves_nothing() {
     );
     assert!(c.finish(Duration::from_secs(30)).success());
     b.wait_nothing_left();
-}
-
-#[test]
-fn a_container_killed_under_a_call_fails_it_naming_the_loss() {
-    let Some(b) = DockerBox::start() else { return };
-    let mut c = client(&endpoint_argv(&b, &[]));
-    initialize(&mut c);
-    let id = c.take_id();
-    c.send(
-        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-        "name": "trigger-long-running-operation", "arguments": {"duration": 60, "steps": 60},
-        "_meta": {"progressToken": "p"}}}),
-    );
-    c.notification("notifications/progress", Duration::from_secs(30))
-        .expect("the call runs");
-    b.container.kill();
-    let answer = c.wait_for(id);
-    let message = answer["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("lost"), "{answer}");
 }
 
 #[test]

@@ -11,8 +11,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{DockerBox, HttpEndpoint, endpoint_argv, mcpgw_bin};
-use mcpgw_testkit::mcp::Client;
+use common::{
+    DockerBox, HttpEndpoint, endpoint_argv, mcpgw_bin, request_bytes, stdio_client, text,
+};
 use mcpgw_testkit::{RawResponse, TempDir, raw_request};
 use serde_json::{Value, json};
 
@@ -86,32 +87,17 @@ fn authority(endpoint: &HttpEndpoint) -> String {
         .to_string()
 }
 
-/// A POST of `body` with `headers` as raw bytes.
-fn post_bytes(authority: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Type: \
-         application/json\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    let mut bytes = req.into_bytes();
-    bytes.extend_from_slice(body);
-    bytes
-}
-
 fn post(authority: &str, headers: &[(&str, &str)], body: &Value) -> RawResponse {
     raw_request(
         authority,
-        &post_bytes(authority, headers, body.to_string().as_bytes()),
+        &request_bytes(
+            authority,
+            "POST",
+            &[headers, &[("Content-Type", "application/json")]].concat(),
+            body.to_string().as_bytes(),
+        ),
         Duration::from_secs(60),
     )
-}
-
-fn text(r: &RawResponse) -> String {
-    String::from_utf8_lossy(&r.body).into_owned()
 }
 
 /// The JSON-RPC messages of an SSE body (or the one message of a JSON body).
@@ -211,9 +197,10 @@ fn http_refuses_what_mcp_does_not_allow_and_answers_the_rest() {
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
     first
-        .write_all(&post_bytes(
+        .write_all(&request_bytes(
             &at,
-            &[auth, SSE, session],
+            "POST",
+            &[auth, SSE, session, ("Content-Type", "application/json")],
             long.to_string().as_bytes(),
         ))
         .unwrap();
@@ -350,16 +337,7 @@ fn http_bounds_what_a_client_that_sends_nothing_can_hold() {
 #[test]
 fn stdio_answers_lines_that_are_not_utf8_or_too_long_and_goes_on() {
     let Some(b) = DockerBox::start() else { return };
-    let argv = endpoint_argv(&b, &[]);
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]);
-    let mut c = Client::direct(cmd);
-    c.request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {},
-               "clientInfo": {"name": "hostile", "version": "1"}}),
-    );
-    c.notify("notifications/initialized", Value::Null);
+    let mut c = stdio_client(&b);
     c.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"ping\",\"x\":\"\xff\xfe\"}\n");
     let answer = c.receive(Duration::from_secs(30)).expect("an answer");
     assert_eq!(answer["error"]["code"], -32700, "{answer}");
@@ -394,23 +372,14 @@ fn stdio_answers_lines_that_are_not_utf8_or_too_long_and_goes_on() {
 }
 
 /// A container killed under a call: the call fails naming the loss, and so does the next one,
-/// at once (the session channel cannot be opened again into a container that is gone), over
-/// stdio and over HTTP alike. Several kills, since how the channel's end is seen (its exit
-/// first, or its output's end first) varies from run to run.
+/// at once (the session channel cannot be opened again into a container that is gone). Several
+/// kills, since how the channel's end is seen (its exit first, or its output's end first)
+/// varies from run to run.
 #[test]
 fn after_the_container_is_killed_every_call_is_answered_at_once() {
     for round in 0..6 {
         let Some(b) = DockerBox::start() else { return };
-        let argv = endpoint_argv(&b, &[]);
-        let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..]);
-        let mut c = Client::direct(cmd);
-        c.request(
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "hostile", "version": "1"}}),
-        );
-        c.notify("notifications/initialized", Value::Null);
+        let mut c = stdio_client(&b);
         let id = c.take_id();
         c.send(
             &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {

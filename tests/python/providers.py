@@ -84,23 +84,12 @@ class Box:
 
 
 @dataclass
-class Envd:
-    """E2B's envd running in a container: its URL, the access token it was initialised with
-    (so that nothing else on this machine can use it), and the container."""
+class Envd(Box):
+    """E2B's envd running in a container: its URL and the access token it was initialised with
+    (so that nothing else on this machine can use it)."""
 
-    url: str
-    token: str
-    container: str
-
-    def kill(self) -> None:
-        subprocess.run(["docker", "kill", self.container], capture_output=True, check=False)
-
-    def kill_attach(self) -> bool:
-        """Kills the session channel's process (``mcpgw-gateway attach``) in the sandbox."""
-        return kill_attach_in(self.container)
-
-    def docker_exec(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["docker", "exec", self.container, *argv], capture_output=True, text=True, check=False)
+    url: str = ""
+    token: str = ""
 
 
 def kill_attach_in(container: str) -> bool:
@@ -144,7 +133,7 @@ def start_envd() -> Iterator[Envd]:
         )
         with urllib.request.urlopen(init, timeout=10) as answer:
             assert answer.status == 204, answer.status
-        yield Envd(url, token, container)
+        yield Envd(container=container, url=url, token=token)
     finally:
         subprocess.run(["docker", "rm", "-f", "-v", container], capture_output=True, check=False)
 

@@ -110,7 +110,7 @@ def envd() -> Iterator[Envd]:
 async def test_e2b_a_session_carries_calls_progress_cancel_and_a_resume(envd: Envd) -> None:
     async with mcpgw.AsyncClient(mcpgw.e2b(e2b_sandbox(envd)), gateway_path=GATEWAY_IN_SANDBOX) as client:
         # Killed, the sandbox is one E2B's SDK cannot reach (E2B's edge would say not running).
-        await a_session_through(client, Box(envd.container), "e2b", "unreachable")
+        await a_session_through(client, envd, "e2b", "unreachable")
 
 
 async def test_e2b_one_shot_and_a_blocking_sandbox(envd: Envd) -> None:

@@ -50,6 +50,20 @@ function imageWith(kind, daemon) {
   return r.stdout.trim().split('\n').pop() ?? '';
 }
 
+/** Waits until `url` answers `status` (a daemon up). */
+async function answers(url, status, what) {
+  await waitFor(
+    async () => {
+      try {
+        return (await fetch(url)).status === status;
+      } catch {
+        return false;
+      }
+    },
+    { ms: 60_000, every: 50, what },
+  );
+}
+
 async function freePort() {
   return new Promise((resolve, reject) => {
     const s = createServer();
@@ -91,16 +105,7 @@ export async function startEnvd() {
   const url = `http://127.0.0.1:${port}`;
   const stop = () => docker('rm', '-f', '-v', container);
   try {
-    await waitFor(
-      async () => {
-        try {
-          return (await fetch(`${url}/health`)).status === 204;
-        } catch {
-          return false;
-        }
-      },
-      { ms: 30_000, what: 'envd to answer /health' },
-    );
+    await answers(`${url}/health`, 204, 'envd to answer /health');
     const token = randomBytes(16).toString('hex');
     const init = await fetch(`${url}/init`, {
       method: 'POST',
@@ -108,22 +113,7 @@ export async function startEnvd() {
       body: JSON.stringify({ accessToken: token }),
     });
     if (init.status !== 204) throw new Error(`envd's /init answered ${init.status}`);
-    return {
-      url,
-      token,
-      container,
-      stop,
-      kill: () => docker('kill', container),
-      exec: (/** @type {string[]} */ ...argv) => docker('exec', container, ...argv),
-      killAttach: () =>
-        docker(
-          'exec',
-          container,
-          'sh',
-          '-c',
-          "p=$(ps -o pid,args | grep '[m]cpgw-gateway attach' | awk '{print $1}'); [ -n \"$p\" ] && kill -9 $p",
-        ).status === 0,
-    };
+    return { ...box(container), url, token, container, stop };
   } catch (e) {
     stop();
     throw e;
@@ -211,16 +201,7 @@ export async function startOpenSandboxServer(workdir) {
     if (ids.length) docker('rm', '-f', '-v', ...ids);
   };
   try {
-    await waitFor(
-      async () => {
-        try {
-          return (await fetch(`http://127.0.0.1:${port}/health`)).status === 200;
-        } catch {
-          return false;
-        }
-      },
-      { ms: 60_000, every: 100, what: 'opensandbox-server to answer /health' },
-    );
+    await answers(`http://127.0.0.1:${port}/health`, 200, 'opensandbox-server to answer /health');
   } catch (e) {
     stop();
     throw e;
@@ -341,16 +322,7 @@ export async function startDaytona() {
     docker('rm', '-f', '-v', container);
   };
   try {
-    await waitFor(
-      async () => {
-        try {
-          return (await fetch(`${url}/version`)).status === 200;
-        } catch {
-          return false;
-        }
-      },
-      { ms: 30_000, what: "Daytona's daemon to answer /version" },
-    );
+    await answers(`${url}/version`, 200, "Daytona's daemon to answer /version");
   } catch (e) {
     stop();
     throw e;

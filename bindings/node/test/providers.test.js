@@ -119,7 +119,7 @@ describe('an E2B sandbox through the e2b SDK', { skip: e2bSkip || false }, () =>
     const client = new Client(e2b(await e2bSandbox(envd)), { gatewayPath: GATEWAY_IN_SANDBOX });
     try {
       // Killed, the sandbox is one E2B's SDK cannot reach (E2B's edge would say not running).
-      await scenario(t, client, box(envd.container), 'e2b', 'unreachable');
+      await scenario(t, client, envd, 'e2b', 'unreachable');
     } finally {
       await client.close();
     }

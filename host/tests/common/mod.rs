@@ -8,8 +8,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use mcpgw_testkit::container::{self, Container, EVERYTHING_IN_IMAGE, Engine};
-use mcpgw_testkit::{TempDir, static_gateway_bin, wait_child};
-use serde_json::Value;
+use mcpgw_testkit::mcp::Client;
+use mcpgw_testkit::{RawResponse, TempDir, static_gateway_bin, wait_child};
+use serde_json::{Value, json};
 
 /// The `mcpgw` binary under test.
 pub fn mcpgw_bin() -> PathBuf {
@@ -166,4 +167,60 @@ impl Drop for HttpEndpoint {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A raw JSON-RPC client on `argv` (an `mcpgw mcp` command line).
+pub fn client(argv: &[String]) -> Client {
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    Client::direct(cmd)
+}
+
+/// The handshake of a 2025-11-25 client; the `initialize` answer.
+pub fn initialize(c: &mut Client) -> Value {
+    let init = c.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "mcpgw-endpoint-test", "version": "1"}}),
+    );
+    c.notify("notifications/initialized", Value::Null);
+    init
+}
+
+/// A client of `mcpgw mcp` over stdio into `b`'s server-everything, past its handshake.
+pub fn stdio_client(b: &DockerBox) -> Client {
+    let mut c = client(&endpoint_argv(b, &[]));
+    initialize(&mut c);
+    c
+}
+
+/// One HTTP/1.1 request to `/mcp` as bytes, for a connection of its own (`Connection: close`).
+pub fn request_bytes(
+    authority: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Vec<u8> {
+    let mut req = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// One HTTP/1.1 request to `/mcp` on a connection of its own, its whole response.
+pub fn http(authority: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> RawResponse {
+    let bytes = request_bytes(authority, method, headers, body);
+    mcpgw_testkit::raw_request(authority, &bytes, Duration::from_secs(60))
+}
+
+/// A response's body as text.
+pub fn text(r: &RawResponse) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
 }

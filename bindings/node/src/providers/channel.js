@@ -124,3 +124,17 @@ export function sdkChannel({ send, close, kill }) {
     },
   };
 }
+
+/**
+ * A provider adapter's backend: the library's configuration of `kind` for sandbox `id`, and
+ * the adapter's `run` and `open`.
+ *
+ * @param {'e2b' | 'opensandbox' | 'daytona'} kind
+ * @param {string} id
+ * @param {import('../backends.js').RunFn} run
+ * @param {import('../backends.js').OpenFn} open
+ * @returns {import('../backends.js').Backend}
+ */
+export function providerBackend(kind, id, run, open) {
+  return Object.freeze({ kind, config: Object.freeze({ kind, sandbox: id }), run, open });
+}

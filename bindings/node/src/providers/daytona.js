@@ -15,7 +15,14 @@
 
 import { randomBytes } from 'node:crypto';
 import { invalid } from '../errors.js';
-import { TIME_LIMIT_GRACE_MS, quote, sdkChannel, sh, stdinPath } from './channel.js';
+import {
+  TIME_LIMIT_GRACE_MS,
+  quote,
+  sdkChannel,
+  sh,
+  stdinPath,
+  providerBackend,
+} from './channel.js';
 
 /** @import { Backend } from '../backends.js' */
 
@@ -129,11 +136,5 @@ export function daytona(sandbox) {
     return ch;
   }
 
-  const id = String(sandbox.id ?? 'daytona');
-  return Object.freeze({
-    kind: 'daytona',
-    config: Object.freeze({ kind: 'daytona', sandbox: id }),
-    run,
-    open,
-  });
+  return providerBackend('daytona', String(sandbox.id ?? 'daytona'), run, open);
 }

@@ -19,6 +19,7 @@ import {
   sh,
   stdinPath,
   withStdinFrom,
+  providerBackend,
 } from './channel.js';
 
 /** @import { Backend, ExecResult } from '../backends.js' */
@@ -116,11 +117,5 @@ export function e2b(sandbox, options = {}) {
     return ch;
   }
 
-  const id = String(sandbox.sandboxId ?? 'e2b');
-  return Object.freeze({
-    kind: 'e2b',
-    config: Object.freeze({ kind: 'e2b', sandbox: id }),
-    run,
-    open,
-  });
+  return providerBackend('e2b', String(sandbox.sandboxId ?? 'e2b'), run, open);
 }

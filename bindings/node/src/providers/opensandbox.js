@@ -25,6 +25,7 @@ import {
   sh,
   stdinPath,
   withStdinFrom,
+  providerBackend,
 } from './channel.js';
 
 /** @import { Backend } from '../backends.js' */
@@ -186,11 +187,5 @@ export function opensandbox(sandbox, options = {}) {
     return ch;
   }
 
-  const id = String(sandbox.id ?? 'opensandbox');
-  return Object.freeze({
-    kind: 'opensandbox',
-    config: Object.freeze({ kind: 'opensandbox', sandbox: id }),
-    run,
-    open,
-  });
+  return providerBackend('opensandbox', String(sandbox.id ?? 'opensandbox'), run, open);
 }

@@ -49,3 +49,14 @@ export declare function sdkChannel({ send, close, kill }: {
     /** Ends the command. */
     kill: () => void;
 };
+/**
+ * A provider adapter's backend: the library's configuration of `kind` for sandbox `id`, and
+ * the adapter's `run` and `open`.
+ *
+ * @param {'e2b' | 'opensandbox' | 'daytona'} kind
+ * @param {string} id
+ * @param {import('../backends.js').RunFn} run
+ * @param {import('../backends.js').OpenFn} open
+ * @returns {import('../backends.js').Backend}
+ */
+export declare function providerBackend(kind: 'e2b' | 'opensandbox' | 'daytona', id: string, run: import('../backends.js').RunFn, open: import('../backends.js').OpenFn): import('../backends.js').Backend;

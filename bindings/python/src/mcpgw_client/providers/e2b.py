@@ -27,6 +27,15 @@ from ..backends import Backend, ExecResult
 from ._channel import TIME_LIMIT_GRACE, SdkChannel, as_bytes, sh, stdin_path, with_stdin_from
 
 
+def _result_of(e: Exception) -> ExecResult:
+    """The result of a command whose ``run`` raised `e`: the one a non-zero exit carries, else
+    `e` raised again."""
+    result = _exit_of(e)
+    if result is None:
+        raise e
+    return result
+
+
 def _exit_of(e: BaseException) -> ExecResult | None:
     """The result a ``CommandExitException`` carries (E2B raises one for a non-zero exit), else
     None."""
@@ -59,12 +68,8 @@ class _Async:
         except asyncio.CancelledError:
             await asyncio.shield(self._kill(handle))
             raise
-        except Exception as e:
-            # A non-zero exit is a result.
-            result = _exit_of(e)
-            if result is None:
-                raise
-            return result
+        except Exception as e:  # noqa: BLE001 - a non-zero exit is a result, anything else raised again
+            return _result_of(e)
         return ExecResult(r.exit_code, as_bytes(r.stdout), as_bytes(r.stderr))
 
     @staticmethod
@@ -158,12 +163,8 @@ class _Blocking:
             text = sh(command)
         try:
             r = self.sandbox.commands.run(text, timeout=timeout + TIME_LIMIT_GRACE, **self.user)
-        except Exception as e:
-            # A non-zero exit is a result.
-            result = _exit_of(e)
-            if result is None:
-                raise
-            return result
+        except Exception as e:  # noqa: BLE001 - a non-zero exit is a result, anything else raised again
+            return _result_of(e)
         return ExecResult(r.exit_code, as_bytes(r.stdout), as_bytes(r.stderr))
 
     async def open(self, command: str) -> SdkChannel:
