@@ -90,17 +90,27 @@ def agentscope_test_file(name: str) -> Path:
     return out
 
 
-def run_swapped(test_file: Path, report: Path, env: dict[str, str] | None = None) -> None:
+def run_swapped(test_file: Path, report: Path, env: dict[str, str] | None = None, only: str | None = None) -> None:
     """Runs one of AgentScope's own test files under pytest in a process of its own, every
     sandboxed workspace it initializes swapped (the ``mcpgw_swap`` plugin, with the static
     gateway; ``sandbox_test_support``'s stand-in on its path), and checks that every test in it
-    ran and passed: none failed, none errored, none was skipped."""
+    (or the test named `only`) ran and passed: none failed, none errored, none was skipped."""
     path = [str(REPO / "tests" / "python" / "agentscope_suite"), str(REPO / "bindings" / "python" / "src")]
     # pytest-asyncio stays out of unittest's own async test cases.
     ini = ["-o", "asyncio_mode=strict", "-o", "asyncio_default_fixture_loop_scope=function"]
     plugins = ["-p", "no:cacheprovider", "-p", "mcpgw_swap"]
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *plugins, *ini, f"--junitxml={report}", str(test_file)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            *plugins,
+            *ini,
+            f"--junitxml={report}",
+            str(test_file),
+            *(["-k", only] if only else []),
+        ],
         cwd=test_file.parent,
         env={
             **os.environ,
@@ -119,6 +129,8 @@ def run_swapped(test_file: Path, report: Path, env: dict[str, str] | None = None
     suite = ET.parse(report).getroot().find("testsuite")
     assert suite is not None
     written = re.findall(r"^\s*(?:async )?def (test_\w+)", test_file.read_text(), re.MULTILINE)
+    if only:
+        written = [w for w in written if w == only]
     ran = [c.get("name") for c in suite.iter("testcase")]
     assert written and sorted(ran) == sorted(written), (written, ran)
     assert [suite.get(k) for k in ("failures", "errors", "skipped")] == ["0", "0", "0"], ET.tostring(suite)[:6000]
@@ -337,6 +349,49 @@ def _owned_by_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
     info.uid = info.gid = 0
     info.uname = info.gname = ""
     return info
+
+
+# ── offline images for AgentScope's E2BWorkspace, on E2B's own envd ──
+
+
+def e2b_image(stock: bool, envd: Path) -> str:
+    """An image E2B's envd serves as AgentScope's ``E2BWorkspace`` finds its sandbox: the
+    userland and python3 of the Docker images, the gateway home at E2B's path (with `stock`,
+    AgentScope's gateway's requirements, agentscope and its gateway script, as its bootstrap
+    leaves them; else empty, for the swap's own bootstrap), the ``user`` account and home of
+    E2B's template, bash (envd runs commands with ``bash -l -c``) and envd. Returns its name."""
+    from agentscope.workspace._e2b._constants import GATEWAY_HOME as E2B_GATEWAY_HOME
+    from agentscope.workspace._e2b._constants import SANDBOX_USER_HOME, SANDBOX_WORKDIR
+    from agentscope.workspace._utils import _GATEWAY_BASE_REQUIREMENTS
+
+    requirements = [*_GATEWAY_BASE_REQUIREMENTS, *STOCK_GATEWAY_MISSING] if stock else []
+    busybox = Path(_run("sh", str(REPO / "tests" / "busybox.sh")).strip())
+    bash = Path(shutil.which("bash") or "/bin/bash")
+    tools = {"/usr/local/bin/uv": _tool("uv"), "/usr/local/bin/uvx": _tool("uvx"), "/usr/bin/rg": _tool("rg")}
+    inputs = hashlib.sha256()
+    for part in (Path(__file__), busybox, bash, envd, IMAGE_PYTHON, *HOST_PROGRAMS, *tools.values()):
+        inputs.update(hashlib.sha256(part.read_bytes()).digest())
+    inputs.update(json.dumps([stock, requirements, agentscope.__version__]).encode())
+    name = f"mcpgw-test-agentscope-e2b:{inputs.hexdigest()[:12]}"
+    if subprocess.run(["docker", "image", "inspect", name], capture_output=True).returncode == 0:
+        return name
+    with tempfile.TemporaryDirectory(prefix="mcpgw-as-e2b-image-") as work:
+        root = Path(work) / "root"
+        _userland(root, busybox)
+        _python(root, tools)
+        (root / "bin" / "bash").unlink(missing_ok=True)
+        _copy(bash, root, "/bin/bash")
+        _copy(envd, root, "/usr/local/bin/envd")
+        home = root / E2B_GATEWAY_HOME.lstrip("/")
+        home.mkdir(parents=True)
+        (root / SANDBOX_WORKDIR.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        _venv(home, requirements, stock)
+        with (root / "etc/passwd").open("a") as f:
+            f.write(f"user:x:1000:1000:user:{SANDBOX_USER_HOME}:/bin/bash\n")
+        with (root / "etc/group").open("a") as f:
+            f.write("user:x:1000:\n")
+        _import(root, Path(work) / "rootfs.tar", name, f"e2b-{'stock' if stock else 'swapped'}")
+    return name
 
 
 if __name__ == "__main__":
