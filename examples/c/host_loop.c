@@ -1,7 +1,8 @@
 /* host_loop.c: see host_loop.h. */
-#define _GNU_SOURCE /* pipe2, posix_spawn_file_actions_addchdir_np, SYS_pidfd_open */
+#define _GNU_SOURCE /* pipe2 */
 
 #include "host_loop.h"
+#include "host_spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,16 +10,12 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* How much is read from one pipe at a time, and how many times per step (so that one busy
  * channel does not starve the others). */
@@ -123,11 +120,6 @@ static int buffer_append(buffer *b, const void *data, size_t len) {
     return 0;
 }
 
-static void close_fd(int *fd) {
-    if (*fd >= 0) close(*fd);
-    *fd = -1;
-}
-
 static void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 static process *find_process(const host_loop *l, uint64_t id) {
@@ -137,10 +129,10 @@ static process *find_process(const host_loop *l, uint64_t id) {
 }
 
 static void free_process(process *p) {
-    close_fd(&p->in_fd);
-    close_fd(&p->out_fd);
-    close_fd(&p->err_fd);
-    close_fd(&p->pidfd);
+    spawn_close(&p->in_fd);
+    spawn_close(&p->out_fd);
+    spawn_close(&p->err_fd);
+    spawn_close(&p->pidfd);
     free(p->in.data);
     free(p->out.data);
     free(p->err.data);
@@ -164,19 +156,8 @@ static void drain(host_loop *l) {
 
 /* ---- processes ---- */
 
-/* Whether the kernel (and whatever runs this program: valgrind refuses the call) gives pidfds:
- * asked once per process. */
-static pthread_once_t pidfd_probe_once = PTHREAD_ONCE_INIT;
-static bool pidfds_work;
-
-static void pidfd_probe(void) {
-    int probe = (int)syscall(SYS_pidfd_open, getpid(), 0);
-    pidfds_work = probe >= 0;
-    close_fd(&probe);
-}
-
-/* Spawns a RUN (channel false) or OPEN action's argv. Whatever fails is reported to the driver
- * as a program that could not be run. */
+/* Spawns a RUN (channel false) or OPEN action's argv (host_spawn.c). Whatever fails is reported to
+ * the driver as a program that could not be run. */
 static void start(host_loop *l, const mcpgw_action *a, bool channel) {
     uint64_t id = mcpgw_action_proc(a);
     size_t argc = mcpgw_action_argc(a);
@@ -190,83 +171,31 @@ static void start(host_loop *l, const mcpgw_action *a, bool channel) {
     }
     char **argv = calloc(argc + 1, sizeof *argv);
     process *p = calloc(1, sizeof *p);
-    int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    bool actions_made = false, attr_made = false;
-    int e = 0;
-    if (!argv || !p || grow(&l->procs, &l->cap_procs, l->nprocs + 1, sizeof *l->procs)) {
-        e = ENOMEM;
-        goto fail;
-    }
+    int e = ENOMEM;
+    if (!argv || !p || grow(&l->procs, &l->cap_procs, l->nprocs + 1, sizeof *l->procs)) goto fail;
     for (size_t i = 0; i < argc; i++) argv[i] = (char *)mcpgw_action_argv(a, i);
+    mcpgw_stdin_kind stdin_kind = channel ? MCPGW_STDIN_KIND_HOLD : mcpgw_action_stdin_kind(a);
+    spawned s;
+    if ((e = spawn_argv(argv, mcpgw_action_cwd(a), stdin_kind != MCPGW_STDIN_KIND_NULL, &s)) != 0)
+        goto fail;
+    free(argv);
     p->id = id;
     p->channel = channel;
-    p->pidfd = p->in_fd = p->out_fd = p->err_fd = -1;
-    mcpgw_stdin_kind stdin_kind = channel ? MCPGW_STDIN_KIND_HOLD : mcpgw_action_stdin_kind(a);
-    /* Close-on-exec everywhere, so no other child inherits these pipes and keeps them open. */
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) goto fail_errno;
-    /* stdin is a socket: send(MSG_NOSIGNAL) to a child that stopped reading fails with EPIPE
-     * instead of raising SIGPIPE in this process. */
-    if (stdin_kind != MCPGW_STDIN_KIND_NULL &&
-        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0)
-        goto fail_errno;
-    if ((e = posix_spawn_file_actions_init(&actions)) != 0) goto fail;
-    actions_made = true;
-    const char *cwd = mcpgw_action_cwd(a);
-    if ((e = stdin_kind == MCPGW_STDIN_KIND_NULL
-                 ? posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-                 : posix_spawn_file_actions_adddup2(&actions, in[0], 0)) != 0 ||
-        (e = posix_spawn_file_actions_adddup2(&actions, out[1], 1)) != 0 ||
-        (e = posix_spawn_file_actions_adddup2(&actions, err[1], 2)) != 0 ||
-        (cwd && (e = posix_spawn_file_actions_addchdir_np(&actions, cwd)) != 0))
-        goto fail;
-    if ((e = posix_spawnattr_init(&attr)) != 0) goto fail;
-    attr_made = true;
-    /* Its own process group (KILL ends everything it started), SIGPIPE at its default and no
-     * blocked signals, whatever this process set for itself. */
-    sigset_t none, pipe_only;
-    sigemptyset(&none);
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    if ((e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                 POSIX_SPAWN_SETSIGDEF)) != 0 ||
-        (e = posix_spawnattr_setpgroup(&attr, 0)) != 0 ||
-        (e = posix_spawnattr_setsigmask(&attr, &none)) != 0 ||
-        (e = posix_spawnattr_setsigdefault(&attr, &pipe_only)) != 0)
-        goto fail;
-    if ((e = posix_spawnp(&p->pid, argv[0], &actions, &attr, argv, environ)) != 0) goto fail;
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    free(argv);
-    close(out[1]);
-    close(err[1]);
-    close_fd(&in[0]);
-    p->out_fd = out[0];
-    p->err_fd = err[0];
-    p->in_fd = in[1];
-    set_nonblocking(p->out_fd);
-    set_nonblocking(p->err_fd);
+    p->pid = s.pid;
+    p->pidfd = s.pidfd;
+    p->in_fd = s.in_fd;
+    p->out_fd = s.out_fd;
+    p->err_fd = s.err_fd;
     if (p->in_fd >= 0) set_nonblocking(p->in_fd);
-    p->pidfd = pidfds_work ? (int)syscall(SYS_pidfd_open, p->pid, 0) : -1;
     if (stdin_kind == MCPGW_STDIN_KIND_BYTES) {
         size_t len = 0;
         const uint8_t *bytes = mcpgw_action_bytes(a, &len);
         p->close_input = true;
-        if (buffer_append(&p->in, bytes, len) != 0) close_fd(&p->in_fd); /* its exit tells */
+        if (buffer_append(&p->in, bytes, len) != 0) spawn_close(&p->in_fd); /* its exit tells */
     }
     l->procs[l->nprocs++] = p;
     return;
-fail_errno:
-    e = errno;
 fail:
-    if (actions_made) posix_spawn_file_actions_destroy(&actions);
-    if (attr_made) posix_spawnattr_destroy(&attr);
-    for (int i = 0; i < 2; i++) {
-        close_fd(&out[i]);
-        close_fd(&err[i]);
-        close_fd(&in[i]);
-    }
     snprintf(why, sizeof why, "cannot run %s: %s", mcpgw_action_argv(a, 0), strerror(e));
     free(argv);
     free(p);
@@ -284,11 +213,11 @@ static void flush_input(process *p) {
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
             return;
         } else if (errno != EINTR) {
-            close_fd(&p->in_fd);
+            spawn_close(&p->in_fd);
         }
     }
     p->in.len = p->in_off = 0;
-    if (p->close_input) close_fd(&p->in_fd);
+    if (p->close_input) spawn_close(&p->in_fd);
 }
 
 /* Reads what one of the process's pipes has now (`all`: until it is empty), feeding a
@@ -316,21 +245,10 @@ static void read_pipe(host_loop *l, process *p, bool is_err, bool all) {
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else {
-            close_fd(fd);
+            spawn_close(fd);
             if (p->channel && !is_err) mcpgw_host_on_eof(l->host, p->id);
         }
     }
-}
-
-/* Whether the process exited; reaps it. */
-static bool reaped(process *p, int *code) {
-    int status;
-    pid_t r;
-    while ((r = waitpid(p->pid, &status, WNOHANG)) < 0 && errno == EINTR) {
-    }
-    if (r != p->pid) return false;
-    *code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return true;
 }
 
 /* Reports the exit of a process already taken out of the table, with what it wrote before
@@ -388,7 +306,7 @@ static void handle(host_loop *l, const mcpgw_action *a) {
         bytes = mcpgw_action_bytes(a, &len);
         if (p && p->in_fd >= 0) {
             if (buffer_append(&p->in, bytes, len) != 0)
-                close_fd(&p->in_fd); /* the driver learns of the loss from the channel's end */
+                spawn_close(&p->in_fd); /* the driver learns of the loss from the channel's end */
             flush_input(p);
         }
         break;
@@ -423,8 +341,8 @@ static void group_free(group *g) {
         next = t->next;
         free(t);
     }
-    close_fd(&g->wake[0]);
-    close_fd(&g->wake[1]);
+    spawn_close(&g->wake[0]);
+    spawn_close(&g->wake[1]);
     pthread_mutex_destroy(&g->lock);
     free(g->loops);
     free(g->fds);
@@ -441,8 +359,8 @@ static group *group_new(void) {
     g->scratch = malloc(READ_CHUNK);
     if (!g->scratch || pipe2(g->wake, O_CLOEXEC | O_NONBLOCK) != 0 ||
         pthread_mutex_init(&g->lock, NULL) != 0) {
-        close_fd(&g->wake[0]);
-        close_fd(&g->wake[1]);
+        spawn_close(&g->wake[0]);
+        spawn_close(&g->wake[1]);
         free(g->scratch);
         free(g);
         return NULL;
@@ -474,7 +392,6 @@ mcpgw_result host_loop_new_beside(host_loop *beside, const char *config_json,
     }
     g->loops[g->nloops++] = l;
     l->group = g;
-    pthread_once(&pidfd_probe_once, pidfd_probe);
     *loop_out = l;
     return MCPGW_RESULT_OK;
 }
@@ -641,7 +558,7 @@ static void reap(host_loop *l) {
     for (size_t i = 0; i < l->nprocs;) {
         process *p = l->procs[i];
         int code;
-        if ((p->pidfd >= 0 && !p->ended) || !reaped(p, &code)) {
+        if ((p->pidfd >= 0 && !p->ended) || !spawn_reaped(p->pid, &code)) {
             i++;
             continue;
         }
