@@ -6,10 +6,13 @@
  * (mcpgw_host) turns the operations submitted to it, and what the host reports back (exits,
  * output, channel bytes, time), into actions (run this program, open the session channel,
  * write these bytes, operation N is done) that the host's own event loop carries out; see
- * examples/c/host_loop.c for one such loop. Conventions:
- * every fallible function returns mcpgw_result; out-parameters are written only on success
- * (error_out only on failure); every returned allocation has its _free, which accepts NULL;
- * strings are NUL-terminated UTF-8; each type states its thread-safety.
+ * examples/c/host_loop.c for one such loop. A client (mcpgw_client) runs the same driver to
+ * completion, one blocking call per operation, over functions the caller supplies: one that runs
+ * a command in the sandbox, and optionally a long-lived one for the session channel; see
+ * examples/c/exec_process.c for callbacks that run the driver's commands as processes.
+ * Conventions: every fallible function returns mcpgw_result; out-parameters are written only
+ * on success (error_out only on failure); every returned allocation has its _free, which
+ * accepts NULL; strings are NUL-terminated UTF-8; each type states its thread-safety.
  */
 
 #ifndef MCPGW_H
@@ -189,6 +192,36 @@ typedef enum {
 } mcpgw_block_type;
 
 /*
+ What a `RUN` action's standard input is.
+ */
+enum mcpgw_stdin_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /*
+     `/dev/null`.
+     */
+    MCPGW_STDIN_KIND_NULL = 0,
+    /*
+     `mcpgw_action_bytes`, then end of input.
+     */
+    MCPGW_STDIN_KIND_BYTES = 1,
+    /*
+     A pipe the host keeps open, writing nothing, until the process exits (its end tells the
+     sandbox that the host gave up).
+     */
+    MCPGW_STDIN_KIND_HOLD = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum mcpgw_stdin_kind mcpgw_stdin_kind;
+#else
+typedef uint32_t mcpgw_stdin_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
  What an action is.
  */
 enum mcpgw_action_kind
@@ -258,36 +291,6 @@ typedef uint32_t mcpgw_action_kind;
 #endif // __cplusplus
 
 /*
- What a `RUN` action's standard input is.
- */
-enum mcpgw_stdin_kind
-#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
-  : uint32_t
-#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
- {
-    /*
-     `/dev/null`.
-     */
-    MCPGW_STDIN_KIND_NULL = 0,
-    /*
-     `mcpgw_action_bytes`, then end of input.
-     */
-    MCPGW_STDIN_KIND_BYTES = 1,
-    /*
-     A pipe the host keeps open, writing nothing, until the process exits (its end tells the
-     sandbox that the host gave up).
-     */
-    MCPGW_STDIN_KIND_HOLD = 2,
-};
-#ifndef __cplusplus
-#if __STDC_VERSION__ >= 202311L
-typedef enum mcpgw_stdin_kind mcpgw_stdin_kind;
-#else
-typedef uint32_t mcpgw_stdin_kind;
-#endif // __STDC_VERSION__ >= 202311L
-#endif // __cplusplus
-
-/*
  One action of the driver, with C views of what it carries.
 
  Immutable once made: may be moved between threads and read from several at once. Released
@@ -301,6 +304,14 @@ typedef struct mcpgw_action mcpgw_action;
  once.
  */
 typedef struct mcpgw_block mcpgw_block;
+
+/*
+ A host driver run by blocking calls over the caller's callbacks: one sandbox's gateway.
+
+ May be moved between threads, but used by one thread at a time; its callbacks run on the
+ thread that calls it. Created with `mcpgw_client_new`, released with `mcpgw_client_free`.
+ */
+typedef struct mcpgw_client mcpgw_client;
 
 /*
  A failure: result code, a message a person can act on, and the gateway's HTTP status and
@@ -322,12 +333,131 @@ typedef struct mcpgw_error mcpgw_error;
 typedef struct mcpgw_host mcpgw_host;
 
 /*
+ What a callback answers, given to it for the call; see the `mcpgw_reply_*` functions.
+ */
+typedef struct mcpgw_reply mcpgw_reply;
+
+/*
  The result of a tool call (AgentScope's `ToolChunk`), with its data blocks decoded.
 
  Immutable: may be moved between threads and read from several at once. Released with
  `mcpgw_tool_chunk_free`.
  */
 typedef struct mcpgw_tool_chunk mcpgw_tool_chunk;
+
+/*
+ One command for `exec`, or the channel's command for `channel_open`. Written by the library and
+ borrowed by the callback for the call; fields may be added at its end.
+ */
+typedef struct {
+    /*
+     The program to run on this host, never through a shell (the `local`, `docker`,
+     `podman`, `kubectl` and `argv` backends): `argc` strings; NULL for `shell`.
+     */
+    const char *const *argv;
+    /*
+     How many strings `argv` holds (0 for `shell`).
+     */
+    size_t argc;
+    /*
+     `sh -c` text to run in the sandbox (the `exec` backend); NULL for `argv`.
+     */
+    const char *shell;
+    /*
+     The working directory for `argv` (the `local` backend's `cwd`); NULL: this process's.
+     */
+    const char *cwd;
+    /*
+     The command's standard input (always `MCPGW_STDIN_KIND_NULL` for `channel_open`).
+     */
+    mcpgw_stdin_kind stdin_kind;
+    /*
+     The bytes of `MCPGW_STDIN_KIND_BYTES`.
+     */
+    const uint8_t *stdin_bytes;
+    /*
+     How many.
+     */
+    size_t stdin_len;
+    /*
+     How long the command may run (0 for `channel_open`): past it, `exec` kills it and
+     replies.
+     */
+    uint32_t timeout_ms;
+} mcpgw_exec_request;
+
+/*
+ What the caller supplies to `mcpgw_client_new`: how to run a command in the sandbox, and
+ optionally how to keep one running with its standard streams open (the session channel).
+
+ Every function is called on the thread that called the `mcpgw_client_*` function, with the
+ `userdata` given to `mcpgw_client_new` first, one at a time; none may call an
+ `mcpgw_client_*` function of the same client (that call fails with INVALID_STATE). A
+ callback answers through its `mcpgw_reply` (`mcpgw_reply_exited`, `_failed`, ...), which is
+ valid for that call only; what it reports is copied.
+
+ `size` is `sizeof(mcpgw_client_callbacks)` as the caller was built: functions added to a
+ later version go at the end, and a shorter table leaves them out.
+ */
+typedef struct {
+    /*
+     `sizeof(mcpgw_client_callbacks)`.
+     */
+    size_t size;
+    /*
+     Required: runs `request` to its end within its time limit and replies once, with
+     `mcpgw_reply_exited` (its status, 128 + N for signal N, and its outputs) or
+     `mcpgw_reply_failed` (it could not be run: the sandbox is unreachable, gone, ...).
+     */
+    void (*exec)(void *userdata, const mcpgw_exec_request *request, mcpgw_reply *reply);
+    /*
+     Optional (with `channel_write`, `_read` and `_close`, which are then all required): starts
+     `request` with its standard input, output and error open, and returns a handle of the
+     caller's for it; or returns NULL after `mcpgw_reply_failed`. Without a channel, every
+     operation is a one-shot command and `open_session` fails.
+     */
+    void *(*channel_open)(void *userdata, const mcpgw_exec_request *request, mcpgw_reply *reply);
+    /*
+     Writes all of `len` bytes to the channel's stdin; `mcpgw_reply_failed` when it cannot.
+     */
+    void (*channel_write)(void *userdata,
+                          void *channel,
+                          const uint8_t *bytes,
+                          size_t len,
+                          mcpgw_reply *reply);
+    /*
+     Waits up to `timeout_ms` for the channel's output and replies with what came, in order:
+     `mcpgw_reply_stdout`, `mcpgw_reply_stderr` (any number), `mcpgw_reply_eof` (its stdout
+     ended), `mcpgw_reply_exited` (its status; after it, nothing more), or
+     `mcpgw_reply_failed`; nothing when the time passed.
+     */
+    void (*channel_read)(void *userdata, void *channel, uint32_t timeout_ms, mcpgw_reply *reply);
+    /*
+     Optional: closes the channel's stdin (the channel then ends by itself). Without it the
+     channel is closed with `channel_close`.
+     */
+    void (*channel_close_input)(void *userdata, void *channel);
+    /*
+     Ends the channel: kills what still runs (with what it started) and releases the handle.
+     Returns its exit status when known, else -1. Called once per handle `channel_open` returned.
+     */
+    int32_t (*channel_close)(void *userdata, void *channel);
+    /*
+     Optional: receives each notice of the driver (a line worth a log: a channel opened
+     again, a frame for a call no longer in flight), borrowed for the call.
+     */
+    void (*notice)(void *userdata, const char *text);
+    /*
+     Optional: called with `userdata` when the client is freed, after every other callback.
+     */
+    void (*finalize)(void *userdata);
+} mcpgw_client_callbacks;
+
+/*
+ Receives each PROGRESS chunk of `mcpgw_client_call_tool_stream`, borrowed for the call.
+ Returning false cancels the call: it then ends with CANCELLED.
+ */
+typedef bool (*mcpgw_progress_fn)(void *userdata, const mcpgw_tool_chunk *chunk);
 
 #ifdef __cplusplus
 extern "C" {
@@ -466,6 +596,160 @@ const char *mcpgw_block_name(const mcpgw_block *block);
  blocks afterwards.
  */
 void mcpgw_tool_chunk_free(mcpgw_tool_chunk *chunk);
+
+/*
+ Makes a client of one sandbox's gateway: a host driver configured by `config_json` (as
+ `mcpgw_host_new` takes it: `{"backend":{"kind":"exec","passes_stdin":true},
+ "gateway_path":...}`, or any argv backend, whose commands `exec` then runs on this host),
+ run over `callbacks` (copied; `size` bytes of it are read) with `userdata`. On success
+ `*client_out` receives it, and `callbacks->finalize` is called with `userdata` when it is
+ freed; on failure (INVALID_ARGUMENT: no `exec`, a channel without all of its open, write,
+ read and close, or a configuration the driver refuses) nothing is kept and `finalize` is not
+ called.
+ */
+mcpgw_result mcpgw_client_new(const char *config_json,
+                              const mcpgw_client_callbacks *callbacks,
+                              void *userdata,
+                              mcpgw_client **client_out,
+                              mcpgw_error **error_out);
+
+/*
+ Frees a client: closes the channels it holds (the callbacks' `channel_close`), then calls
+ `finalize`. The gateway keeps running (stop it first with `mcpgw_client_stop_gateway`).
+ NULL is ignored. Takes ownership; not from one of the client's own callbacks.
+ */
+void mcpgw_client_free(mcpgw_client *client);
+
+/*
+ Sets the scope (`agent_id`, `session_id`; NULL is "") of the client's later operations;
+ both are "" until set.
+ */
+mcpgw_result mcpgw_client_set_scope(mcpgw_client *client,
+                                    const char *agent_id,
+                                    const char *session_id,
+                                    mcpgw_error **error_out);
+
+/*
+ Runs any operation given as JSON (as `mcpgw_host_submit` takes it, its scope and time limit
+ included; the client's scope is not applied) and writes its result as JSON to
+ `*result_json_out` (free it with `mcpgw_string_free`).
+ */
+mcpgw_result mcpgw_client_run(mcpgw_client *client,
+                              const char *op_json,
+                              char **result_json_out,
+                              mcpgw_error **error_out);
+
+/*
+ Launches the gateway in the sandbox (it mints its token there).
+ */
+mcpgw_result mcpgw_client_start_gateway(mcpgw_client *client, mcpgw_error **error_out);
+
+/*
+ Stops the gateway this client launched (closing the session first).
+ */
+mcpgw_result mcpgw_client_stop_gateway(mcpgw_client *client, mcpgw_error **error_out);
+
+/*
+ Opens the session channel (the callbacks' `channel_open`): later operations go over it.
+ */
+mcpgw_result mcpgw_client_open_session(mcpgw_client *client, mcpgw_error **error_out);
+
+/*
+ Closes the session channel: later operations go one-shot.
+ */
+mcpgw_result mcpgw_client_close_session(mcpgw_client *client, mcpgw_error **error_out);
+
+/*
+ Installs the gateway binary read from `binary_path` (a regular file on this host) at the
+ configured gateway path, unless an identical one is there.
+ */
+mcpgw_result mcpgw_client_ensure_gateway_binary(mcpgw_client *client,
+                                                const char *binary_path,
+                                                mcpgw_error **error_out);
+
+/*
+ Registers an MCP server in the client's scope: `spec_json` as the gateway's `POST /mcps`
+ takes it (`{"name":"fs","command":"...","args":[...]}` for stdio).
+ */
+mcpgw_result mcpgw_client_add_mcp(mcpgw_client *client,
+                                  const char *spec_json,
+                                  mcpgw_error **error_out);
+
+/*
+ Removes MCP server `name` from the client's scope.
+ */
+mcpgw_result mcpgw_client_remove_mcp(mcpgw_client *client,
+                                     const char *name,
+                                     mcpgw_error **error_out);
+
+/*
+ Lists the tools of MCP `mcp`: `*tools_json_out` receives them as a JSON array (free it with
+ `mcpgw_string_free`).
+ */
+mcpgw_result mcpgw_client_list_tools(mcpgw_client *client,
+                                     const char *mcp,
+                                     char **tools_json_out,
+                                     mcpgw_error **error_out);
+
+/*
+ Calls tool `tool` of MCP `mcp` with `arguments_json` (a JSON object; NULL: none):
+ `*chunk_out` receives its result (free it with `mcpgw_tool_chunk_free`). A tool's own
+ error is a result too, its state `MCPGW_TOOL_STATE_ERROR`.
+ */
+mcpgw_result mcpgw_client_call_tool(mcpgw_client *client,
+                                    const char *mcp,
+                                    const char *tool,
+                                    const char *arguments_json,
+                                    mcpgw_tool_chunk **chunk_out,
+                                    mcpgw_error **error_out);
+
+/*
+ `mcpgw_client_call_tool`, with each progress chunk given to `progress` (may be NULL) with
+ `userdata` as it comes; `progress` returning false cancels the call.
+ */
+mcpgw_result mcpgw_client_call_tool_stream(mcpgw_client *client,
+                                           const char *mcp,
+                                           const char *tool,
+                                           const char *arguments_json,
+                                           mcpgw_progress_fn progress,
+                                           void *userdata,
+                                           mcpgw_tool_chunk **chunk_out,
+                                           mcpgw_error **error_out);
+
+/*
+ The command exited with status `code` (0 to 255; 128 + N when signal N ended it) after
+ writing `stdout` and `stderr` (`exec`; `channel_read` passes none: its output came by
+ `mcpgw_reply_stdout` and `_stderr`). The bytes are copied. INVALID_ARGUMENT for a status
+ out of range, INVALID_STATE when the callback already ended its reply or this callback
+ cannot say it.
+ */
+mcpgw_result mcpgw_reply_exited(mcpgw_reply *reply,
+                                int32_t code,
+                                const uint8_t *stdout_bytes,
+                                size_t stdout_len,
+                                const uint8_t *stderr_bytes,
+                                size_t stderr_len);
+
+/*
+ The command could not be run, or the channel failed: `reason` says why (NULL: no reason
+ known), e.g. "the sandbox is gone". Any callback may say it, as the last thing it says.
+ */
+mcpgw_result mcpgw_reply_failed(mcpgw_reply *reply, const char *reason);
+
+/*
+ Bytes the channel wrote to its stdout (`channel_read` only, before its eof). Copied.
+ */
+mcpgw_result mcpgw_reply_stdout(mcpgw_reply *reply, const uint8_t *bytes, size_t len);
+
+/*
+ Bytes the channel wrote to its stderr (`channel_read` only). Copied.
+ */
+mcpgw_result mcpgw_reply_stderr(mcpgw_reply *reply, const uint8_t *bytes, size_t len);
+
+/*
+ The channel's stdout ended (`channel_read` only, once).
+ */
+mcpgw_result mcpgw_reply_eof(mcpgw_reply *reply);
 
 /*
  The error's result code; `MCPGW_RESULT_NULL_PARAMETER` for NULL.

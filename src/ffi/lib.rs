@@ -3,8 +3,10 @@
 //! from these files (see build.rs).
 //!
 //! Growing the ABI: functions are only ever added (a program built against an older header keeps
-//! working); no struct is transparent, and the host driver's configuration and operations are
-//! JSON, so a new setting is a new key; result codes and enum values are only added; anything
+//! working); no struct is transparent but two of `mcpgw_client`'s (its callback table, which
+//! begins with its size so that an older program's shorter table is read as far as it goes, and
+//! the exec request the library writes, whose fields are only added at its end); the host
+//! driver's configuration and operations are JSON, so a new setting is a new key; result codes and enum values are only added; anything
 //! else bumps `MCPGW_ABI_VERSION`, which every binding checks at load.
 //!
 //! Conventions, the same for every function:
@@ -20,6 +22,7 @@
 #![allow(clippy::missing_safety_doc)] // Each function's doc states its contract in C terms.
 
 pub mod chunk;
+pub mod client;
 pub mod error;
 pub mod host;
 
