@@ -49,7 +49,7 @@ echo "go: one host process holding 1,000 sessions (make -C bindings/go bench)"
 make --no-print-directory -C bindings/go bench || status=$?
 # The C loop: one thread holding 1,000 sessions.
 echo
-echo "c: one thread holding many sessions (examples/c/bench_sessions.c)"
+echo "c: one thread holding many sessions (examples/c/bench_sessions.c), and a call through mcpgw_client against host_loop (bench_client.c)"
 make --no-print-directory -C examples/c bench || status=$?
 # The host endpoint into Docker, against the same SDK client straight to the same server.
 echo

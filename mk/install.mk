@@ -16,7 +16,9 @@
 #                    lib/pkgconfig/mcpgw.pc            shared: `pkg-config --libs mcpgw`
 #                    lib/pkgconfig/mcpgw-static.pc     static: `pkg-config --static --libs mcpgw-static`
 #                    include/mcpgw.h
-#                    share/mcpgw/                      host_loop.c, host_loop.h (the C loop)
+#                    share/mcpgw/                      exec_process.c/.h (mcpgw_client's ready
+#                                                      callbacks), host_loop.c/.h (the C loop),
+#                                                      host_spawn.c/.h (what both spawn with)
 #                  The .pc files locate the tree from their own place (${pcfiledir}), so the
 #                  tree may be moved as a whole.
 #   uninstall      removes exactly what install put there
@@ -43,8 +45,9 @@ MCPGW_VERSION := $(shell sh $(MCPGW_ROOT)/mk/version.sh)
 MCPGW_RELEASE := $(MCPGW_TARGET_DIR)/release
 MCPGW_STATIC_GATEWAY := $(MCPGW_TARGET_DIR)/$(STATIC_TARGET)/release/mcpgw-gateway
 MCPGW_STATIC_HOST := $(MCPGW_TARGET_DIR)/$(STATIC_TARGET)/release/mcpgw
-# The helper sources a C user copies into a project: the thin loop around the host driver.
-MCPGW_SHARE_FILES := host_loop.c host_loop.h
+# The helper sources a C user copies into a project: the ready exec callbacks of mcpgw_client,
+# the thin loop around the host driver, and the process spawning both use.
+MCPGW_SHARE_FILES := exec_process.c exec_process.h host_loop.c host_loop.h host_spawn.c host_spawn.h
 # x86_64-unknown-linux-gnu -> x86_64-linux-gnu
 MCPGW_DIST_NAME := mcpgw-$(MCPGW_VERSION)-$(subst -unknown-,-,$(STATIC_TARGET))
 MCPGW_DIST_DIR := $(MCPGW_ROOT)/dist

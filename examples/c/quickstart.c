@@ -1,11 +1,10 @@
-/* quickstart.c: the whole cycle against a local "sandbox" that is just this machine (the
- * driver's `local` backend: each command runs as `sh -c` here).
+/* quickstart.c: the whole cycle through mcpgw_client, on one screen. The sandbox is this machine
+ * (the `local` backend: each command runs as `sh -c` here); exec_process() runs the commands.
  *
  *   quickstart GATEWAY_BINARY TESTSERVER_BINARY
  *
- * Launches the gateway, registers an MCP server (stdio) in a scope of its own, lists its tools,
- * calls two of them, shows an error, stops the gateway. Exits non-zero when anything unexpected
- * happens. */
+ * Launches the gateway, registers the test MCP server, calls its tool `echo`, shows an error,
+ * stops the gateway. Exits non-zero when anything unexpected happens. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <mcpgw.h>
@@ -15,80 +14,63 @@
 #include <string.h>
 
 #include "example.h"
-#include "host_loop.h"
+#include "exec_process.h"
 
-/* The scope and time limit of this program's operations. */
-#define SCOPE "\"agent_id\":\"quickstart\",\"session_id\":\"session-1\",\"timeout_ms\":20000"
+/* Prints a failure and frees it; false. */
+static bool failed(const char *what, mcpgw_error *err) {
+    fprintf(stderr, "%s: %s: %s\n", what, mcpgw_result_name(mcpgw_error_code(err)),
+            mcpgw_error_message(err));
+    mcpgw_error_free(err);
+    return false;
+}
 
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s GATEWAY_BINARY TESTSERVER_BINARY\n", argv[0]);
         return 2;
     }
-    if (mcpgw_abi_version() != MCPGW_ABI_VERSION) {
-        fprintf(stderr, "libmcpgw ABI %u, built against %u\n", mcpgw_abi_version(),
-                (unsigned)MCPGW_ABI_VERSION);
-        return 1;
-    }
-    printf("libmcpgw %s\n", mcpgw_version());
     char *gateway = host_loop_json_string(argv[1]);
+    char *config = example_format("{\"backend\":{\"kind\":\"local\"},\"gateway_path\":%s}", gateway);
     char *spec = example_testserver_spec("test", argv[2]);
-    host_loop *loop = gateway && spec ? example_loop("{\"backend\":{\"kind\":\"local\"},"
-                                                     "\"gateway_path\":%s,\"timeout_ms\":30000}",
-                                                     gateway)
-                                      : NULL;
-    int status = 1;
-    host_loop_result r = {0};
-    if (!loop || !example_ok(loop, NULL, "{\"op\":\"start_gateway\"}"))
-        goto out;
-    if (!example_ok(loop, NULL, "{\"op\":\"add_mcp\",\"spec\":%s," SCOPE "}",
-                    spec) ||
-        !example_ok(loop, NULL,
-                    "{\"op\":\"list_tools\",\"mcp\":\"test\"," SCOPE "}"))
-        goto stop;
-
-    /* A tool call's result is a ToolChunk; libmcpgw reads it into blocks. */
-    const char *text = "hello from C: it's $(not) `run` \\\"quoted\\\"";
-    if (!example_ok(loop, &r,
-                    "{\"op\":\"call_tool\",\"mcp\":\"test\",\"tool\":\"echo\","
-                    "\"arguments\":{\"text\":\"%s\"}," SCOPE "}",
-                    text))
-        goto stop;
-    char *echoed = example_print_chunk(r.json);
-    int same = echoed && strcmp(echoed, "hello from C: it's $(not) `run` \"quoted\"") == 0;
-    free(echoed);
-    host_loop_result_free(&r);
-    if (!same) {
-        fprintf(stderr, "the echo differs\n");
-        goto stop;
+    mcpgw_client *client = NULL;
+    mcpgw_tool_chunk *chunk = NULL;
+    mcpgw_error *err = NULL;
+    bool ok = config && spec &&
+              (mcpgw_client_new(config, exec_process(), NULL, &client, &err) == MCPGW_RESULT_OK ||
+               failed("new", err)) &&
+              (mcpgw_client_start_gateway(client, &err) == MCPGW_RESULT_OK || failed("start", err));
+    if (ok) {
+        ok = (mcpgw_client_add_mcp(client, spec, &err) == MCPGW_RESULT_OK || failed("add", err)) &&
+             (mcpgw_client_call_tool(client, "test", "echo", "{\"text\":\"hello from C\"}", &chunk,
+                                     &err) == MCPGW_RESULT_OK ||
+              failed("call", err));
+        if (ok) {
+            const mcpgw_block *block = NULL;
+            const char *text = "";
+            size_t len = 0;
+            ok = mcpgw_tool_chunk_block(chunk, 0, &block) == MCPGW_RESULT_OK &&
+                 mcpgw_block_text(block, &text, &len) == MCPGW_RESULT_OK;
+            printf("echo answered: %.*s\n", (int)len, text);
+            ok = ok && len == 12 && memcmp(text, "hello from C", 12) == 0;
+        }
+        /* A failure has its code, a message, and the gateway's HTTP status. */
+        mcpgw_tool_chunk *none = NULL;
+        if (mcpgw_client_call_tool(client, "nope", "echo", NULL, &none, &err) ==
+            MCPGW_RESULT_NOT_FOUND) {
+            printf("an unknown MCP: %s (HTTP %u): %s\n", mcpgw_result_name(mcpgw_error_code(err)),
+                   mcpgw_error_http_status(err), mcpgw_error_message(err));
+            ok = ok && mcpgw_error_http_status(err) == 404;
+            mcpgw_error_free(err);
+        } else {
+            mcpgw_tool_chunk_free(none);
+            ok = false;
+        }
+        if (mcpgw_client_stop_gateway(client, &err) != MCPGW_RESULT_OK) ok = failed("stop", err);
     }
-    if (!example_ok(loop, &r,
-                    "{\"op\":\"call_tool\",\"mcp\":\"test\",\"tool\":\"media\"," SCOPE "}"))
-        goto stop;
-    free(example_print_chunk(r.json));
-    host_loop_result_free(&r);
-
-    /* A failure has its code, a message, and the gateway's HTTP status and detail (JSON). */
-    printf("an unknown MCP, expecting NOT_FOUND:\n");
-    if (example_run(loop, MCPGW_RESULT_NOT_FOUND, &r,
-                    "{\"op\":\"call_tool\",\"mcp\":\"nope\",\"tool\":\"echo\"," SCOPE "}") !=
-            MCPGW_RESULT_NOT_FOUND ||
-        !strstr(r.json, "\"http_status\":404")) {
-        fprintf(stderr, "expected NOT_FOUND with HTTP 404: %s\n", r.json ? r.json : "");
-        goto stop;
-    }
-    printf("  its error: %s\n", r.json);
-    host_loop_result_free(&r);
-    if (!example_ok(loop, NULL,
-                    "{\"op\":\"remove_mcp\",\"name\":\"test\"," SCOPE "}"))
-        goto stop;
-    status = 0;
-stop:
-    if (!example_ok(loop, NULL, "{\"op\":\"stop_gateway\"}")) status = 1;
-out:
-    host_loop_result_free(&r);
-    host_loop_free(loop);
+    mcpgw_tool_chunk_free(chunk);
+    mcpgw_client_free(client);
     free(gateway);
+    free(config);
     free(spec);
-    return status;
+    return ok ? 0 : 1;
 }

@@ -36,11 +36,11 @@ cp "$here/c/app.c" .
 cflags="-std=c11 -O1 -Wall -Wextra -Werror -pedantic"
 # shellcheck disable=SC2046,SC2086 # pkg-config output is a list of words
 {
-    logged cc $cflags $(pkg-config --cflags mcpgw) -I"$helpers" app.c "$helpers/host_loop.c" \
+    logged cc $cflags $(pkg-config --cflags mcpgw) -I"$helpers" app.c "$helpers/host_loop.c" "$helpers/host_spawn.c" \
         $(pkg-config --libs mcpgw) -Wl,-rpath,"$libdir" -o app-shared
-    logged cc $cflags $(pkg-config --cflags mcpgw) -I"$helpers" app.c "$helpers/host_loop.c" \
+    logged cc $cflags $(pkg-config --cflags mcpgw) -I"$helpers" app.c "$helpers/host_loop.c" "$helpers/host_spawn.c" \
         $(pkg-config --libs mcpgw) -o app-ldpath
-    logged cc $cflags $(pkg-config --cflags mcpgw-static) -I"$helpers" app.c "$helpers/host_loop.c" \
+    logged cc $cflags $(pkg-config --cflags mcpgw-static) -I"$helpers" app.c "$helpers/host_loop.c" "$helpers/host_spawn.c" \
         $(pkg-config --static --libs mcpgw-static) -o app-static
 }
 
