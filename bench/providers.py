@@ -53,9 +53,10 @@ async def p50_ms(call: Callable[[], Awaitable[Any]], n: int, warm: int = 20) -> 
     return statistics.median(times)
 
 
-def report(provider: str, session: float, one_shot: float, echo: float) -> None:
+def report(label: str, session: float, one_shot: float, echo: float) -> None:
+    """Prints ``label`` (the provider's "PROVIDER session call p50 ms:") and the figures."""
     print(
-        f"{provider} session call p50 ms: {session:.2f} (one-shot: {one_shot:.2f}, channel echo: {echo:.2f}); "
+        f"{label} {session:.2f} (one-shot: {one_shot:.2f}, channel echo: {echo:.2f}); "
         f"one-shot / session: {one_shot / session:.1f}x, session / echo: {session / echo:.2f}x"
     )
 
@@ -122,7 +123,7 @@ async def bench_e2b(n: int) -> None:
     async with e2b_client() as (client, sandbox):
         session, one_shot = await calls(client, n)
         echo = await e2b_echo_floor(sandbox, n)
-    report("e2b", session, one_shot, echo)
+    report("e2b session call p50 ms:", session, one_shot, echo)
 
 
 async def prepared(backend: mcpgw.Backend) -> mcpgw.AsyncClient:
@@ -187,7 +188,7 @@ async def bench_opensandbox(n: int) -> None:
                 await sandbox.close()
         finally:
             servers.close()
-    report("opensandbox", session, one_shot, echo)
+    report("opensandbox session call p50 ms:", session, one_shot, echo)
 
 
 async def daytona_echo_floor(sandbox: Any, n: int) -> float:
@@ -240,7 +241,7 @@ async def bench_daytona(n: int) -> None:
                 await client.aclose()
     finally:
         daemons.close()
-    report("daytona", session, one_shot, echo)
+    report("daytona session call p50 ms:", session, one_shot, echo)
 
 
 async def main(n: int) -> None:
