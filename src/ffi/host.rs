@@ -26,7 +26,9 @@ use std::ptr;
 use std::time::Instant;
 
 use super::error::{mcpgw_error, report, report_code, report_error};
-use super::{cstring_lossy, ffi_boundary, mcpgw_result, required_text};
+use super::{
+    cstring_lossy, ffi_boundary, mcpgw_result, millis_u32, program_cstrings, required_text,
+};
 use mcpgw::host::{Action, Exit, Host, HostConfig, Program, Stdin};
 
 /// One sandbox's gateway and its session channel: the host driver. It turns submitted
@@ -126,10 +128,7 @@ impl mcpgw_action {
     }
 
     fn program(&mut self, program: Program, cwd: Option<&str>) {
-        match program {
-            Program::Argv(argv) => self.argv = argv.iter().map(|a| cstring_lossy(a)).collect(),
-            Program::Shell(text) => self.shell = Some(cstring_lossy(&text)),
-        }
+        (self.argv, self.shell) = program_cstrings(program);
         self.cwd = cwd.map(cstring_lossy);
     }
 
@@ -145,7 +144,7 @@ impl mcpgw_action {
                 let mut a = mcpgw_action::new(K::Run);
                 a.proc = proc;
                 a.program(program, cwd);
-                a.timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+                a.timeout_ms = millis_u32(timeout);
                 match stdin {
                     Stdin::Null => {}
                     Stdin::Hold => a.stdin = mcpgw_stdin_kind::Hold,

@@ -235,6 +235,19 @@ pub(crate) fn cstring_lossy(s: &str) -> CString {
     })
 }
 
+/// A command's program as C strings: its argv (empty for shell text), or its `sh -c` text.
+pub(crate) fn program_cstrings(program: mcpgw::host::Program) -> (Vec<CString>, Option<CString>) {
+    match program {
+        mcpgw::host::Program::Argv(argv) => (argv.iter().map(|a| cstring_lossy(a)).collect(), None),
+        mcpgw::host::Program::Shell(text) => (Vec::new(), Some(cstring_lossy(&text))),
+    }
+}
+
+/// A time limit in whole milliseconds, as the C ABI gives it (saturating).
+pub(crate) fn millis_u32(d: std::time::Duration) -> u32 {
+    u32::try_from(d.as_millis()).unwrap_or(u32::MAX)
+}
+
 /// Hands a string to C; freed with `mcpgw_string_free`.
 pub(crate) fn give_string(s: &str) -> *mut c_char {
     cstring_lossy(s).into_raw()

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::chunk::mcpgw_tool_chunk;
 use crate::host::mcpgw_stdin_kind;
-use crate::{c_str, cstring_lossy, ffi_boundary, mcpgw_result};
+use crate::{c_str, cstring_lossy, ffi_boundary, mcpgw_result, millis_u32, program_cstrings};
 use mcpgw::error::Error;
 use mcpgw::host::{Program, Stdin};
 
@@ -397,10 +397,7 @@ impl Request {
         stdin: Stdin,
         timeout: Duration,
     ) -> Request {
-        let (argv, shell) = match program {
-            Program::Argv(argv) => (argv.iter().map(|a| cstring_lossy(a)).collect(), None),
-            Program::Shell(text) => (Vec::new(), Some(cstring_lossy(&text))),
-        };
+        let (argv, shell) = program_cstrings(program);
         let argv_ptrs = argv
             .iter()
             .map(|a: &std::ffi::CString| a.as_ptr())
@@ -411,7 +408,7 @@ impl Request {
             shell,
             cwd: cwd.map(cstring_lossy),
             stdin,
-            timeout_ms: u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX),
+            timeout_ms: millis_u32(timeout),
         }
     }
 
