@@ -247,6 +247,24 @@ pub unsafe extern "C" fn mcpgw_client_run(
     }
 }
 
+/// The body of an `mcpgw_client_*` function: `op` makes the operation from the function's
+/// arguments (or gives the code of the one it refused, reported), which runs in the client's
+/// scope; its result is given as `give` says.
+unsafe fn run_op(
+    client: *mut mcpgw_client,
+    give: Give,
+    error_out: *mut *mut mcpgw_error,
+    op: impl FnOnce() -> Result<Op, mcpgw_result>,
+) -> mcpgw_result {
+    // SAFETY: the contract.
+    unsafe {
+        with_client(client, error_out, |c| match op() {
+            Ok(op) => c.operate(op, None, give, error_out),
+            Err(code) => code,
+        })
+    }
+}
+
 /// The body of an `mcpgw_client_*` function of an operation without arguments or result.
 unsafe fn simple(
     client: *mut mcpgw_client,
@@ -254,11 +272,7 @@ unsafe fn simple(
     error_out: *mut *mut mcpgw_error,
 ) -> mcpgw_result {
     // SAFETY: the contract.
-    unsafe {
-        with_client(client, error_out, |c| {
-            c.operate(op, None, Give::Nothing, error_out)
-        })
-    }
+    unsafe { run_op(client, Give::Nothing, error_out, || Ok(op)) }
 }
 
 /// Launches the gateway in the sandbox (it mints its token there).
@@ -311,18 +325,10 @@ pub unsafe extern "C" fn mcpgw_client_ensure_gateway_binary(
 ) -> mcpgw_result {
     // SAFETY: the contract.
     unsafe {
-        with_client(client, error_out, |c| {
-            match arg(binary_path, "binary_path", error_out) {
-                Ok(path) => c.operate(
-                    Op::EnsureGatewayBinary {
-                        binary_path: path.to_owned(),
-                    },
-                    None,
-                    Give::Nothing,
-                    error_out,
-                ),
-                Err(code) => code,
-            }
+        run_op(client, Give::Nothing, error_out, || {
+            Ok(Op::EnsureGatewayBinary {
+                binary_path: arg(binary_path, "binary_path", error_out)?.to_owned(),
+            })
         })
     }
 }
@@ -337,11 +343,10 @@ pub unsafe extern "C" fn mcpgw_client_add_mcp(
 ) -> mcpgw_result {
     // SAFETY: the contract.
     unsafe {
-        with_client(client, error_out, |c| {
-            match json_arg(spec_json, "spec_json", false, error_out) {
-                Ok(spec) => c.operate(Op::AddMcp { spec }, None, Give::Nothing, error_out),
-                Err(code) => code,
-            }
+        run_op(client, Give::Nothing, error_out, || {
+            Ok(Op::AddMcp {
+                spec: json_arg(spec_json, "spec_json", false, error_out)?,
+            })
         })
     }
 }
@@ -355,16 +360,10 @@ pub unsafe extern "C" fn mcpgw_client_remove_mcp(
 ) -> mcpgw_result {
     // SAFETY: the contract.
     unsafe {
-        with_client(client, error_out, |c| match arg(name, "name", error_out) {
-            Ok(name) => c.operate(
-                Op::RemoveMcp {
-                    name: name.to_owned(),
-                },
-                None,
-                Give::Nothing,
-                error_out,
-            ),
-            Err(code) => code,
+        run_op(client, Give::Nothing, error_out, || {
+            Ok(Op::RemoveMcp {
+                name: arg(name, "name", error_out)?.to_owned(),
+            })
         })
     }
 }
@@ -380,20 +379,11 @@ pub unsafe extern "C" fn mcpgw_client_list_tools(
 ) -> mcpgw_result {
     // SAFETY: the contract.
     unsafe {
-        with_client(client, error_out, |c| {
-            match out(tools_json_out, "tools_json_out", error_out)
-                .and_then(|_| arg(mcp, "mcp", error_out))
-            {
-                Ok(mcp) => c.operate(
-                    Op::ListTools {
-                        mcp: mcp.to_owned(),
-                    },
-                    None,
-                    Give::Json(tools_json_out),
-                    error_out,
-                ),
-                Err(code) => code,
-            }
+        run_op(client, Give::Json(tools_json_out), error_out, || {
+            out(tools_json_out, "tools_json_out", error_out)?;
+            Ok(Op::ListTools {
+                mcp: arg(mcp, "mcp", error_out)?.to_owned(),
+            })
         })
     }
 }
