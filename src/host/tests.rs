@@ -190,6 +190,25 @@ impl Sim {
         ch
     }
 
+    /// The next channel the driver opens, time passing in `step`s until it does (what else it
+    /// did meanwhile stays in `seen`).
+    fn next_open(&mut self, step: Duration) -> ProcId {
+        loop {
+            self.pull();
+            if let Some(at) = self
+                .seen
+                .iter()
+                .position(|a| matches!(a, Action::Open { .. }))
+            {
+                let Action::Open { proc, .. } = self.seen.remove(at).unwrap() else {
+                    unreachable!()
+                };
+                return proc;
+            }
+            self.wait(step);
+        }
+    }
+
     fn end_channel(&mut self, ch: ProcId, code: i32, stderr: &[u8]) {
         self.host.on_stderr(ch, stderr, self.now);
         self.host.on_eof(ch, self.now);
@@ -783,20 +802,7 @@ fn reopening_backs_off_and_gives_up_after_its_attempts() {
     sim.end_channel(ch, 0, b"");
     // Each new channel dies before its hello.
     for attempt in 0..3 {
-        let ch = loop {
-            sim.pull();
-            if let Some(at) = sim
-                .seen
-                .iter()
-                .position(|a| matches!(a, Action::Open { .. }))
-            {
-                let Action::Open { proc, .. } = sim.seen.remove(at).unwrap() else {
-                    unreachable!()
-                };
-                break proc;
-            }
-            sim.wait(Duration::from_millis(100));
-        };
+        let ch = sim.next_open(Duration::from_millis(100));
         sim.end_channel(ch, 1, format!("boom {attempt}\n").as_bytes());
     }
     let (done, result) = sim.done();
@@ -824,20 +830,7 @@ fn channels_that_open_but_carry_nothing_back_are_given_up_on() {
     let mut opened_at = Vec::new();
     // Two reopens (the attempts), each after a longer wait than the one before.
     for attempt in 0..2 {
-        let ch = loop {
-            sim.pull();
-            if let Some(at) = sim
-                .seen
-                .iter()
-                .position(|a| matches!(a, Action::Open { .. }))
-            {
-                let Action::Open { proc, .. } = sim.seen.remove(at).unwrap() else {
-                    unreachable!()
-                };
-                break proc;
-            }
-            sim.wait(Duration::from_millis(50));
-        };
+        let ch = sim.next_open(Duration::from_millis(50));
         opened_at.push(sim.now - t0);
         sim.hello(ch, 0, 600_000);
         // The call's resume goes to it, and nothing comes back.
