@@ -31,6 +31,8 @@ pub(super) struct Inner {
     pub(super) channels: Vec<Open>,
     pub(super) agent_id: String,
     pub(super) session_id: String,
+    /// The backend's working directory for commands, from the configuration (fixed).
+    pub(super) cwd: Option<String>,
 }
 
 /// A host driver run by blocking calls over the caller's callbacks: one sandbox's gateway.
@@ -251,7 +253,6 @@ impl Inner {
         progress: &mut impl FnMut(&ToolChunk) -> bool,
         result: &mut Option<Result<mcpgw::client::Output, Error>>,
     ) {
-        let cwd = self.host.config().backend.cwd().map(str::to_owned);
         while let Some(action) = self.host.poll_action() {
             match action {
                 Action::Run {
@@ -260,13 +261,13 @@ impl Inner {
                     stdin,
                     timeout,
                 } => {
-                    let request = Request::new(program, cwd.as_deref(), stdin, timeout);
+                    let request = Request::new(program, self.cwd.as_deref(), stdin, timeout);
                     let exit = self.exec(&request);
                     self.host.on_exit(proc, exit, Instant::now());
                 }
                 Action::Open { proc, program } => {
                     let request =
-                        Request::new(program, cwd.as_deref(), Stdin::Null, Duration::ZERO);
+                        Request::new(program, self.cwd.as_deref(), Stdin::Null, Duration::ZERO);
                     self.open(proc, &request, Instant::now());
                 }
                 Action::Write { proc, bytes } => self.write(proc, &bytes),

@@ -154,6 +154,7 @@ pub unsafe extern "C" fn mcpgw_client_new(
             Ok(mcpgw_client {
                 busy: Cell::new(false),
                 inner: UnsafeCell::new(Inner {
+                    cwd: host.config().backend.cwd().map(str::to_owned),
                     host,
                     callbacks,
                     channels: Vec::new(),
