@@ -31,7 +31,7 @@ typedef enum {
     OPEN_SILENT,       /* channel_open returns NULL and says nothing */
     READ_GARBAGE,      /* the channel writes lines that are no frames, then exits */
     READ_AFTER_EOF,    /* channel_read says stdout after its eof */
-    WRITE_FAILS,       /* every channel_write fails */
+    WRITE_FAILS,       /* the next channel_write fails (then they work again) */
 } fault;
 
 typedef struct {
@@ -88,7 +88,8 @@ static void channel_write(void *userdata, void *channel, const uint8_t *bytes, s
                           mcpgw_reply *reply) {
     sandbox *s = userdata;
     if (s->fault == WRITE_FAILS) {
-        mcpgw_reply_failed(reply, "the test channel refuses writes");
+        s->fault = FINE;
+        mcpgw_reply_failed(reply, "the test channel refuses a write");
         return;
     }
     real->channel_write(NULL, channel, bytes, len, reply);
@@ -286,7 +287,7 @@ int main(int argc, char **argv) {
         mcpgw_result rc =
             mcpgw_client_call_tool(client, "test", "echo", "{\"text\":\"hi\"}", &chunk, &err);
         mcpgw_tool_chunk_free(chunk);
-        printf("a call over a channel whose writes fail: %s%s%s\n", mcpgw_result_name(rc),
+        printf("a call over a channel whose write fails: %s%s%s\n", mcpgw_result_name(rc),
                err ? ": " : "", err ? mcpgw_error_message(err) : "");
         check("  answered (OK after a new channel, or SESSION_LOST)",
               rc == MCPGW_RESULT_OK || rc == MCPGW_RESULT_SESSION_LOST ||

@@ -71,10 +71,6 @@ const QUESTION_LIMIT: Duration = Duration::from_secs(10);
 const REOPEN_BACKOFF: Duration = Duration::from_millis(200);
 /// The longest wait between two opens.
 const REOPEN_BACKOFF_MAX: Duration = Duration::from_secs(5);
-/// How long an open channel must have lived, when it answered nothing, for its loss to count as
-/// that of a channel that worked (the next one opened at once) rather than as a failed open (the
-/// next one after a growing wait, within the reopen attempts).
-const PROVEN_AFTER: Duration = Duration::from_secs(10);
 /// How much of a channel's stderr is kept, per kind of line, for messages.
 const STDERR_KEEP: usize = 4096;
 
@@ -313,12 +309,6 @@ struct Channel {
     /// Session ids to operation and connection ids.
     by_sid: HashMap<u64, Id>,
     opened: bool,
-    /// When its hello came.
-    opened_at: Option<Instant>,
-    /// Whether it carried anything back after its hello (a heartbeat, progress, an answer, a
-    /// connection's message): a channel that opens and then dies before it does, again and again
-    /// (its writes fail), is given up on like one that never opens.
-    carried: bool,
     /// Whether the open command launches the gateway (`attach --launch`).
     launching: bool,
     open_deadline: Instant,
@@ -888,8 +878,6 @@ impl Host {
             session,
             by_sid: HashMap::new(),
             opened: false,
-            opened_at: None,
-            carried: false,
             launching,
             open_deadline: now + Self::ms(self.config.open_timeout_ms),
             heartbeat: None,
@@ -1046,8 +1034,6 @@ impl Host {
             return;
         };
         channel.last_rx = now;
-        // Anything after the hello (a heartbeat too) shows the channel carries.
-        channel.carried |= channel.opened;
         channel.session.feed(bytes);
         self.drain_session(now);
         self.flush(now);
@@ -1248,18 +1234,13 @@ impl Host {
         let Some(channel) = self.channel.take() else {
             return;
         };
-        let worked = channel.opened
-            && (channel.carried
-                || channel
-                    .opened_at
-                    .is_some_and(|at| now.saturating_duration_since(at) >= PROVEN_AFTER));
+        let opened = channel.opened;
         self.retire(channel, now, false);
-        self.after_loss(error, worked, reopen, now);
+        self.after_loss(error, opened, reopen, now);
     }
 
-    /// After a channel was lost: open another (at once after one that `worked`, else after a
-    /// growing wait), or give up on the session.
-    fn after_loss(&mut self, error: Error, worked: bool, reopen: bool, now: Instant) {
+    /// After a channel was lost: open another, or give up on the session.
+    fn after_loss(&mut self, error: Error, opened: bool, reopen: bool, now: Instant) {
         let attempts = self.config.reopen_attempts;
         let Want::On {
             ever_opened,
@@ -1270,7 +1251,7 @@ impl Host {
         else {
             return self.settle_all_waiting(Some(error), now);
         };
-        if worked {
+        if opened {
             *failures = 0;
         } else {
             *failures += 1;
@@ -1364,13 +1345,11 @@ impl Host {
             match event {
                 Event::Opened(hello) => self.hello(hello, now),
                 Event::Progress { id: sid, chunk } => {
-                    channel.carried = true;
                     if let Some(op) = channel.by_sid.get(&sid) {
                         self.actions.push_back(Action::Progress { op: *op, chunk });
                     }
                 }
                 Event::Finished { id: sid, answer } => {
-                    channel.carried = true;
                     let Some(op) = channel.by_sid.remove(&sid) else {
                         continue;
                     };
@@ -1394,14 +1373,12 @@ impl Host {
                     }
                 }
                 Event::ConnectionOpened { id: sid } => {
-                    channel.carried = true;
                     if let Some(conn) = channel.by_sid.get(&sid) {
                         self.actions
                             .push_back(Action::ConnectionOpened { conn: *conn });
                     }
                 }
                 Event::ConnectionMessage { id: sid, msg } => {
-                    channel.carried = true;
                     if let Some(conn) = channel.by_sid.get(&sid) {
                         self.actions
                             .push_back(Action::ConnectionMessage { conn: *conn, msg });
@@ -1446,7 +1423,6 @@ impl Host {
             return;
         };
         channel.opened = true;
-        channel.opened_at = Some(now);
         channel.last_rx = now;
         // Only a channel that pings can be judged by its silence.
         if hello.heartbeat_ms > 0 {
@@ -1458,9 +1434,9 @@ impl Host {
             };
             channel.heartbeat = Some(Heartbeat { every, timeout });
         }
-        // Failures are not reset here: only a channel that carried counts as working.
         if let Want::On {
             ever_opened,
+            failures,
             last_error,
             ..
         } = &mut self.want
@@ -1471,6 +1447,7 @@ impl Host {
                     "the session channel is open again".to_owned(),
                 ));
             }
+            *failures = 0;
         }
         let opens: Vec<Id> = self
             .ops
