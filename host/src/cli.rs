@@ -45,8 +45,8 @@ OPTIONS:
                           prints {\"url\":..,\"token_file\":..} once ready
   --token-file PATH       where --http writes its bearer token (0600; default:
                           $XDG_RUNTIME_DIR/mcpgw/ or /tmp/mcpgw-UID/)
-  --allow-origin ORIGIN   an Origin header --http accepts (repeatable; by default a request
-                          with an Origin is refused)
+  --allow-origin ORIGIN   an Origin header --http accepts besides loopback ones
+                          (http://localhost:PORT, 127.0.0.1, [::1]); repeatable
   --timeout SECONDS       a request's time limit (default 600)
   --log-level LEVEL       error, warn (default), info or debug, on stderr
 ";

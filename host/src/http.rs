@@ -3,7 +3,8 @@
 //! start, written to a 0600 file; the gateway's token never leaves the sandbox).
 //!
 //! - Every request needs `Authorization: Bearer TOKEN` (else 401); an `Origin` header must be
-//!   one given with `--allow-origin` (else 403), and the `Host` a loopback name (else 403):
+//!   a loopback one (`http://localhost:PORT`, `127.0.0.1`, `[::1]`) or one given with
+//!   `--allow-origin` (else 403), and the `Host` a loopback name (else 403):
 //!   a web page cannot reach the endpoint through DNS rebinding.
 //! - Revisions with `initialize` (2025-06-18, 2025-11-25): `initialize` starts a session
 //!   (`Mcp-Session-Id`), which is one virtual connection to the sandbox. A request is answered
@@ -382,12 +383,22 @@ fn loopback_host(host: &str) -> bool {
     matches!(name, "localhost" | "127.0.0.1" | "::1")
 }
 
+/// Whether `origin` (an `Origin` header) is a page of this machine's loopback
+/// (`http://localhost:3000`, `https://127.0.0.1`, `http://[::1]:8080`): what a local client
+/// sends, and no page a DNS rebinding can serve (its origin keeps the attacker's name).
+fn loopback_origin(origin: &str) -> bool {
+    origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .is_some_and(|authority| !authority.contains(['/', '@']) && loopback_host(authority))
+}
+
 /// The checks every request passes before anything else: Origin, Host, token.
 fn refused(server: &Server, req: &Request<Incoming>) -> Option<Response<Out>> {
     if let Some(origin) = req.headers().get(hyper::header::ORIGIN) {
         let ok = origin
             .to_str()
-            .is_ok_and(|o| server.origins.iter().any(|a| a == o));
+            .is_ok_and(|o| loopback_origin(o) || server.origins.iter().any(|a| a == o));
         if !ok {
             return Some(rpc_error(
                 StatusCode::FORBIDDEN,
@@ -935,4 +946,33 @@ async fn stateless(server: Arc<Server>, text: String, id: Value, sink: Sink) {
         }
     }
     relay.close();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loopback_origin;
+
+    #[test]
+    fn loopback_origins_are_told_from_others() {
+        for o in [
+            "http://localhost:6274",
+            "http://localhost",
+            "https://127.0.0.1:8443",
+            "http://[::1]:3000",
+        ] {
+            assert!(loopback_origin(o), "{o}");
+        }
+        for o in [
+            "null",
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.evil.example:80",
+            "http://localhost@evil.example",
+            "http://evil.example/localhost:80",
+            "file://localhost",
+            "localhost:80",
+        ] {
+            assert!(!loopback_origin(o), "{o}");
+        }
+    }
 }

@@ -217,6 +217,27 @@ fn http_keeps_its_rules_and_serves_sessions_and_the_stateless_form() {
         .status,
         403
     );
+    // A name that only starts like loopback is another site's.
+    assert_eq!(
+        post(
+            &[
+                ("Authorization", &bearer),
+                ("Origin", "http://localhost.evil.example:6274")
+            ],
+            &init
+        )
+        .status,
+        403
+    );
+    // A page of this machine's loopback, on any port, is a local client's.
+    let r = post(
+        &[
+            ("Authorization", &bearer),
+            ("Origin", &format!("http://{authority}")),
+        ],
+        &init,
+    );
+    assert_eq!(r.status, 200, "{}", text(&r));
     let r = post(
         &[
             ("Authorization", &bearer),
