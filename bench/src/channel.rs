@@ -274,7 +274,7 @@ struct McpConnection {
 
 impl McpConnection {
     async fn open(host: &Host) -> McpConnection {
-        let conn = host.connect("ts", "", "").await.unwrap();
+        let conn = host.connect("ts", "", "", false).await.unwrap();
         let mut c = McpConnection { conn, next: 0 };
         match c.conn.recv().await {
             Some(ConnectionEvent::Opened) => {}

@@ -443,7 +443,8 @@ pub fn host(data: &[u8]) {
                 }
             }
             b'o' => {
-                if let Ok(id) = host.open_connection("m", "", "", now) {
+                // A step "o" then anything asks for an upstream session of its own.
+                if let Ok(id) = host.open_connection("m", "", "", !rest.is_empty(), now) {
                     conns.insert(id, 0);
                 }
             }

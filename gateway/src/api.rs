@@ -406,7 +406,7 @@ pub fn surface() -> Vec<Route> {
             Endpoint {
                 method: HttpMethod::Get,
                 route: route::CONNECTION,
-                summary: "Opens a virtual MCP connection: an HTTP/1.1 upgrade (Connection: Upgrade, Upgrade: mcpgw-jsonrpc) after which the stream carries one JSON-RPC message a line both ways, the gateway being the MCP server of the MCP registered under the name. Its last line before it closes is {\"mcpgw\":\"closed\",\"reason\":...}. mcpgw-gateway attach carries it as open, msg and close frames.",
+                summary: "Opens a virtual MCP connection: an HTTP/1.1 upgrade (Connection: Upgrade, Upgrade: mcpgw-jsonrpc) after which the stream carries one JSON-RPC message a line both ways, the gateway being the MCP server of the MCP registered under the name. Its last line before it closes is {\"mcpgw\":\"closed\",\"reason\":...}. mcpgw-gateway attach carries it as open, msg and close frames. With upstream=own in the query the connection gets an upstream session of its own, opened with its host's handshake and closed with it; without it, connections share the MCP's session.",
                 auth: true,
                 query: Params::Scope,
                 body: None,
@@ -820,6 +820,8 @@ async fn open_connection(
     RawQuery(raw): RawQuery,
     mut request: Request,
 ) -> Result<Response, Error> {
+    let own =
+        mcpgw::wire::rest::upstream_own(raw.as_deref().unwrap_or("")).map_err(Error::Invalid)?;
     let q = query(raw)?;
     let upstream = state.registry.get(&scope(&q), &name)?;
     let has = |name: header::HeaderName, token: &str| {
@@ -845,7 +847,7 @@ async fn open_connection(
         match upgrade.await {
             Ok(io) => {
                 let io = hyper_util::rt::TokioIo::new(io);
-                crate::connection::serve(io, upstream, limits, slot, registry).await;
+                crate::connection::serve(io, upstream, own, limits, slot, registry).await;
             }
             Err(e) => tracing::debug!("an MCP connection's upgrade failed: {e}"),
         }

@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::upstream::Upstream;
 use crate::upstream::hub::Downstream;
 use crate::upstream::rpc::{Origin, Peer, Reply};
-use crate::upstream::session::{LEVELS, Session, severity};
+use crate::upstream::session::{Era, LEVELS, Session, severity};
 
 mod bridge;
 
@@ -172,8 +172,12 @@ pub struct Connection {
     /// The upstream session, chosen when the host first says what it can do (its
     /// `initialize`, or the `_meta` of its first request).
     session: OnceLock<Arc<Session>>,
-    /// Whether the session is this connection's alone (a stateless MCP), to close at the end.
+    /// Whether the session is this connection's alone (a stateless MCP's, or one asked for
+    /// with `upstream=own`), to close at the end.
     own_session: std::sync::atomic::AtomicBool,
+    /// Whether the host asked for a session of its own (`upstream=own`): opened with its
+    /// handshake, its `notifications/initialized` passed on.
+    own_upstream: bool,
     out: mpsc::Sender<Vec<u8>>,
     ended: CancellationToken,
     reason: Mutex<Option<String>>,
@@ -191,6 +195,7 @@ fn to_raw(value: &Value) -> Box<RawValue> {
 pub async fn serve<S>(
     io: S,
     upstream: Arc<Upstream>,
+    own_upstream: bool,
     limits: Limits,
     slot: Slot,
     registry: Arc<Registry>,
@@ -204,6 +209,7 @@ pub async fn serve<S>(
         upstream,
         session: OnceLock::new(),
         own_session: std::sync::atomic::AtomicBool::new(false),
+        own_upstream,
         out,
         ended: CancellationToken::new(),
         reason: Mutex::new(None),
@@ -317,16 +323,29 @@ impl Connection {
     /// the host declares (a legacy upstream's session may be started again for it); false
     /// when there is none to be had (the connection then ends with the reason).
     async fn choose_session(self: &Arc<Self>, first: &[u8]) -> bool {
-        let declared = std::str::from_utf8(first)
+        let first = std::str::from_utf8(first)
             .ok()
             .and_then(|t| serde_json::from_str::<Value>(t).ok())
-            .map(|m| match m["method"].as_str() {
-                Some("initialize") => m["params"]["capabilities"].clone(),
-                _ => m["params"]["_meta"][jsonrpc::META_CLIENT_CAPABILITIES].clone(),
-            })
-            .filter(Value::is_object)
-            .unwrap_or_else(|| json!({}));
-        match self.upstream.session_declaring(&declared).await {
+            .unwrap_or_default();
+        let declared = match first["method"].as_str() {
+            Some("initialize") => first["params"]["capabilities"].clone(),
+            _ => first["params"]["_meta"][jsonrpc::META_CLIENT_CAPABILITIES].clone(),
+        };
+        let declared = if declared.is_object() {
+            declared
+        } else {
+            json!({})
+        };
+        let era = Era::of_first_message(&first);
+        let chosen = if self.own_upstream {
+            self.upstream
+                .own_session(&first, &declared, era)
+                .await
+                .map(|s| (s, true))
+        } else {
+            self.upstream.session_declaring(&declared, era).await
+        };
+        match chosen {
             Ok((session, own)) => {
                 self.own_session.store(own, Ordering::Relaxed);
                 session.hub.attach(self.clone());
@@ -651,12 +670,15 @@ impl Connection {
         let init: Init = params
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or_default();
-        let version = if LEGACY.contains(&init.protocol_version.as_str()) {
+        let handshake = &self.session().handshake;
+        // A session of the host's own answered its `initialize`: in the revision it chose.
+        let version = if self.own_upstream && !handshake.is_modern() {
+            handshake.version.clone()
+        } else if LEGACY.contains(&init.protocol_version.as_str()) {
             init.protocol_version.clone()
         } else {
             LEGACY[0].to_string()
         };
-        let handshake = &self.session().handshake;
         let mut result = if handshake.is_modern() {
             let mut r = json!({"capabilities": handshake.capabilities, "serverInfo": handshake.server_info});
             if let Some(i) = &handshake.instructions {
@@ -793,8 +815,16 @@ impl Connection {
 
     fn host_notification(self: Arc<Self>, method: &str, params: Option<&RawValue>) {
         match method {
-            // The gateway's own session is initialized already.
-            "notifications/initialized" => {}
+            // A session of the host's own waits for it, as a server does for its client; the
+            // shared session is initialized already.
+            "notifications/initialized" => {
+                if self.own_upstream && !self.session().handshake.is_modern() {
+                    let peer = self.session().peer.clone();
+                    tokio::spawn(async move {
+                        let _ = peer.notify("notifications/initialized", None).await;
+                    });
+                }
+            }
             "notifications/cancelled" => {
                 #[derive(Deserialize)]
                 struct Cancel<'a> {

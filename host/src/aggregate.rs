@@ -96,7 +96,7 @@ impl Aggregate {
     pub async fn open(host: &Host, servers: &[String], level: Level) -> Aggregate {
         let mut links: Vec<Link> = servers
             .iter()
-            .map(|s| Link::new(host.clone(), s, level))
+            .map(|s| Link::new(host.clone(), s, level, true))
             .collect();
         for l in &mut links {
             l.open_now().await;

@@ -242,12 +242,18 @@ pub struct Link {
     /// Why the link is dead for good, if it is.
     dead: Option<String>,
     level: Level,
+    /// Whether its connections get an upstream session of their own (`upstream=own`): a
+    /// client's session (stdio, or an HTTP session) meets the server as a client of its own
+    /// would; a stateless request of 2026-07-28 shares the MCP's.
+    own_upstream: bool,
 }
 
 impl Link {
-    /// A link to `mcp`, not yet connected ([`Link::open`] connects it).
-    pub fn new(host: Host, mcp: &str, level: Level) -> Link {
+    /// A link to `mcp`, not yet connected ([`Link::open`] connects it), with an upstream
+    /// session of its own when `own_upstream`.
+    pub fn new(host: Host, mcp: &str, level: Level, own_upstream: bool) -> Link {
         Link {
+            own_upstream,
             host,
             mcp: mcp.to_owned(),
             conn: None,
@@ -346,7 +352,7 @@ impl Link {
 
     /// `Ok(false)`: not now; `Err`: never.
     async fn try_open(&mut self) -> Result<bool, String> {
-        let mut conn = match self.host.connect(&self.mcp, "", "").await {
+        let mut conn = match self.host.connect(&self.mcp, "", "", self.own_upstream).await {
             Ok(conn) => conn,
             Err(e) if e.kind() == ErrorKind::InvalidState => {
                 let state = self.host.state().await.map_err(|e| e.to_string())?;
@@ -539,7 +545,7 @@ impl Relay {
                 Aggregate::open(&sandbox.host, &sandbox.servers, level).await,
             ));
         }
-        let mut link = Link::new(sandbox.host.clone(), &sandbox.servers[0], level);
+        let mut link = Link::new(sandbox.host.clone(), &sandbox.servers[0], level, true);
         link.open_now().await;
         Relay::One(Box::new(link))
     }

@@ -912,10 +912,12 @@ async fn run_session(server: Arc<Server>, id: String, mut rx: mpsc::UnboundedRec
 /// A request of 2026-07-28 without a session: a connection of its own while its stream is
 /// open.
 async fn stateless(server: Arc<Server>, text: String, id: Value, sink: Sink) {
+    // A request of its own needs no server session of its own: it shares the MCP's.
     let mut link = Link::new(
         server.sandbox.host.clone(),
         &server.sandbox.servers[0],
         server.level,
+        false,
     );
     let mut out = Vec::new();
     if !link.open_now().await {

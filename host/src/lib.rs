@@ -46,6 +46,7 @@ enum Msg {
         mcp: String,
         agent_id: String,
         session_id: String,
+        own_upstream: bool,
         events: mpsc::UnboundedSender<ConnectionEvent>,
         reply: oneshot::Sender<Result<Id, Error>>,
     },
@@ -172,12 +173,14 @@ impl Host {
     }
 
     /// Opens a virtual MCP connection to `mcp` in scope (`agent_id`, `session_id`) over the
-    /// session channel; its events come on the returned receiver.
+    /// session channel, with an upstream session of its own when `own_upstream` (see
+    /// [`mcpgw::host::Host::open_connection`]); its events come on the returned receiver.
     pub async fn connect(
         &self,
         mcp: &str,
         agent_id: &str,
         session_id: &str,
+        own_upstream: bool,
     ) -> Result<Connection, Error> {
         let (events_tx, events) = mpsc::unbounded_channel();
         let (reply_tx, reply) = oneshot::channel();
@@ -186,6 +189,7 @@ impl Host {
                 mcp: mcp.into(),
                 agent_id: agent_id.into(),
                 session_id: session_id.into(),
+                own_upstream,
                 events: events_tx,
                 reply: reply_tx,
             })
@@ -409,10 +413,13 @@ impl Task {
                 mcp,
                 agent_id,
                 session_id,
+                own_upstream,
                 events,
                 reply,
             } => {
-                let r = self.host.open_connection(&mcp, &agent_id, &session_id, now);
+                let r = self
+                    .host
+                    .open_connection(&mcp, &agent_id, &session_id, own_upstream, now);
                 if let Ok(id) = r {
                     self.conns.insert(id, events);
                 }

@@ -281,7 +281,7 @@ async fn a_virtual_connection_carries_json_rpc_both_ways() {
     .await
     .unwrap();
     // No such MCP: the open is refused with the gateway's 404.
-    let mut nope = host.connect("nope", "", "").await.unwrap();
+    let mut nope = host.connect("nope", "", "", false).await.unwrap();
     match nope.recv().await {
         Some(ConnectionEvent::Closed {
             status,
@@ -293,7 +293,7 @@ async fn a_virtual_connection_carries_json_rpc_both_ways() {
         }
         other => panic!("{other:?}"),
     }
-    let mut conn = host.connect("ts", "", "").await.unwrap();
+    let mut conn = host.connect("ts", "", "", false).await.unwrap();
     assert!(matches!(conn.recv().await, Some(ConnectionEvent::Opened)));
     conn.send(
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

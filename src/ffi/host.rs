@@ -416,7 +416,7 @@ pub unsafe extern "C" fn mcpgw_host_open_connection(
                     text_arg(session_id, true, error_out)?,
                 )
             };
-            let made = host.open_connection(name, agent, session, Instant::now());
+            let made = host.open_connection(name, agent, session, false, Instant::now());
             // SAFETY: writable per the contract.
             Ok(unsafe { give(out, made, error_out) })
         };

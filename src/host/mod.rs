@@ -1567,13 +1567,17 @@ impl Host {
     // ---- virtual connections ----
 
     /// Opens a virtual MCP connection to MCP `mcp` of the scope (`agent_id`, `session_id`)
-    /// over the session channel; [`Action::ConnectionOpened`] says it is ready. Fails when no
-    /// session is open or opening, or for an invalid name.
+    /// over the session channel; [`Action::ConnectionOpened`] says it is ready. With
+    /// `own_upstream` the gateway gives it an upstream session of its own, opened with its
+    /// client's handshake (`upstream=own`: the client meets the server as it would straight);
+    /// else it shares the MCP's. Fails when no session is open or opening, or for an invalid
+    /// name.
     pub fn open_connection(
         &mut self,
         mcp: &str,
         agent_id: &str,
         session_id: &str,
+        own_upstream: bool,
         now: Instant,
     ) -> Result<Id, Error> {
         crate::wire::spec::check_name(mcp).map_err(Error::invalid_argument)?;
@@ -1583,11 +1587,15 @@ impl Host {
                 "virtual MCP connections travel over the session channel: open a session first",
             ));
         };
-        let path = format!(
+        let mut path = format!(
             "{}?{}",
             crate::wire::rest::path::connection(mcp),
             crate::wire::rest::Query::scope(agent_id, session_id).to_query_string()
         );
+        if own_upstream {
+            path.push('&');
+            path.push_str(crate::wire::rest::UPSTREAM_OWN);
+        }
         let sid = channel.session.open_connection(&path)?;
         let id = self.next;
         self.next += 1;

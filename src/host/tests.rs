@@ -840,13 +840,16 @@ fn connections_carry_messages_both_ways_and_close_with_the_channel() {
     let mut sim = Sim::new(config(docker()));
     assert_eq!(
         sim.host
-            .open_connection("ts", "", "", sim.now)
+            .open_connection("ts", "", "", false, sim.now)
             .unwrap_err()
             .kind(),
         ErrorKind::InvalidState
     );
     let ch = sim.session(0, 0);
-    let conn = sim.host.open_connection("ts", "a", "s", sim.now).unwrap();
+    let conn = sim
+        .host
+        .open_connection("ts", "a", "s", false, sim.now)
+        .unwrap();
     let frames = sim.written();
     assert_eq!(frames[0]["t"], "open");
     assert_eq!(

@@ -153,6 +153,31 @@ pub struct Query {
 /// The value of `format` that asks for the upstream's own `CallToolResult`.
 pub const FORMAT_MCP: &str = "mcp";
 
+/// The query parameter of `/mcps/{name}/connection` that gives the connection an upstream
+/// session of its own (`upstream=own`): opened with its host's own handshake (its revision,
+/// capabilities and name), carrying what that session sends to it alone, closed with it; the
+/// host meets the server as a client of its own would. Without it, connections share the
+/// registered MCP's session.
+pub const UPSTREAM_OWN: &str = "upstream=own";
+
+/// Whether a connection's query string (without `?`) asks for [`UPSTREAM_OWN`]; an
+/// `upstream` of another value is an error naming it.
+pub fn upstream_own(raw: &str) -> Result<bool, String> {
+    let mut own = false;
+    for pair in raw.split('&') {
+        match pair.split_once('=') {
+            Some(("upstream", "own")) => own = true,
+            Some(("upstream", other)) => {
+                return Err(format!(
+                    "upstream must be \"own\" (a session of the connection's own) or absent, not {other:?}"
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(own)
+}
+
 impl Query {
     /// The query of a scope, without a timeout.
     pub fn scope(agent_id: &str, session_id: &str) -> Query {

@@ -34,7 +34,7 @@ use std::time::Duration;
 use mcpgw::wire::{McpConfig, McpEntry, McpSpec, McpState, McpStatus, spec};
 
 use crate::error::Error;
-use session::Session;
+use session::{Era, Handshake, Session};
 use supervisor::RestartPolicy;
 use tools::ToolCache;
 
@@ -61,6 +61,40 @@ struct Health {
     policy: RestartPolicy,
 }
 
+/// Which era an upstream's sessions ask for, and which it speaks as far as known.
+#[derive(Debug)]
+struct Eras {
+    wanted: Era,
+    legacy: Option<bool>,
+    modern: Option<bool>,
+}
+
+impl Eras {
+    fn speaks(&mut self, era: Era) -> &mut Option<bool> {
+        match era {
+            Era::Legacy => &mut self.legacy,
+            Era::Modern => &mut self.modern,
+        }
+    }
+
+    /// Notes what a handshake that asked for `asked` found out.
+    fn learn(&mut self, asked: Era, handshake: &Handshake) {
+        let got = handshake.era();
+        *self.speaks(got) = Some(true);
+        if got != asked {
+            *self.speaks(asked) = Some(false);
+        }
+        if let Some(other) = handshake.other_era {
+            *self.speaks(got.other()) = Some(other);
+        }
+    }
+
+    /// Whether the server is known to speak `era`.
+    fn known_to_speak(&mut self, era: Era) -> bool {
+        *self.speaks(era) == Some(true)
+    }
+}
+
 /// A registered MCP server.
 pub struct Upstream {
     /// The name it is registered under.
@@ -78,6 +112,12 @@ pub struct Upstream {
     /// The client capabilities new sessions declare: what the virtual connections' hosts
     /// declared (nothing while none did).
     capabilities: Mutex<serde_json::Value>,
+    /// The era new sessions ask for first (the modern one until a connection's host of the
+    /// other era has a session started for it), and what the handshakes so far learnt of the
+    /// eras the server speaks.
+    eras: Mutex<Eras>,
+    /// The sessions of connections of their own (`upstream=own`), to close with the MCP.
+    own: Mutex<Vec<std::sync::Weak<Session>>>,
     /// Calls, errors and latency, for `/metrics`.
     pub metrics: crate::metrics::UpstreamMetrics,
 }
@@ -111,6 +151,12 @@ impl Upstream {
             }),
             closed: AtomicBool::new(false),
             capabilities: Mutex::new(serde_json::json!({})),
+            eras: Mutex::new(Eras {
+                wanted: Era::Modern,
+                legacy: None,
+                modern: None,
+            }),
+            own: Mutex::new(Vec::new()),
             metrics: Default::default(),
             spec,
         });
@@ -155,10 +201,16 @@ impl Upstream {
         }
     }
 
-    /// Starts a new session within the setup limit.
+    /// Starts a new session within the setup limit, in the era sessions ask for.
     async fn open_session(&self) -> Result<Arc<Session>, String> {
+        let era = self.eras.lock().unwrap().wanted;
+        self.open_session_in(era).await
+    }
+
+    /// Starts a new session within the setup limit, asking for `era` first.
+    async fn open_session_in(&self, era: Era) -> Result<Arc<Session>, String> {
         let capabilities = self.capabilities.lock().unwrap().clone();
-        session::open(session::Opening {
+        let session = session::open(session::Opening {
             name: &self.name,
             config: &self.spec.mcp_config,
             runtime_headers: &self.runtime_headers,
@@ -167,8 +219,61 @@ impl Upstream {
             max_reply_bytes: self.settings.max_reply_bytes,
             log: &self.log,
             capabilities,
+            era,
+            host_initialize: None,
+        })
+        .await?;
+        self.eras.lock().unwrap().learn(era, &session.handshake);
+        Ok(session)
+    }
+
+    /// A session of one connection's own (`upstream=own`): opened for its host whose first
+    /// message is `first` (declaring `capabilities`), in its `era`, a legacy host's
+    /// `initialize` sent as it is; with a tool list of its own (the registered MCP's stays
+    /// the shared session's). The connection closes it when it ends.
+    pub async fn own_session(
+        &self,
+        first: &serde_json::Value,
+        capabilities: &serde_json::Value,
+        era: Era,
+    ) -> Result<Arc<Session>, Error> {
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::Removed {
+                name: self.name.clone(),
+            });
+        }
+        let host_initialize =
+            (era == Era::Legacy && first["method"] == "initialize").then(|| &first["params"]);
+        let session = session::open(session::Opening {
+            name: &self.name,
+            config: &self.spec.mcp_config,
+            runtime_headers: &self.runtime_headers,
+            tools: &Arc::default(),
+            limit: self.setup_limit(),
+            max_reply_bytes: self.settings.max_reply_bytes,
+            log: &self.log,
+            capabilities: capabilities.clone(),
+            era,
+            host_initialize,
         })
         .await
+        .map_err(|reason| Error::SessionFailed {
+            mcp: self.name.clone(),
+            reason,
+        })?;
+        {
+            let mut own = self.own.lock().unwrap();
+            own.retain(|s| s.strong_count() > 0);
+            own.push(Arc::downgrade(&session));
+        }
+        // Removed meanwhile: it goes with the rest.
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            session.close().await;
+            return Err(Error::Removed {
+                name: self.name.clone(),
+            });
+        }
+        Ok(session)
     }
 
     /// Replaces the runtime headers of an HTTP upstream; the next request carries them.
@@ -215,6 +320,10 @@ impl Upstream {
         let _turn = self.reconnect.lock().await;
         let session = self.session.lock().unwrap().take();
         if let Some(session) = session {
+            session.close().await;
+        }
+        let own: Vec<_> = self.own.lock().unwrap().drain(..).collect();
+        for session in own.iter().filter_map(std::sync::Weak::upgrade) {
             session.close().await;
         }
         self.health.lock().unwrap().state = McpState::Closed;

@@ -3,10 +3,13 @@
 //! limit), and closing it.
 //!
 //! The revision: a server of 2026-07-28 has no `initialize`; it answers `server/discover`, and
-//! every request carries its revision and the client's capabilities in `_meta`. The gateway
-//! asks `server/discover` first (stdio and streamable HTTP; legacy SSE predates it) and falls
-//! back to `initialize` on anything but a discovery result, as the revision's backward
-//! compatibility rules say.
+//! every request carries its revision and the client's capabilities in `_meta`. For the
+//! [`Era::Modern`] the gateway asks `server/discover` first (stdio and streamable HTTP; legacy
+//! SSE predates it) and falls back to `initialize` on anything but a discovery result, as the
+//! revision's backward compatibility rules say. For the [`Era::Legacy`] (a session for hosts of
+//! 2025) it sends `initialize` first and asks `server/discover` only when the server refuses
+//! it. A server that speaks both keeps to the era of its first answer (a stdio process cannot
+//! be both), so the era is chosen when the session opens.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,6 +37,42 @@ pub fn client_info() -> Value {
     json!({"name": "mcpgw-gateway", "version": env!("CARGO_PKG_VERSION")})
 }
 
+/// The two generations of the protocol: the handshake revisions of 2025 (`initialize`, a
+/// session) and 2026-07-28 (`server/discover`, `_meta` on every request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// 2024-11-05 to 2025-11-25.
+    Legacy,
+    /// 2026-07-28.
+    Modern,
+}
+
+impl Era {
+    /// The era of a host whose first message is `first` (`initialize` with a handshake
+    /// revision is a legacy host's; anything else, `server/discover` or a request with the
+    /// revision's `_meta`, a modern one's).
+    pub fn of_first_message(first: &Value) -> Era {
+        let method = first["method"].as_str();
+        let modern_meta = first["params"]["_meta"][jsonrpc::META_PROTOCOL_VERSION]
+            .as_str()
+            .is_some_and(jsonrpc::is_modern);
+        match method {
+            Some("initialize") => Era::Legacy,
+            Some("server/discover") => Era::Modern,
+            _ if modern_meta => Era::Modern,
+            _ => Era::Legacy,
+        }
+    }
+
+    /// The other era.
+    pub fn other(self) -> Era {
+        match self {
+            Era::Legacy => Era::Modern,
+            Era::Modern => Era::Legacy,
+        }
+    }
+}
+
 /// What the handshake learnt of the upstream.
 #[derive(Debug, Clone)]
 pub struct Handshake {
@@ -49,12 +88,25 @@ pub struct Handshake {
     pub declared: Value,
     /// The `initialize` or `server/discover` result as the server sent it.
     pub result: Arc<RawValue>,
+    /// Whether the server also speaks the other era: a discovery listing a handshake revision
+    /// (`Some(true)`), or a discovery refused before `initialize` (`Some(false)`); `None` when
+    /// the handshake did not find out.
+    pub other_era: Option<bool>,
 }
 
 impl Handshake {
     /// Whether the upstream speaks 2026-07-28 (no session; `_meta` on every request).
     pub fn is_modern(&self) -> bool {
         jsonrpc::is_modern(&self.version)
+    }
+
+    /// The era of the session.
+    pub fn era(&self) -> Era {
+        if self.is_modern() {
+            Era::Modern
+        } else {
+            Era::Legacy
+        }
     }
 
     /// `params` as the gateway's own requests send them: with the revision's `_meta` for a
@@ -269,6 +321,11 @@ pub struct Opening<'a> {
     pub log: &'a Arc<UpstreamLog>,
     /// The client capabilities to declare (what the host connections declared).
     pub capabilities: Value,
+    /// The era to ask for first.
+    pub era: Era,
+    /// A host's own `initialize` params, sent as they are for a session of its own (its
+    /// `notifications/initialized` is then the host's to send); `None` for the gateway's.
+    pub host_initialize: Option<&'a Value>,
 }
 
 /// Starts a new session: spawn or connect, then the handshake, within `limit`. The error is
@@ -308,7 +365,11 @@ pub async fn open(o: Opening<'_>) -> Result<Arc<Session>, String> {
         }
     };
     let peer = Peer::new(o.name, wire, &sink, hub.clone());
-    let shaken = tokio::time::timeout(limit, handshake(&peer, probe, &o.capabilities)).await;
+    let shaken = tokio::time::timeout(
+        limit,
+        handshake(&peer, probe, o.era, &o.capabilities, o.host_initialize),
+    )
+    .await;
     let handshake = match shaken {
         Ok(Ok(h)) => h,
         failed => {
@@ -417,12 +478,16 @@ fn error_text(error: &RawValue) -> String {
     format!("{message} (JSON-RPC error {code})")
 }
 
-/// The newest revision both sides speak: `server/discover` first (when `probe`), else or
-/// then `initialize` declaring `capabilities`.
+/// The handshake of `era` when the server speaks it, else of the other one: for the modern
+/// era `server/discover` first (when `probe`: the transport has it), else or then
+/// `initialize`; for the legacy era `initialize` first, then `server/discover` (when `probe`)
+/// if the server refuses it. `capabilities` are the client's, declared either way.
 async fn handshake(
     peer: &Arc<Peer>,
     probe: bool,
+    era: Era,
     capabilities: &Value,
+    host_initialize: Option<&Value>,
 ) -> Result<Handshake, String> {
     let discovered = |raw: Box<RawValue>| -> Option<Handshake> {
         let d = serde_json::from_str::<Discovered>(raw.get()).ok()?;
@@ -436,19 +501,44 @@ async fn handshake(
                 instructions: d.instructions,
                 declared: capabilities.clone(),
                 result: raw.into(),
+                other_era: Some(
+                    d.supported_versions
+                        .iter()
+                        .any(|v| LEGACY.contains(&v.as_str())),
+                ),
             })
     };
-    // A probe with no answer yet: a slow server may still answer it after `initialize`
-    // failed (a modern server refuses `initialize`).
-    let mut unanswered = None;
-    if probe {
-        let params = json!({"_meta": {
+    let discover_params = || {
+        json!({"_meta": {
             jsonrpc::META_PROTOCOL_VERSION: MODERN,
             jsonrpc::META_CLIENT_CAPABILITIES: capabilities,
             jsonrpc::META_CLIENT_INFO: client_info(),
         }})
-        .to_string();
-        let asked = peer.request("server/discover", Some(&params)).await;
+        .to_string()
+    };
+    if era == Era::Legacy {
+        return match legacy_handshake(peer, capabilities, host_initialize).await {
+            Err(LegacyFailure::Refused(e)) if probe => {
+                let asked = peer
+                    .request("server/discover", Some(&discover_params()))
+                    .await;
+                match asked.reply().await {
+                    Reply::Ok(raw) => discovered(raw).ok_or(e),
+                    Reply::Closed(reason) => Err(reason),
+                    Reply::Err(_) => Err(e),
+                }
+            }
+            done => done.map_err(LegacyFailure::into_reason),
+        };
+    }
+    // A probe with no answer yet: a slow server may still answer it after `initialize`
+    // failed (a modern server refuses `initialize`).
+    let mut unanswered = None;
+    let mut refused = None;
+    if probe {
+        let asked = peer
+            .request("server/discover", Some(&discover_params()))
+            .await;
         let mut reply = Box::pin(asked.reply());
         match tokio::time::timeout(PROBE_LIMIT, &mut reply).await {
             Ok(Reply::Ok(raw)) => {
@@ -459,27 +549,56 @@ async fn handshake(
             Ok(Reply::Closed(reason)) => return Err(reason),
             // An error (a modern server without this revision answers -32022; a legacy one
             // whatever it answers before `initialize`): `initialize` it is.
-            Ok(Reply::Err(_)) => {}
+            Ok(Reply::Err(_)) => refused = Some(false),
             Err(_) => unanswered = Some(reply),
         }
     }
-    match legacy_handshake(peer, capabilities).await {
+    match legacy_handshake(peer, capabilities, host_initialize).await {
         Err(e) if unanswered.is_some() => match unanswered.expect("checked").await {
-            Reply::Ok(raw) => discovered(raw).ok_or(e),
-            _ => Err(e),
+            Reply::Ok(raw) => discovered(raw).ok_or_else(|| e.into_reason()),
+            _ => Err(e.into_reason()),
         },
-        done => done,
+        done => done
+            .map(|h| Handshake {
+                other_era: refused,
+                ..h
+            })
+            .map_err(LegacyFailure::into_reason),
     }
 }
 
-/// `initialize`, then `notifications/initialized`.
-async fn legacy_handshake(peer: &Arc<Peer>, capabilities: &Value) -> Result<Handshake, String> {
-    let params = json!({
-        "protocolVersion": LEGACY[0],
-        "capabilities": capabilities,
-        "clientInfo": client_info(),
-    })
-    .to_string();
+/// Why `initialize` did not make a session.
+enum LegacyFailure {
+    /// The server answered it with an error (a modern server refuses it).
+    Refused(String),
+    /// Anything else: the connection closed, a malformed answer.
+    Failed(String),
+}
+
+impl LegacyFailure {
+    fn into_reason(self) -> String {
+        match self {
+            LegacyFailure::Refused(r) | LegacyFailure::Failed(r) => r,
+        }
+    }
+}
+
+/// `initialize`, then `notifications/initialized`; or the host's own `initialize`, whose
+/// `notifications/initialized` is the host's to send.
+async fn legacy_handshake(
+    peer: &Arc<Peer>,
+    capabilities: &Value,
+    host_initialize: Option<&Value>,
+) -> Result<Handshake, LegacyFailure> {
+    let params = match host_initialize {
+        Some(params) => params.to_string(),
+        None => json!({
+            "protocolVersion": LEGACY[0],
+            "capabilities": capabilities,
+            "clientInfo": client_info(),
+        })
+        .to_string(),
+    };
     let raw = match peer
         .request("initialize", Some(&params))
         .await
@@ -487,19 +606,24 @@ async fn legacy_handshake(peer: &Arc<Peer>, capabilities: &Value) -> Result<Hand
         .await
     {
         Reply::Ok(raw) => raw,
-        Reply::Err(e) => return Err(error_text(&e)),
-        Reply::Closed(reason) => return Err(reason),
+        Reply::Err(e) => return Err(LegacyFailure::Refused(error_text(&e))),
+        Reply::Closed(reason) => return Err(LegacyFailure::Failed(reason)),
     };
-    let init: Initialized = serde_json::from_str(raw.get())
-        .map_err(|e| format!("the server's initialize result is malformed: {e}"))?;
+    let init: Initialized = serde_json::from_str(raw.get()).map_err(|e| {
+        LegacyFailure::Failed(format!("the server's initialize result is malformed: {e}"))
+    })?;
     if !LEGACY.contains(&init.protocol_version.as_str()) {
-        return Err(format!(
+        return Err(LegacyFailure::Refused(format!(
             "the server answered initialize with protocol version {:?}, which the gateway does not speak ({})",
             init.protocol_version,
             LEGACY.join(", ")
-        ));
+        )));
     }
-    peer.notify("notifications/initialized", None).await?;
+    if host_initialize.is_none() {
+        peer.notify("notifications/initialized", None)
+            .await
+            .map_err(LegacyFailure::Failed)?;
+    }
     Ok(Handshake {
         version: init.protocol_version,
         capabilities: init.capabilities,
@@ -507,5 +631,6 @@ async fn legacy_handshake(peer: &Arc<Peer>, capabilities: &Value) -> Result<Hand
         instructions: init.instructions,
         declared: capabilities.clone(),
         result: raw.into(),
+        other_era: None,
     })
 }

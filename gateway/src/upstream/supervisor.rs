@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use mcpgw::wire::McpState;
 
 use super::Upstream;
-use super::session::Session;
+use super::session::{Era, Session};
 use super::tools::fetch_tools;
 use crate::error::Error;
 
@@ -209,38 +209,60 @@ impl Upstream {
         result
     }
 
-    /// The session a virtual connection whose host declared `capabilities` uses, and whether
-    /// it is the connection's alone (a stateless MCP's, to close with it). A legacy upstream
-    /// declares client capabilities once, at `initialize`: the gateway declares the union of
-    /// what its connections' hosts declared, so when a host declares one the running session
-    /// did not, and no other connection uses that session, the session is started again
-    /// declaring it (calls in flight on the old one fail, naming why).
+    /// The session a virtual connection whose host speaks `era` and declared `capabilities`
+    /// uses, and whether it is the connection's alone (a stateless MCP's, to close with it).
+    ///
+    /// A legacy upstream declares client capabilities once, at `initialize`: the gateway
+    /// declares the union of what its connections' hosts declared. And a server that speaks
+    /// both eras keeps to the one its session opened in. So when a host declares a capability
+    /// the running session did not, or speaks the era the session does not but the server is
+    /// known to, and no other connection uses that session, the session is started again for
+    /// it (calls in flight on the old one fail, naming why): the host then meets the server as
+    /// it would straight, rather than through the gateway's translation between the eras.
     pub async fn session_declaring(
         &self,
         capabilities: &serde_json::Value,
+        era: Era,
     ) -> Result<(Arc<Session>, bool), Error> {
         {
             let mut union = self.capabilities.lock().unwrap();
             merge(&mut union, capabilities);
         }
+        if !self.spec.is_stateful && !self.closed.load(Ordering::Acquire) {
+            let speaks = self.eras.lock().unwrap().known_to_speak(era);
+            if speaks {
+                let session =
+                    self.open_session_in(era)
+                        .await
+                        .map_err(|reason| Error::SessionFailed {
+                            mcp: self.name.clone(),
+                            reason,
+                        })?;
+                return Ok((session, true));
+            }
+        }
         let (session, one_off) = self.session().await?;
-        let covered =
-            |s: &Session| s.handshake.is_modern() || covers(&s.handshake.declared, capabilities);
-        if one_off || covered(&session) || !session.hub.connections().is_empty() {
+        let fits = |s: &Session| {
+            let declared = s.handshake.is_modern() || covers(&s.handshake.declared, capabilities);
+            let spoken = s.handshake.era() == era || !self.eras.lock().unwrap().known_to_speak(era);
+            declared && spoken
+        };
+        if one_off || fits(&session) || !session.hub.connections().is_empty() {
             return Ok((session, one_off));
         }
         let _turn = self.reconnect.lock().await;
         if let Some(live) = self.live_session()
-            && (covered(&live) || !live.hub.connections().is_empty())
+            && (fits(&live) || !live.hub.connections().is_empty())
         {
             return Ok((live, false));
         }
         let old = self.session.lock().unwrap().take();
         if let Some(old) = old {
-            tracing::info!(mcp = %self.name, "starting the upstream again to declare the client capabilities a connection's host declared");
-            old.peer.close("the upstream was started again to declare the capabilities of a new MCP connection");
+            tracing::info!(mcp = %self.name, "starting the upstream again for a connection's host: to declare the client capabilities it declared, or speak its revision");
+            old.peer.close("the upstream was started again for the host of a new MCP connection (its capabilities or its revision)");
             old.close().await;
         }
+        self.eras.lock().unwrap().wanted = era;
         match self.open_session().await {
             Ok(session) => {
                 if let Ok(tools) = fetch_tools(&session.peer, &session.handshake).await {
