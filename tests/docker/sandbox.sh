@@ -17,6 +17,8 @@
 #                                     beside it: this machine's bash and the libraries it loads, a
 #                                     `user` account with its home, /etc/shells (mcpgw-test-KIND:...)
 #                                     --bash adds bash alone (OpenSandbox's pipe sessions need it)
+#                                     --bin PATH adds a static program at /usr/local/bin/NAME (its
+#                                     file name; repeatable), e.g. the conformance suite's server
 #   sandbox.sh execd-image DIR         OpenSandbox's execd image (DIR/execd, DIR/bootstrap.sh and
 #                                     busybox, whose `tail` the server runs in it), for an
 #                                     opensandbox-server's execd_image (mcpgw-test-execd:...)
@@ -59,7 +61,7 @@ require_static() {
 }
 
 image() {
-    gateway=$STATIC_DIR/mcpgw-gateway testserver=$STATIC_DIR/mcpgw-testserver node= daemon= bash=
+    gateway=$STATIC_DIR/mcpgw-gateway testserver=$STATIC_DIR/mcpgw-testserver node= daemon= bash= bins=
     while [ $# -gt 0 ]; do
         case $1 in
             --node) node=$(command -v node) || die "--node: no node on PATH" ;;
@@ -70,6 +72,12 @@ image() {
                 [ -x "${daemon#*=}" ] || die "--daemon: ${daemon#*=} is not an executable file"
                 require_static "${daemon#*=}"
                 bash=$(command -v bash) || die "--daemon: no bash on PATH" ;;
+            --bin)
+                [ $# -ge 2 ] || die "--bin needs a path"
+                case $2 in *[[:space:]]*) die "--bin: $2 has a space in its path" ;; esac
+                [ -x "$2" ] || die "--bin: $2 is not an executable file"
+                require_static "$2"
+                bins="$bins $2"; shift ;;
             --gateway) [ $# -ge 2 ] || die "--gateway needs a path"; gateway=$2; shift ;;
             --gateway=*) gateway=${1#*=} ;;
             --no-gateway) gateway= ;;
@@ -91,13 +99,14 @@ image() {
         node_inputs=
     fi
     # The tag covers every input, this script (the image layout) included.
-    # shellcheck disable=SC2086 # $node_inputs is zero or two paths
+    # shellcheck disable=SC2086 # $node_inputs and $bins are lists of paths without spaces
     hash=$({
         for f in "$busybox" ${gateway:+"$gateway"} "$testserver" "$0" $node_inputs ${bash:+"$bash"} \
-            ${daemon:+"${daemon#*=}"}; do sha256sum < "$f"; done
+            ${daemon:+"${daemon#*=}"} $bins; do sha256sum < "$f"; done
         echo "gateway:${gateway:+yes} daemon:${daemon%%=*}"
+        for f in $bins; do basename "$f"; done
     } | sha256sum | cut -c1-12)
-    name=$LABEL${node:+-node}${daemon:+-${daemon%%=*}}:$hash
+    name=$LABEL${node:+-node}${daemon:+-${daemon%%=*}}${bins:+-bin}:$hash
     if "$DOCKER" image inspect "$name" >/dev/null 2>&1; then echo "$name"; return; fi
 
     umask 022
@@ -119,6 +128,10 @@ image() {
     fi
     cp "$testserver" "$root/usr/local/bin/mcpgw-testserver"
     chmod 755 "$root/usr/local/bin/mcpgw-testserver"
+    for f in $bins; do
+        cp "$f" "$root/usr/local/bin/$(basename "$f")"
+        chmod 755 "$root/usr/local/bin/$(basename "$f")"
+    done
     if [ -n "$node" ]; then
         cp "$node" "$root/usr/local/bin/node"
         for lib in $(ldd "$node" | grep -o '/[^ ]*'); do
