@@ -839,6 +839,10 @@ fn task_until(client: &mut Client, task: &str, status: &str) -> Value {
 async fn multi_round_trip_requests_and_tasks_cross_the_gateway() {
     let gw = start_gateway(&[]);
     gw.add(testserver("t", None), "").await.expect(200);
+    // The same server speaking 2026-07-28 alone: a 2025 host's session cannot be of its era.
+    gw.add(testserver("t26", Some("2026-07-28")), "")
+        .await
+        .expect(200);
     let http = testserver_http();
     gw.add(http_spec("th", &http.url), "").await.expect(200);
     // The one-shot REST path cannot answer input requests, and says so.
@@ -859,8 +863,25 @@ async fn multi_round_trip_requests_and_tasks_cross_the_gateway() {
         for mcp in ["t", "th"] {
             over_stdio_and_http(&gw, mcp, &without_state(&want));
         }
+        // A 2025 host alone on a server of both eras gets a session of its own era (the
+        // session is started again for it), and the server's own answer, as straight.
+        let legacy_call = |client: &mut Client| {
+            initialize(client, "2025-11-25");
+            client.request(
+                "tools/call",
+                json!({"name": "confirm", "arguments": {"action": "deploy"}}),
+            )
+        };
+        let mut alone = connect(&gw, "t");
+        let through = legacy_call(&mut alone);
+        let mut straight = Client::direct(Command::new(testserver_bin()));
+        let want = legacy_call(&mut straight);
+        assert!(want["error"]["message"].is_string(), "{want}");
+        assert_eq!(through["error"], want["error"], "{through}");
+        drop(alone);
+
         // A host that cannot answer one of them gets an error that names it.
-        let mut bare = connect(&gw, "t");
+        let mut bare = connect(&gw, "t26");
         let init = bare.request(
             "initialize",
             json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
@@ -880,7 +901,7 @@ async fn multi_round_trip_requests_and_tasks_cross_the_gateway() {
         assert_eq!(bare.asked.len(), 0, "{:?}", bare.asked);
 
         // A host that cancels its call while it is asked is told the question is withdrawn.
-        let mut legacy = connect(&gw, "t");
+        let mut legacy = connect(&gw, "t26");
         initialize(&mut legacy, "2025-11-25");
         let call = legacy.take_id();
         legacy.send(
