@@ -13,6 +13,11 @@ NODE_SERVERS := tests/servers/node_modules/.package-lock.json
 NODE_CLIENTS := tests/clients/node_modules/.package-lock.json
 LANGCHAIN_VENV := tests/clients/.venv
 LANGCHAIN_STAMP := $(LANGCHAIN_VENV)/.installed
+# The official MCP conformance suite, both lines, and Node 22 for the newer one (npm), and its
+# reference server, the Go SDK's conformance everything-server, built static for the test image
+# (tests/conformance).
+NODE_CONFORMANCE := tests/conformance/node_modules/.package-lock.json
+CONFORMANCE_SERVER := target/conformance/conformance-server
 # OpenSandbox's server, which the provider tests start (tests/providers/README.md).
 OPENSANDBOX_VENV := tests/providers/.venv-opensandbox
 OPENSANDBOX_STAMP := $(OPENSANDBOX_VENV)/.installed
@@ -26,7 +31,7 @@ STATIC_GATEWAY := target/$(STATIC_TARGET)/release/mcpgw-gateway
 STATIC_TESTSERVER := target/$(STATIC_TARGET)/release/mcpgw-testserver
 STATIC_HOST := target/$(STATIC_TARGET)/release/mcpgw
 
-.PHONY: all build release static static-host docker-image demo test rehearsal test-rust test-c test-go test-node test-python test-newuser lint deps bench soak fuzz clean
+.PHONY: all build release static static-host docker-image demo test rehearsal test-rust test-c test-go test-node test-python test-newuser test-conformance lint deps bench soak fuzz clean
 
 all: build
 
@@ -56,7 +61,8 @@ docker-image: static
 demo: build
 	$(CARGO) run --quiet --example demo
 
-deps: $(VENV_STAMP) $(NODE_SERVERS) $(NODE_CLIENTS) $(LANGCHAIN_STAMP) $(OPENSANDBOX_STAMP)
+deps: $(VENV_STAMP) $(NODE_SERVERS) $(NODE_CLIENTS) $(LANGCHAIN_STAMP) $(OPENSANDBOX_STAMP) \
+	$(NODE_CONFORMANCE) $(CONFORMANCE_SERVER)
 
 $(VENV_STAMP): tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +74,15 @@ $(NODE_SERVERS): tests/servers/package-lock.json
 
 $(NODE_CLIENTS): tests/clients/package-lock.json
 	npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
+
+$(NODE_CONFORMANCE): tests/conformance/package-lock.json
+	npm ci --prefix tests/conformance --no-audit --no-fund --loglevel=error
+
+# Rebuilt only when the module's pins change (go.mod, go.sum).
+$(CONFORMANCE_SERVER): tests/conformance/server/go.mod tests/conformance/server/go.sum
+	mkdir -p $(dir $@)
+	cd tests/conformance/server && CGO_ENABLED=0 go build -trimpath -o $(abspath $@) \
+		github.com/modelcontextprotocol/go-sdk/conformance/everything-server
 
 $(LANGCHAIN_STAMP): tests/clients/requirements-langchain.txt
 	$(PYTHON) -m venv $(LANGCHAIN_VENV)
@@ -98,6 +113,12 @@ test-node: build
 test-python: deps
 	$(MAKE) -C bindings/python test
 
+# The official conformance suite's server scenarios, straight to its reference server and
+# through `mcpgw mcp --http` into a Docker container (stdio and HTTP upstreams): every check the
+# same, and README.md's table the run's (tests/conformance/run.py).
+test-conformance: build static $(NODE_CONFORMANCE) $(CONFORMANCE_SERVER)
+	MCPGW_CONFORMANCE_SERVER=$(CONFORMANCE_SERVER) $(PYTHON) tests/conformance/run.py
+
 # A new user's project in a temporary directory, built only from `make install`'s tree.
 test-newuser: build
 	sh tests/newuser/run.sh
@@ -110,7 +131,7 @@ rehearsal: deps artifacts
 
 # Every suite in turn; after each, none of the project's processes may be left running that
 # was not running before (mk/leftovers.sh).
-SUITES := lint test-rust test-c test-go test-node test-python test-newuser rehearsal
+SUITES := lint test-rust test-c test-go test-node test-python test-conformance test-newuser rehearsal
 LEFTOVERS := target/leftovers.pids
 test:
 	@mkdir -p target && sh mk/leftovers.sh snapshot $(LEFTOVERS)
