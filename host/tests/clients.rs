@@ -76,3 +76,51 @@ fn python_sdk_over_http() {
 fn go_sdk_over_http() {
     over_http(Sdk::Go);
 }
+
+/// What server-everything does on its own right after the TypeScript SDK client's
+/// `notifications/initialized` (its list change and its `roots/list`), as `after_initialize.mjs`
+/// sees it, over `args`.
+fn after_initialize<I, S>(args: I) -> Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    mcpgw_testkit::clients::node_modules();
+    let out = std::process::Command::new("node")
+        .arg(mcpgw_testkit::clients::clients_dir().join("ts/after_initialize.mjs"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "after_initialize.mjs failed: {out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Each client meets the server as straight: with an upstream session of its own, the server's
+/// messages right after the client's `notifications/initialized` reach it, over stdio and over
+/// HTTP (a shared session was initialized before the client came, and its list changes and
+/// `roots/list` went to nobody).
+#[test]
+fn what_the_server_does_right_after_initialized_reaches_the_client() {
+    let js = everything_js().display().to_string();
+    let direct = after_initialize(["stdio", "node", &js, "stdio"]);
+    assert_eq!(
+        direct,
+        serde_json::json!({"tools/list_changed": true, "roots/list": true}),
+        "straight to server-everything"
+    );
+    let Some(b) = DockerBox::start() else { return };
+    let mut args = vec!["stdio".to_string()];
+    args.extend(endpoint_argv(&b, &[]));
+    assert_eq!(after_initialize(&args), direct, "through the stdio endpoint");
+    let endpoint = HttpEndpoint::start(&b, &[]);
+    let http = after_initialize([
+        "http",
+        &endpoint.url,
+        &endpoint.token_file.display().to_string(),
+    ]);
+    assert_eq!(http, direct, "through the HTTP endpoint");
+    endpoint.stop();
+    b.wait_nothing_left();
+}
