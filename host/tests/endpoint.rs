@@ -315,7 +315,10 @@ fn a_config_serves_every_server_prefixed_and_announces_one_that_goes_and_comes_b
         &config,
         json!({"mcpServers": {
             "ev": {"command": "node", "args": [EVERYTHING_IN_IMAGE, "stdio"]},
-            "ts": {"command": "/usr/local/bin/mcpgw-testserver", "args": ["stdio"]}}})
+            // 2026-07-28 alone: a 2025 client's session cannot be of its era, so the gateway
+            // answers the multi round-trip tool's rounds for it.
+            "ts": {"command": "/usr/local/bin/mcpgw-testserver", "args": ["stdio"],
+                   "env": {"MCPGW_TEST_PROTOCOLS": "2026-07-28"}}}})
         .to_string(),
     )
     .unwrap();
