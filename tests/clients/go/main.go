@@ -97,18 +97,20 @@ func (n *notes) count(kind string) int {
 	return c
 }
 
+// wait returns the first note pred accepts, waiting for it up to limit. pred runs without the
+// lock held: it may ask n (count) itself.
 func (n *notes) wait(what string, pred func(note) bool) (any, error) {
 	deadline := time.After(limit)
 	for {
 		n.mu.Lock()
-		for _, s := range n.seen {
+		seen := append([]note(nil), n.seen...)
+		wake := n.wake
+		n.mu.Unlock()
+		for _, s := range seen {
 			if pred(s) {
-				n.mu.Unlock()
 				return s.params, nil
 			}
 		}
-		wake := n.wake
-		n.mu.Unlock()
 		select {
 		case <-wake:
 		case <-deadline:
