@@ -352,7 +352,11 @@ impl Link {
 
     /// `Ok(false)`: not now; `Err`: never.
     async fn try_open(&mut self) -> Result<bool, String> {
-        let mut conn = match self.host.connect(&self.mcp, "", "", self.own_upstream).await {
+        let mut conn = match self
+            .host
+            .connect(&self.mcp, "", "", self.own_upstream)
+            .await
+        {
             Ok(conn) => conn,
             Err(e) if e.kind() == ErrorKind::InvalidState => {
                 let state = self.host.state().await.map_err(|e| e.to_string())?;

@@ -113,7 +113,11 @@ fn what_the_server_does_right_after_initialized_reaches_the_client() {
     let Some(b) = DockerBox::start() else { return };
     let mut args = vec!["stdio".to_string()];
     args.extend(endpoint_argv(&b, &[]));
-    assert_eq!(after_initialize(&args), direct, "through the stdio endpoint");
+    assert_eq!(
+        after_initialize(&args),
+        direct,
+        "through the stdio endpoint"
+    );
     let endpoint = HttpEndpoint::start(&b, &[]);
     let http = after_initialize([
         "http",
