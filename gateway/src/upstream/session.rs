@@ -8,7 +8,8 @@
 //! SSE predates it) and falls back to `initialize` on anything but a discovery result, as the
 //! revision's backward compatibility rules say. For the [`Era::Legacy`] (a session for hosts of
 //! 2025) it sends `initialize` first and asks `server/discover` only when the server refuses
-//! it. A server that speaks both keeps to the era of its first answer (a stdio process cannot
+//! it; a server that ends the connection on refusing it (a stdio server of the modern era
+//! alone) is started or connected once more, for a modern session. A server that speaks both keeps to the era of its first answer (a stdio process cannot
 //! be both), so the era is chosen when the session opens.
 
 use std::collections::HashMap;
@@ -329,8 +330,32 @@ pub struct Opening<'a> {
 }
 
 /// Starts a new session: spawn or connect, then the handshake, within `limit`. The error is
-/// the reason, for a person.
+/// the reason, for a person. A server that refuses a legacy session by ending its connection
+/// is opened once more, for a modern one.
 pub async fn open(o: Opening<'_>) -> Result<Arc<Session>, String> {
+    match open_once(&o, o.era).await {
+        Err(Failure::ClosedOnRefusal(_)) if o.era == Era::Legacy => open_once(&o, Era::Modern)
+            .await
+            .map_err(Failure::into_reason),
+        done => done.map_err(Failure::into_reason),
+    }
+}
+
+impl From<String> for Failure {
+    fn from(reason: String) -> Failure {
+        Failure::Failed(reason)
+    }
+}
+
+impl Failure {
+    fn into_reason(self) -> String {
+        match self {
+            Failure::ClosedOnRefusal(r) | Failure::Failed(r) => r,
+        }
+    }
+}
+
+async fn open_once(o: &Opening<'_>, era: Era) -> Result<Arc<Session>, Failure> {
     let sink = Sink::default();
     let hub = Hub::new(o.name, o.log.clone(), o.tools.clone());
     let limit = o.limit;
@@ -367,18 +392,24 @@ pub async fn open(o: Opening<'_>) -> Result<Arc<Session>, String> {
     let peer = Peer::new(o.name, wire, &sink, hub.clone());
     let shaken = tokio::time::timeout(
         limit,
-        handshake(&peer, probe, o.era, &o.capabilities, o.host_initialize),
+        handshake(&peer, probe, era, &o.capabilities, o.host_initialize),
     )
     .await;
     let handshake = match shaken {
         Ok(Ok(h)) => h,
         failed => {
-            let reason = match failed {
-                Ok(Err(e)) => format!("initialize failed: {e}"),
-                _ => format!("no answer to initialize within {limit:?}"),
+            let (reason, failure): (_, fn(String) -> Failure) = match failed {
+                Ok(Err(Failure::ClosedOnRefusal(e))) => {
+                    (format!("initialize failed: {e}"), Failure::ClosedOnRefusal)
+                }
+                Ok(Err(Failure::Failed(e))) => (format!("initialize failed: {e}"), Failure::Failed),
+                _ => (
+                    format!("no answer to initialize within {limit:?}"),
+                    Failure::Failed,
+                ),
             };
             peer.shut("the handshake failed").await;
-            return Err(match (&child, o.config) {
+            return Err(failure(match (&child, o.config) {
                 (Some(child), _) => {
                     let report = if child.exit_status().is_some()
                         || child.wait_exit(Duration::from_millis(200)).await.is_some()
@@ -397,7 +428,7 @@ pub async fn open(o: Opening<'_>) -> Result<Arc<Session>, String> {
                     _ => format!("{}: {reason}", config.url),
                 },
                 (None, _) => reason,
-            });
+            }));
         }
     };
     peer.wire().handshaken(&handshake.version);
@@ -488,7 +519,7 @@ async fn handshake(
     era: Era,
     capabilities: &Value,
     host_initialize: Option<&Value>,
-) -> Result<Handshake, String> {
+) -> Result<Handshake, Failure> {
     let discovered = |raw: Box<RawValue>| -> Option<Handshake> {
         let d = serde_json::from_str::<Discovered>(raw.get()).ok()?;
         d.supported_versions
@@ -523,12 +554,14 @@ async fn handshake(
                     .request("server/discover", Some(&discover_params()))
                     .await;
                 match asked.reply().await {
-                    Reply::Ok(raw) => discovered(raw).ok_or(e),
-                    Reply::Closed(reason) => Err(reason),
-                    Reply::Err(_) => Err(e),
+                    Reply::Ok(raw) => discovered(raw).ok_or(Failure::Failed(e)),
+                    // A server that ends its connection when it refuses `initialize` (a stdio
+                    // server of the modern era alone does): a new connection of that era.
+                    Reply::Closed(_) => Err(Failure::ClosedOnRefusal(e)),
+                    Reply::Err(_) => Err(Failure::Failed(e)),
                 }
             }
-            done => done.map_err(LegacyFailure::into_reason),
+            done => done.map_err(|e| Failure::Failed(e.into_reason())),
         };
     }
     // A probe with no answer yet: a slow server may still answer it after `initialize`
@@ -546,7 +579,7 @@ async fn handshake(
                     return Ok(h);
                 }
             }
-            Ok(Reply::Closed(reason)) => return Err(reason),
+            Ok(Reply::Closed(reason)) => return Err(Failure::Failed(reason)),
             // An error (a modern server without this revision answers -32022; a legacy one
             // whatever it answers before `initialize`): `initialize` it is.
             Ok(Reply::Err(_)) => refused = Some(false),
@@ -555,16 +588,25 @@ async fn handshake(
     }
     match legacy_handshake(peer, capabilities, host_initialize).await {
         Err(e) if unanswered.is_some() => match unanswered.expect("checked").await {
-            Reply::Ok(raw) => discovered(raw).ok_or_else(|| e.into_reason()),
-            _ => Err(e.into_reason()),
+            Reply::Ok(raw) => discovered(raw).ok_or_else(|| Failure::Failed(e.into_reason())),
+            _ => Err(Failure::Failed(e.into_reason())),
         },
         done => done
             .map(|h| Handshake {
                 other_era: refused,
                 ..h
             })
-            .map_err(LegacyFailure::into_reason),
+            .map_err(|e| Failure::Failed(e.into_reason())),
     }
+}
+
+/// Why a handshake did not make a session.
+enum Failure {
+    /// The server refused `initialize`, then ended the connection: a new connection of the
+    /// modern era may still make one.
+    ClosedOnRefusal(String),
+    /// Anything else.
+    Failed(String),
 }
 
 /// Why `initialize` did not make a session.
