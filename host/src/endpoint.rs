@@ -28,6 +28,10 @@ use crate::{Connection, ConnectionEvent, Host};
 const RECONNECT_FOR: Duration = Duration::from_secs(60);
 /// How long between two tries.
 const RECONNECT_EVERY: Duration = Duration::from_millis(250);
+/// A connection lost sooner than this after it opened was never steady (its server ends
+/// every connection at once): the next try waits [`RECONNECT_EVERY`], and the time since the
+/// loss before counts on towards [`RECONNECT_FOR`].
+const STEADY: Duration = Duration::from_secs(1);
 /// Messages of a client kept while the connection is being (re)opened.
 const MAX_QUEUED: usize = 10_000;
 /// The time limit of each step of the tear-down.
@@ -239,6 +243,10 @@ pub struct Link {
     /// Since when the link has been trying to connect, and when it tries next.
     lost_at: Option<Instant>,
     retry_at: Option<Instant>,
+    /// Since when the connection has been open, and since when the link had been trying
+    /// when it opened.
+    opened_at: Option<Instant>,
+    lost_before: Option<Instant>,
     /// Why the link is dead for good, if it is.
     dead: Option<String>,
     level: Level,
@@ -265,6 +273,8 @@ impl Link {
             queue: VecDeque::new(),
             lost_at: Some(Instant::now()),
             retry_at: Some(Instant::now()),
+            opened_at: None,
+            lost_before: None,
             dead: None,
             level,
         }
@@ -298,7 +308,8 @@ impl Link {
         self.retry_at = None;
         match self.try_open().await {
             Ok(true) => {
-                self.lost_at = None;
+                self.opened_at = Some(Instant::now());
+                self.lost_before = self.lost_at.take();
                 true
             }
             Ok(false) => {
@@ -509,8 +520,14 @@ impl Link {
                         ),
                     ));
                 }
-                self.lost_at = Some(Instant::now());
-                self.open(out).await;
+                let now = Instant::now();
+                if self.opened_at.is_some_and(|t| now - t < STEADY) {
+                    self.lost_at = self.lost_before.or(Some(now));
+                    self.retry_at = Some(now + RECONNECT_EVERY);
+                } else {
+                    self.lost_at = Some(now);
+                    self.open(out).await;
+                }
             }
         }
     }
