@@ -60,10 +60,9 @@ fn everything_script(client: &mut Client) -> Vec<(String, Value)> {
         out.push((label.to_string(), answer.clone()));
         answer
     };
-    // Five list changes announce the tools that depend on the client's capabilities.
-    for _ in 0..5 {
-        client.notification("notifications/tools/list_changed", Duration::from_secs(10));
-    }
+    // server-everything announces the tools that depend on the client's capabilities, then
+    // asks for the roots: the tool list is settled once it asked.
+    assert!(client.asked_for("roots/list", Duration::from_secs(20)));
     ask(client, "tools/list", "tools/list", json!({}));
     ask(client, "prompts/list", "prompts/list", Value::Null);
     let resources = ask(client, "resources/list", "resources/list", json!({}));
@@ -708,9 +707,8 @@ async fn a_host_that_never_answers_makes_the_upstreams_request_fail_at_the_deadl
     tokio::task::block_in_place(|| {
         let mut client = connect(&gw, "ev");
         initialize(&mut client, "2025-11-25");
-        for _ in 0..5 {
-            client.notification("notifications/tools/list_changed", Duration::from_secs(10));
-        }
+        // Its tool list settles before it asks for the roots.
+        assert!(client.asked_for("roots/list", Duration::from_secs(20)));
         let call = client.take_id();
         client.send(
             &json!({"jsonrpc": "2.0", "id": call, "method": "tools/call",

@@ -360,6 +360,22 @@ impl Client {
         }
     }
 
+    /// Waits until the server asked `method` (answering it and what else it asks); whether
+    /// it did within `limit`.
+    pub fn asked_for(&mut self, method: &str, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while !self.asked.iter().any(|m| m["method"] == method) {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            let Some(message) = self.receive(left) else {
+                return false;
+            };
+            self.other(message);
+        }
+        true
+    }
+
     /// The next id a request gets.
     pub fn peek_id(&self) -> u64 {
         self.next_id + 1
