@@ -137,6 +137,11 @@ enum mcpgw_result
      The caller gave up on the operation; the gateway was told to cancel it upstream.
      */
     MCPGW_RESULT_CANCELLED = 7111,
+    /*
+     A rule refused it before it reached the sandbox: the MCP's `enable_tools` /
+     `disable_tools` (HTTP 403), or the host's policy.
+     */
+    MCPGW_RESULT_POLICY_DENIED = 7112,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

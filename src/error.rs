@@ -100,6 +100,9 @@ codes! {
         /// The caller gave up on the operation (a cancelled context, an aborted signal); the
         /// gateway was told to cancel it upstream when it was under way.
         Cancelled = "CANCELLED", 7111, "the operation was cancelled";
+        /// A rule refused it: the MCP's `enable_tools`/`disable_tools` (HTTP 403), or the
+        /// host's policy, before anything reached the sandbox.
+        PolicyDenied = "POLICY_DENIED", 7112, "a policy refused it";
     }
 }
 

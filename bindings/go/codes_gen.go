@@ -58,6 +58,9 @@ const (
 	// CodeCancelled is MCPGW_RESULT_CANCELLED: The caller gave up on the operation; the gateway
 	// was told to cancel it upstream.
 	CodeCancelled Code = 7111
+	// CodePolicyDenied is MCPGW_RESULT_POLICY_DENIED: A rule refused it before it reached the
+	// sandbox: the MCP's `enable_tools` / `disable_tools` (HTTP 403), or the host's policy.
+	CodePolicyDenied Code = 7112
 )
 
 // The kinds of failure, one for each result code but CodeOK. Every error a Client returns is an
@@ -116,6 +119,10 @@ var (
 	// ErrCancelled is the kind of an *Error with CodeCancelled: The caller gave up on the
 	// operation; the gateway was told to cancel it upstream.
 	ErrCancelled = errors.New("mcpgw: cancelled")
+	// ErrPolicyDenied is the kind of an *Error with CodePolicyDenied: A rule refused it before it
+	// reached the sandbox: the MCP's `enable_tools` / `disable_tools` (HTTP 403), or the host's
+	// policy.
+	ErrPolicyDenied = errors.New("mcpgw: policy denied")
 )
 
 // kinds maps each result code to the error value errors.Is matches it with.
@@ -137,6 +144,7 @@ var kinds = map[Code]error{
 	CodeProtocolError:     ErrProtocolError,
 	CodeSessionLost:       ErrSessionLost,
 	CodeCancelled:         ErrCancelled,
+	CodePolicyDenied:      ErrPolicyDenied,
 }
 
 // codeNames holds each code's name after MCPGW_RESULT_, as mcpgw_result_name gives it.
@@ -159,4 +167,5 @@ var codeNames = map[Code]string{
 	CodeProtocolError:     "PROTOCOL_ERROR",
 	CodeSessionLost:       "SESSION_LOST",
 	CodeCancelled:         "CANCELLED",
+	CodePolicyDenied:      "POLICY_DENIED",
 }

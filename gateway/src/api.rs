@@ -24,7 +24,7 @@ use utoipa::openapi::schema::ObjectBuilder;
 use crate::openapi::{
     Endpoint, Params, array_of, call_errors, call_id, call_success, lookup_errors, name,
     outcome_errors, registration_body, sample_scope, schema_ref, session_errors, string_schema,
-    tool_not_found,
+    tool_disabled, tool_not_found,
 };
 
 use crate::auth::{Token, constant_time_eq};
@@ -240,7 +240,7 @@ pub fn surface() -> Vec<Route> {
             Endpoint {
                 method: HttpMethod::Get,
                 route: route::TOOLS,
-                summary: "The MCP's tools as its server describes them, filtered by enable_tools/disable_tools.",
+                summary: "The MCP's tools as its server describes them, filtered by enable_tools/disable_tools (a tool filtered out is not listed, and a call of it is refused with 403).",
                 auth: true,
                 query: Params::Scope,
                 body: None,
@@ -256,7 +256,7 @@ pub fn surface() -> Vec<Route> {
             Endpoint {
                 method: HttpMethod::Post,
                 route: route::TOOL,
-                summary: "Calls a tool. With `Accept: application/x-ndjson` the answer is one ToolChunk a line: progress chunks, then the result. With `?format=mcp` it is the upstream's CallToolResult exactly as it sent it (content of every type with annotations and _meta, structuredContent, isError). With the header `mcpgw-call-id` (and no `format`) the call is resumable: it runs on when its caller goes away, and `GET /calls/{id}` answers it again.",
+                summary: "Calls a tool. A tool the MCP's enable_tools/disable_tools filter out is refused with 403 and never reaches the server. With `Accept: application/x-ndjson` the answer is one ToolChunk a line: progress chunks, then the result. With `?format=mcp` it is the upstream's CallToolResult exactly as it sent it (content of every type with annotations and _meta, structuredContent, isError). With the header `mcpgw-call-id` (and no `format`) the call is resumable: it runs on when its caller goes away, and `GET /calls/{id}` answers it again.",
                 auth: true,
                 query: Params::ScopeAndTimeout,
                 body: Some((schema_ref("CallToolBody"), false, "the tool's arguments")),
@@ -264,7 +264,7 @@ pub fn surface() -> Vec<Route> {
                 errors: [invalid("invalid arguments, timeout, format or call id")]
                     .into_iter()
                     .chain(lookup_errors())
-                    .chain([tool_not_found()])
+                    .chain([tool_disabled(), tool_not_found()])
                     .chain(session_errors())
                     .chain(outcome_errors())
                     .chain([
@@ -293,7 +293,7 @@ pub fn surface() -> Vec<Route> {
                 errors: [invalid("an invalid call id or query")]
                     .into_iter()
                     .chain(call_errors())
-                    .chain([tool_not_found()])
+                    .chain([tool_disabled(), tool_not_found()])
                     .chain(session_errors())
                     .chain(outcome_errors())
                     .collect(),
@@ -406,7 +406,7 @@ pub fn surface() -> Vec<Route> {
             Endpoint {
                 method: HttpMethod::Get,
                 route: route::CONNECTION,
-                summary: "Opens a virtual MCP connection: an HTTP/1.1 upgrade (Connection: Upgrade, Upgrade: mcpgw-jsonrpc) after which the stream carries one JSON-RPC message a line both ways, the gateway being the MCP server of the MCP registered under the name. Its last line before it closes is {\"mcpgw\":\"closed\",\"reason\":...}. mcpgw-gateway attach carries it as open, msg and close frames. With upstream=own in the query the connection gets an upstream session of its own, opened with its host's handshake and closed with it; without it, connections share the MCP's session.",
+                summary: "Opens a virtual MCP connection: an HTTP/1.1 upgrade (Connection: Upgrade, Upgrade: mcpgw-jsonrpc) after which the stream carries one JSON-RPC message a line both ways, the gateway being the MCP server of the MCP registered under the name. Its last line before it closes is {\"mcpgw\":\"closed\",\"reason\":...}. mcpgw-gateway attach carries it as open, msg and close frames. With upstream=own in the query the connection gets an upstream session of its own, opened with its host's handshake and closed with it; without it, connections share the MCP's session. Tools the MCP's enable_tools/disable_tools filter out are left out of tools/list, and a tools/call of one is answered by the gateway with JSON-RPC error -32003.",
                 auth: true,
                 query: Params::Scope,
                 body: None,

@@ -11,6 +11,9 @@
 //!   to the connections that subscribed or listen; the upstream's requests (sampling,
 //!   elicitation, roots) to the connection whose request caused them, else to one that
 //!   declared the capability, with the answer going back upstream.
+//! - The spec's `enable_tools` / `disable_tools` hold as on the REST surface: `tools/list`
+//!   results lack the tools they exclude, and a `tools/call` of one is answered by the gateway
+//!   with an error (`filter`).
 //! - `notifications/cancelled` both ways; a connection that ends cancels what it has in flight
 //!   upstream and ends its subscriptions.
 //!
@@ -37,6 +40,7 @@ use crate::upstream::rpc::{Origin, Peer, Reply};
 use crate::upstream::session::{Era, LEVELS, Session, severity};
 
 mod bridge;
+mod filter;
 
 /// The upgrade token of a connection's HTTP/1.1 upgrade.
 pub const UPGRADE: &str = "mcpgw-jsonrpc";
@@ -484,6 +488,9 @@ impl Connection {
             },
             None => Map::new(),
         };
+        if let Some(refusal) = self.refused_by_filters(method, &params) {
+            return self.reply_error(Some(id_text), filter::TOOL_DISABLED, &refusal);
+        }
         let gw_id = self.session().peer.next_id();
         let mut progress = None;
         {
@@ -620,7 +627,13 @@ impl Connection {
                 Some(Reply::Ok(result)) if let Some(gap) = self.gap(&result) => {
                     self.reply_error(Some(host_id), code::INTERNAL_ERROR, &gap)
                 }
-                Some(Reply::Ok(result)) => self.reply(Some(host_id), Ok(result.get())),
+                Some(Reply::Ok(result)) => {
+                    let filtered = self.filtered_result(&method, &result);
+                    self.reply(
+                        Some(host_id),
+                        Ok(filtered.as_deref().unwrap_or(result.get())),
+                    )
+                }
                 Some(Reply::Err(error)) => self.reply(Some(host_id), Err(error.get())),
                 Some(Reply::Closed(reason)) => self.reply_error(
                     Some(host_id),

@@ -46,6 +46,16 @@ pub enum Error {
         /// The MCP's name.
         mcp: String,
     },
+    /// The MCP's spec filters the tool out (`enable_tools` / `disable_tools`): it is not
+    /// called.
+    ToolDisabled {
+        /// The tool's name.
+        tool: String,
+        /// The MCP's name.
+        mcp: String,
+        /// The filter that excludes it, as `McpSpec::tool_excluded_by` names it.
+        rule: &'static str,
+    },
     /// The MCP was unregistered while the request was under way.
     Removed {
         /// The MCP's name.
@@ -224,6 +234,9 @@ impl fmt::Display for Error {
                 py_repr(tool),
                 py_repr(mcp)
             ),
+            Error::ToolDisabled { tool, mcp, rule } => {
+                f.write_str(&mcpgw::wire::spec::disabled_tool_message(tool, mcp, rule))
+            }
             Error::Removed { name } => write!(f, "{} was removed", py_repr(name)),
             Error::RemovedWhileConnecting { name } => {
                 write!(f, "{} was removed while it was connecting", py_repr(name))
@@ -325,6 +338,7 @@ impl Error {
             | Error::ToolNotFound { .. }
             | Error::Removed { .. }
             | Error::CallUnknown { .. } => StatusCode::NOT_FOUND,
+            Error::ToolDisabled { .. } => StatusCode::FORBIDDEN,
             Error::CallGone { .. } => StatusCode::GONE,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Error::Conflict { .. }
@@ -426,6 +440,15 @@ mod tests {
                 },
                 404,
                 "Tool 'nope' not found in MCP server 'ts'",
+            ),
+            (
+                Error::ToolDisabled {
+                    tool: "echo".into(),
+                    mcp: "ts".into(),
+                    rule: "disable_tools",
+                },
+                403,
+                r#"tool "echo" of MCP "ts" is disabled by its spec (disable_tools)"#,
             ),
             (
                 Error::Deadline {

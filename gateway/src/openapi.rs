@@ -213,6 +213,18 @@ pub fn tool_not_found() -> (Error, &'static str) {
     )
 }
 
+/// A tool the MCP's spec filters out.
+pub fn tool_disabled() -> (Error, &'static str) {
+    (
+        Error::ToolDisabled {
+            tool: "write".into(),
+            mcp: name(),
+            rule: mcpgw::wire::spec::DISABLED_BY_DISABLE,
+        },
+        "the MCP's enable_tools / disable_tools do not list the tool: it is not called",
+    )
+}
+
 /// Errors of an operation that needs a live upstream session.
 pub fn session_errors() -> Vec<(Error, &'static str)> {
     vec![
@@ -656,12 +668,14 @@ mod tests {
         assert_eq!(
             statuses(route::TOOL, "post"),
             [
-                "200", "400", "401", "404", "409", "410", "413", "500", "502", "503", "504"
+                "200", "400", "401", "403", "404", "409", "410", "413", "500", "502", "503", "504"
             ]
         );
         assert_eq!(
             statuses(route::CALL, "get"),
-            ["200", "400", "401", "404", "410", "500", "502", "504"]
+            [
+                "200", "400", "401", "403", "404", "410", "500", "502", "504"
+            ]
         );
         assert_eq!(
             statuses(route::CALL, "delete"),

@@ -274,6 +274,48 @@ async fn tool_list_changes_reach_the_tool_list() {
             && !listed.contains(&"media".to_string())
             && !listed.contains(&"crash".to_string())
     );
+    // A tool filtered out is not called either, whatever the answer's form: the refusal names
+    // the tool, the MCP and the rule, and the server never saw the call (`crash` would have
+    // ended it, and the next call would have started another one).
+    let auth = format!("Bearer {}", gw.token);
+    let body = serde_json::to_vec(&json!({"arguments": {"code": 3, "message": "ran"}})).unwrap();
+    for (mcp, rule) in [
+        ("filtered", "not in enable_tools"),
+        ("filtered2", "disable_tools"),
+    ] {
+        let before = status_of(&gw.get("/mcps").await.expect(200).json(), mcp);
+        assert!(before["pid"].is_u64(), "{before}");
+        let refusal = json!({
+            "detail": format!("tool \"crash\" of MCP \"{mcp}\" is disabled by its spec ({rule})")
+        });
+        for (query, accept) in [
+            ("", "application/json"),
+            ("", "application/x-ndjson"),
+            ("?format=mcp", "application/json"),
+        ] {
+            let r = gw
+                .send_with(
+                    "POST",
+                    &format!("/mcps/{mcp}/tools/crash{query}"),
+                    Some(body.clone()),
+                    Some(&auth),
+                    &[("accept", accept)],
+                )
+                .await;
+            assert_eq!(r.status, 403, "{mcp} {query} {accept}: {}", r.text());
+            assert_eq!(r.content_type, "application/json", "{mcp} {query} {accept}");
+            assert_eq!(r.json(), refusal, "{mcp} {query} {accept}");
+        }
+        let r = gw
+            .call(mcp, "echo", json!({"text": "still here"}))
+            .await
+            .expect(200);
+        assert_eq!(r.json()["chunk"]["content"][0]["text"], "still here");
+        let after = status_of(&gw.get("/mcps").await.expect(200).json(), mcp);
+        assert_eq!(after["pid"], before["pid"], "{after}");
+        assert_eq!(after["restarts"], 0, "{after}");
+        assert_eq!(after["state"], "connected", "{after}");
+    }
 }
 
 #[tokio::test]

@@ -181,7 +181,8 @@ pub fn detail_of(body: &[u8]) -> Option<String> {
 /// connection's).
 pub fn kind_of_status(status: u16) -> ErrorKind {
     match status {
-        401 | 403 => ErrorKind::Unauthorized,
+        401 => ErrorKind::Unauthorized,
+        403 => ErrorKind::PolicyDenied,
         404 => ErrorKind::NotFound,
         409 => ErrorKind::Conflict,
         400..=499 => ErrorKind::InvalidArgument,
@@ -209,6 +210,7 @@ pub fn check_status(info: &Exchange<'_>, response: HttpResponse) -> Result<HttpR
             info.token_file, info.port
         ),
         ErrorKind::NotFound => format!("{what}: not found: {said}"),
+        ErrorKind::PolicyDenied => format!("{what}: refused by a rule: {said}"),
         ErrorKind::Conflict => {
             format!("{what}: conflict: {said}; remove the existing MCP first or pick another name")
         }
@@ -292,6 +294,19 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::Unauthorized);
         assert_eq!(e.detail(), Some("invalid gateway token"));
         assert!(e.message().contains("/t/token"), "{e}");
+        let e = err(
+            403,
+            r#"{"detail":"tool \"echo\" of MCP \"t\" is disabled by its spec (disable_tools)"}"#,
+        );
+        assert_eq!(
+            (e.kind(), e.http_status()),
+            (ErrorKind::PolicyDenied, Some(403))
+        );
+        assert!(
+            e.message().contains("refused by a rule: tool \"echo\""),
+            "{e}"
+        );
+        assert!(!e.message().contains("token"), "{e}");
         let e = err(404, r#"{"detail":"unknown MCP 'x'"}"#);
         assert_eq!(
             (e.kind(), e.http_status(), e.detail()),

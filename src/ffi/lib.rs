@@ -88,6 +88,9 @@ pub enum mcpgw_result {
     SessionLost = 7110,
     /// The caller gave up on the operation; the gateway was told to cancel it upstream.
     Cancelled = 7111,
+    /// A rule refused it before it reached the sandbox: the MCP's `enable_tools` /
+    /// `disable_tools` (HTTP 403), or the host's policy.
+    PolicyDenied = 7112,
 }
 
 impl From<ErrorKind> for mcpgw_result {
@@ -108,6 +111,7 @@ impl From<ErrorKind> for mcpgw_result {
             ErrorKind::InvalidState => mcpgw_result::InvalidState,
             ErrorKind::SessionLost => mcpgw_result::SessionLost,
             ErrorKind::Cancelled => mcpgw_result::Cancelled,
+            ErrorKind::PolicyDenied => mcpgw_result::PolicyDenied,
             // The core may add kinds before this ABI names them.
             _ => mcpgw_result::ProtocolError,
         }
@@ -116,7 +120,7 @@ impl From<ErrorKind> for mcpgw_result {
 
 impl mcpgw_result {
     /// Every code, in order.
-    const ALL: [mcpgw_result; 18] = [
+    const ALL: [mcpgw_result; 19] = [
         mcpgw_result::Ok,
         mcpgw_result::NullParameter,
         mcpgw_result::Panic,
@@ -135,6 +139,7 @@ impl mcpgw_result {
         mcpgw_result::ProtocolError,
         mcpgw_result::SessionLost,
         mcpgw_result::Cancelled,
+        mcpgw_result::PolicyDenied,
     ];
 
     /// The code's entry in the core's one table of codes.

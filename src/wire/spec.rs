@@ -76,10 +76,13 @@ pub struct McpSpec {
     pub is_stateful: bool,
     /// How to reach the server.
     pub mcp_config: McpConfig,
-    /// When set, only these tools are listed.
+    /// When set, only these tools are listed; a call of any other is refused (HTTP 403, or
+    /// JSON-RPC error -32003 over an MCP connection).
     #[serde(default)]
     pub enable_tools: Option<Vec<String>>,
-    /// When set, these tools are not listed. It must not name a tool `enable_tools` names.
+    /// When set, these tools are not listed and a call of one is refused (HTTP 403, or
+    /// JSON-RPC error -32003 over an MCP connection). It must not name a tool `enable_tools`
+    /// names.
     #[serde(default)]
     pub disable_tools: Option<Vec<String>>,
     /// Seconds each tool call of this MCP may take (at most [`MAX_TIMEOUT_SECS`]).
@@ -272,16 +275,56 @@ impl McpSpec {
             .and_then(|t| timeout_secs("execution_timeout", t).ok())
     }
 
-    /// Whether `tool` is listed under the spec's `enable_tools` / `disable_tools` filters.
+    /// Whether `tool` is listed (and may be called) under the spec's `enable_tools` /
+    /// `disable_tools` filters.
     pub fn lists_tool(&self, tool: &str) -> bool {
-        self.enable_tools
-            .as_ref()
-            .is_none_or(|e| e.iter().any(|t| t == tool))
-            && self
-                .disable_tools
-                .as_ref()
-                .is_none_or(|d| !d.iter().any(|t| t == tool))
+        self.tool_excluded_by(tool).is_none()
     }
+
+    /// Whether the spec filters its tools at all (`enable_tools` or `disable_tools` set).
+    pub fn filters_tools(&self) -> bool {
+        self.enable_tools.is_some() || self.disable_tools.is_some()
+    }
+
+    /// The filter that keeps `tool` from being listed and called: [`DISABLED_BY_DISABLE`]
+    /// when `disable_tools` names it, else [`DISABLED_BY_ENABLE`] when `enable_tools` is set
+    /// and does not name it; `None` when the tool is listed.
+    pub fn tool_excluded_by(&self, tool: &str) -> Option<&'static str> {
+        if self
+            .disable_tools
+            .as_ref()
+            .is_some_and(|d| d.iter().any(|t| t == tool))
+        {
+            return Some(DISABLED_BY_DISABLE);
+        }
+        if self
+            .enable_tools
+            .as_ref()
+            .is_some_and(|e| !e.iter().any(|t| t == tool))
+        {
+            return Some(DISABLED_BY_ENABLE);
+        }
+        None
+    }
+
+    /// Why a call of `tool` is refused, when the spec's filters exclude it (see
+    /// [`disabled_tool_message`]).
+    pub fn tool_refusal(&self, tool: &str) -> Option<String> {
+        self.tool_excluded_by(tool)
+            .map(|rule| disabled_tool_message(tool, &self.name, rule))
+    }
+}
+
+/// The rule [`McpSpec::tool_excluded_by`] names for a tool `disable_tools` names.
+pub const DISABLED_BY_DISABLE: &str = "disable_tools";
+
+/// The rule [`McpSpec::tool_excluded_by`] names for a tool `enable_tools` leaves out.
+pub const DISABLED_BY_ENABLE: &str = "not in enable_tools";
+
+/// What the caller of a tool the spec's filters exclude is told: the tool, the MCP and the
+/// rule, e.g. `tool "echo" of MCP "fs" is disabled by its spec (disable_tools)`.
+pub fn disabled_tool_message(tool: &str, mcp: &str, rule: &str) -> String {
+    format!("tool {tool:?} of MCP {mcp:?} is disabled by its spec ({rule})")
 }
 
 /// Header names the HTTP layer and the MCP transport own; a spec or runtime header may not set
@@ -482,10 +525,32 @@ mod tests {
         )
         .unwrap();
         assert!(spec.lists_tool("a"));
+        assert!(!spec.filters_tools());
+        assert_eq!(spec.tool_refusal("a"), None);
         spec.enable_tools = Some(vec!["a".into(), "b".into()]);
         spec.disable_tools = Some(vec!["b".into()]);
+        assert!(spec.filters_tools());
         assert!(spec.lists_tool("a"));
         assert!(!spec.lists_tool("b"));
         assert!(!spec.lists_tool("c"));
+        assert_eq!(spec.tool_excluded_by("a"), None);
+        assert_eq!(spec.tool_excluded_by("b"), Some("disable_tools"));
+        assert_eq!(spec.tool_excluded_by("c"), Some("not in enable_tools"));
+        assert_eq!(
+            spec.tool_refusal("b").as_deref(),
+            Some(r#"tool "b" of MCP "n" is disabled by its spec (disable_tools)"#)
+        );
+        assert_eq!(
+            spec.tool_refusal("c").as_deref(),
+            Some(r#"tool "c" of MCP "n" is disabled by its spec (not in enable_tools)"#)
+        );
+        // Either filter alone.
+        spec.enable_tools = None;
+        assert!(spec.filters_tools());
+        assert_eq!(spec.tool_excluded_by("c"), None);
+        assert_eq!(spec.tool_excluded_by("b"), Some("disable_tools"));
+        spec.enable_tools = Some(vec![]);
+        spec.disable_tools = None;
+        assert_eq!(spec.tool_excluded_by("a"), Some("not in enable_tools"));
     }
 }

@@ -54,6 +54,9 @@ export class SessionLostError extends McpgwError {}
 /** The caller gave up on the operation; the gateway was told to cancel it upstream. Code `CANCELLED` (7111). */
 export class CancelledError extends McpgwError {}
 
+/** A rule refused it before it reached the sandbox: the MCP's `enable_tools` / `disable_tools` (HTTP 403), or the host's policy. Code `POLICY_DENIED` (7112). */
+export class PolicyDeniedError extends McpgwError {}
+
 /**
  * Each failure code's number and class, by the code's name.
  *
@@ -77,4 +80,5 @@ export const CODES = new Map([
   ['PROTOCOL_ERROR', { result: 7109, Class: ProtocolError }],
   ['SESSION_LOST', { result: 7110, Class: SessionLostError }],
   ['CANCELLED', { result: 7111, Class: CancelledError }],
+  ['POLICY_DENIED', { result: 7112, Class: PolicyDeniedError }],
 ]);

@@ -21,7 +21,8 @@ use crate::error::{DeadlineSource, Error, py_repr};
 const PROGRESS_QUEUE: usize = 1024;
 
 impl Upstream {
-    /// Calls `tool` and returns the upstream's `CallToolResult` as it sent it. `deadline`
+    /// Calls `tool` and returns the upstream's `CallToolResult` as it sent it; a tool the
+    /// spec's filters do not list is refused without asking the upstream. `deadline`
     /// (from the request) can only shorten the MCP's `execution_timeout`; past it the upstream
     /// is told to cancel. Progress goes to `progress` when given.
     pub async fn call(
@@ -34,6 +35,7 @@ impl Upstream {
         let started = Instant::now();
         self.metrics.calls.fetch_add(1, Ordering::Relaxed);
         let result = async {
+            self.check_listed(tool)?;
             if !self.knows_tool(tool).await? {
                 return Err(Error::ToolNotFound {
                     tool: tool.to_string(),

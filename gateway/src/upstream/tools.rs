@@ -81,7 +81,8 @@ pub async fn fetch_tools(peer: &Arc<Peer>, handshake: &Handshake) -> Result<Vec<
 
 impl Upstream {
     /// The tools, filtered by the spec's `enable_tools`/`disable_tools` (as AgentScope's gateway
-    /// lists them). Served from the cache when the server announces list changes, else fetched.
+    /// lists them; a call of a tool filtered out is refused). Served from the cache when the
+    /// server announces list changes, else fetched.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
         let current = self.live_session();
         let cached_is_true = current.is_some_and(|s| s.announces_tool_changes());
@@ -95,6 +96,19 @@ impl Upstream {
             .filter(|t| self.spec.lists_tool(&t.name))
             .cloned()
             .collect())
+    }
+
+    /// Refuses a call of `tool` when the spec's filters do not list it: such a tool is never
+    /// called.
+    pub(super) fn check_listed(&self, tool: &str) -> Result<(), Error> {
+        match self.spec.tool_excluded_by(tool) {
+            None => Ok(()),
+            Some(rule) => Err(Error::ToolDisabled {
+                tool: tool.to_string(),
+                mcp: self.name.clone(),
+                rule,
+            }),
+        }
     }
 
     /// Whether the upstream has `tool`, asking it again when the cached list does not.

@@ -50,6 +50,9 @@ export declare class SessionLostError extends McpgwError {
 /** The caller gave up on the operation; the gateway was told to cancel it upstream. Code `CANCELLED` (7111). */
 export declare class CancelledError extends McpgwError {
 }
+/** A rule refused it before it reached the sandbox: the MCP's `enable_tools` / `disable_tools` (HTTP 403), or the host's policy. Code `POLICY_DENIED` (7112). */
+export declare class PolicyDeniedError extends McpgwError {
+}
 /**
  * Each failure code's number and class, by the code's name.
  *
