@@ -293,6 +293,25 @@ func TestErrors(t *testing.T) {
 	if err := c.AddMCP(ctx, mcpgw.StdioSpec("broken", "/nonexistent/server")); !errors.Is(err, mcpgw.ErrUpstreamError) {
 		t.Errorf("MCP server that cannot start: %v", err)
 	}
+	// A tool the spec disables is refused on call (403), as well as not listed.
+	off := testServerSpec("off")
+	off.DisableTools = []string{"echo"}
+	if err := c.AddMCP(ctx, off); err != nil {
+		t.Fatalf("AddMCP: %v", err)
+	}
+	_, err = c.CallTool(ctx, "off", "echo", map[string]string{"text": "x"})
+	if e := asError(t, err); !errors.Is(err, mcpgw.ErrPolicyDenied) || e.HTTPStatus != 403 || !strings.Contains(e.Detail, "disable_tools") {
+		t.Errorf("a disabled tool: %+v", e)
+	}
+	if tools, err := c.ListTools(ctx, "off"); err != nil || len(tools) == 0 {
+		t.Errorf("ListTools: %v %v", tools, err)
+	} else {
+		for _, tool := range tools {
+			if tool.Name == "echo" {
+				t.Errorf("a disabled tool is listed")
+			}
+		}
+	}
 	if err := c.RemoveMCP(ctx, "nope"); !errors.Is(err, mcpgw.ErrNotFound) {
 		t.Errorf("removing an unknown MCP: %v", err)
 	}

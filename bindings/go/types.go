@@ -31,9 +31,11 @@ type MCPSpec struct {
 	IsStateful *bool `json:"is_stateful,omitempty"`
 	// MCPConfig says how the gateway reaches the server.
 	MCPConfig MCPConfig `json:"mcp_config"`
-	// EnableTools, when not nil, lists the only tools that are listed.
+	// EnableTools, when not nil, lists the only tools that are listed and may be called (a call
+	// of another fails with ErrPolicyDenied).
 	EnableTools []string `json:"enable_tools"`
-	// DisableTools, when not nil, lists tools that are not listed.
+	// DisableTools, when not nil, lists tools that are neither listed nor callable (a call fails
+	// with ErrPolicyDenied).
 	DisableTools []string `json:"disable_tools"`
 	// ExecutionTimeout bounds each tool call of this MCP, in seconds (at most 86400); nil for no
 	// bound of its own (each call still has its context's deadline or the client's timeout).

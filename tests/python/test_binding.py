@@ -171,6 +171,13 @@ async def test_failures_raise_typed_errors(gateway: Gateway) -> None:
     assert e.value.status == 404 and e.value.code == "NOT_FOUND" and "nope" in (e.value.detail or "")
     with pytest.raises(mcpgw.NotFoundError):
         await client.list_tools("missing")
+    # A tool the spec disables is refused on call, as well as not listed.
+    await client.add_mcp({**ts_spec("off"), "disable_tools": ["echo"]})
+    with pytest.raises(mcpgw.PolicyDeniedError) as d:
+        await client.call_tool("off", "echo", {"text": "x"})
+    assert d.value.status == 403 and d.value.code == "POLICY_DENIED" and "disable_tools" in (d.value.detail or "")
+    assert "echo" not in [t["name"] for t in await client.list_tools("off")]
+    await client.remove_mcp("off")
     with pytest.raises(mcpgw.ConflictError) as c:
         await client.add_mcp(ts_spec())
     assert c.value.status == 409

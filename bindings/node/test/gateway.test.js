@@ -16,6 +16,7 @@ import {
   InvalidArgumentError,
   McpgwError,
   NotFoundError,
+  PolicyDeniedError,
   dataBytes,
   exec,
   nativeStats,
@@ -186,6 +187,15 @@ describe('a gateway in a local sandbox', () => {
     assert.match(e.detail, /nope/);
     e = await rejects(() => client.callTool('ts', 'no_such_tool', {}), NotFoundError);
     assert.equal(e.status, 404);
+    // A tool the spec disables is refused on call, as well as not listed.
+    await client.addMcp({ ...testserverSpec('off'), disable_tools: ['echo'] });
+    e = await rejects(() => client.callTool('off', 'echo', { text: 'x' }), PolicyDeniedError);
+    assert.equal(e.status, 403);
+    assert.equal(e.result, 7112);
+    assert.match(e.detail, /disable_tools/);
+    const listed = (await client.listTools('off')).map((t) => t.name);
+    assert.ok(listed.length > 0 && !listed.includes('echo'), String(listed));
+    await client.removeMcp('off');
     // Refused by the library before any command runs: no HTTP status.
     const before = sb.commands().length;
     e = await rejects(() => client.listTools('bad name'), InvalidArgumentError);
