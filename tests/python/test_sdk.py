@@ -230,10 +230,15 @@ async def test_the_servers_requests_answered_by_the_sdk(client: mcpgw.AsyncClien
 
 async def test_a_multi_round_trip_tool_answered_by_the_sdks_callbacks(client: mcpgw.AsyncClient) -> None:
     """The test server's `confirm`, a 2026-07-28 multi round-trip request, for an SDK session of
-    an older revision: the gateway asks the SDK each input request as a 2025 server would."""
+    an older revision on a server of 2026-07-28 alone: the gateway asks the SDK each input
+    request as a 2025 server would. (A server of both revisions answers such a session itself,
+    as it would straight.)"""
+    modern = ts_spec("ts26")
+    modern["mcp_config"]["env"] = {"MCPGW_TEST_PROTOCOLS": "2026-07-28"}
+    await client.add_mcp(modern)
     asked: list[str] = []
     async with (
-        client_streams(client, "ts") as (read, write),
+        client_streams(client, "ts26") as (read, write),
         ClientSession(read, write, **answering(asked, {"action": "accept", "content": {"ok": True}})) as s,
     ):
         await s.initialize()
