@@ -286,6 +286,11 @@ enum mcpgw_action_kind
      Something worth a log line: `mcpgw_action_text`.
      */
     MCPGW_ACTION_KIND_NOTICE = 11,
+    /*
+     The audit record of a call that ended (`mcpgw_action_bytes`, a JSON object), when the
+     configuration's `audit` is on; a host that did not turn it on never gets one.
+     */
+    MCPGW_ACTION_KIND_AUDIT = 12,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

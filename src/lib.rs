@@ -17,6 +17,7 @@ pub mod error;
 pub mod exec;
 pub mod host;
 pub mod local;
+pub mod policy;
 pub mod quote;
 pub mod random;
 pub mod session;

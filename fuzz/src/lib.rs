@@ -430,7 +430,10 @@ pub fn host(data: &[u8]) {
                 Action::Progress { op, .. } => {
                     assert!(ops.contains_key(&op), "progress of an unknown operation")
                 }
-                Action::Write { .. } | Action::CloseInput { .. } | Action::Notice(_) => {}
+                Action::Write { .. }
+                | Action::CloseInput { .. }
+                | Action::Notice(_)
+                | Action::Audit(_) => {}
             }
         }
     };

@@ -47,6 +47,14 @@ OPTIONS:
                           $XDG_RUNTIME_DIR/mcpgw/ or /tmp/mcpgw-UID/)
   --allow-origin ORIGIN   an Origin header --http accepts besides loopback ones
                           (http://localhost:PORT, 127.0.0.1, [::1]); repeatable
+  --policy FILE           the host's rules (JSON): which tools, prompts and resources of which
+                          servers a client may reach; what they refuse is not listed, and a
+                          request for it is answered with JSON-RPC error -32003 naming the rule
+                          (e.g. {\"servers\": {\"fs\": {\"tools\": {\"deny\": [\"write_*\"]}}}})
+  --audit-log FILE        one JSON record a line for each call (tools/call, prompts/get,
+                          resources/read): time, scope, server, method, name, the arguments'
+                          SHA-256 and size, outcome (ok, error, denied, cancelled, timeout,
+                          lost), duration and result size; appended (created 0600)
   --timeout SECONDS       a request's time limit (default 600)
   --log-level LEVEL       error, warn (default), info or debug, on stderr
 ";
@@ -74,6 +82,10 @@ pub struct McpArgs {
     pub timeout_ms: u64,
     /// `--log-level`.
     pub log_level: Level,
+    /// `--policy`.
+    pub policy: mcpgw::policy::Policy,
+    /// `--audit-log`.
+    pub audit_log: Option<PathBuf>,
 }
 
 /// A log level.
@@ -169,6 +181,8 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         origins: Vec::new(),
         timeout_ms: 600_000,
         log_level: Level::Warn,
+        policy: Default::default(),
+        audit_log: None,
     };
     let mut set_backend = |b: Backend| -> Result<(), String> {
         if backend.replace(b).is_some() {
@@ -263,6 +277,14 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 headers.insert(k.to_owned(), Value::String(val.to_owned()));
             }
             "--config" => config = Some(value(flag)?),
+            "--audit-log" => out.audit_log = Some(value(flag)?.into()),
+            "--policy" => {
+                let path = value(flag)?;
+                let text =
+                    std::fs::read_to_string(&path).map_err(|e| format!("--policy {path}: {e}"))?;
+                out.policy = mcpgw::policy::Policy::from_json(&text)
+                    .map_err(|e| format!("--policy {path}: {}", e.message()))?;
+            }
             "--gateway" => out.gateway = Some(value(flag)?),
             "--gateway-binary" => out.gateway_binary = Some(value(flag)?.into()),
             "--http" => out.http = Some(value(flag)?),

@@ -92,8 +92,15 @@ impl Sandbox {
     /// Installs and launches the gateway as needed, opens the session, registers the servers.
     pub async fn set_up(args: &McpArgs) -> Result<Sandbox, Error> {
         let binary = host_gateway_binary(args);
+        let audit = args
+            .audit_log
+            .as_deref()
+            .map(crate::audit::open_log)
+            .transpose()?;
         let mut config = HostConfig::new(args.backend.clone());
+        config.audit = audit.is_some();
         config.timeout_ms = args.timeout_ms;
+        config.policy = args.policy.clone();
         // The endpoint's own gateway, in a directory of its own: ended with the endpoint.
         let tag = mcpgw::random::hex_id();
         config.state_dir = Some(format!("/tmp/mcpgw-mcp-{}", &tag[..12]));
@@ -117,7 +124,7 @@ impl Sandbox {
                 None
             }
         };
-        let host = Host::start(config)?;
+        let host = Host::start_audited(config, audit)?;
         if let Some(bin) = install {
             host.run(
                 submit(

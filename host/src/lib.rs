@@ -9,6 +9,7 @@
 //! is made per host or per session.
 
 pub mod aggregate;
+pub mod audit;
 pub mod cli;
 pub mod endpoint;
 pub mod http;
@@ -129,9 +130,17 @@ impl Drop for Pending {
 impl Host {
     /// Starts a driver for `config` on the current tokio runtime.
     pub fn start(config: HostConfig) -> Result<Host, Error> {
+        Host::start_audited(config, None)
+    }
+
+    /// [`Host::start`], with `audit` receiving each audit record (a line of JSON) when the
+    /// configuration's `audit` is on.
+    pub fn start_audited(config: HostConfig, audit: Option<AuditSink>) -> Result<Host, Error> {
         let host = driver::Host::new(config)?;
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(Task::new(host, tx.clone()).run(rx));
+        let mut task = Task::new(host, tx.clone());
+        task.audit = audit;
+        tokio::spawn(task.run(rx));
         Ok(Host {
             inner: std::sync::Arc::new(Inner { tx }),
         })
@@ -265,8 +274,12 @@ struct Proc {
     stdin: Option<mpsc::UnboundedSender<Vec<u8>>>,
 }
 
+/// Where audit records go.
+pub type AuditSink = Box<dyn FnMut(&str) + Send>;
+
 struct Task {
     host: driver::Host,
+    audit: Option<AuditSink>,
     tx: mpsc::UnboundedSender<Msg>,
     procs: HashMap<ProcId, Proc>,
     ops: HashMap<Id, Waiter>,
@@ -330,6 +343,7 @@ impl Task {
     fn new(host: driver::Host, tx: mpsc::UnboundedSender<Msg>) -> Task {
         Task {
             host,
+            audit: None,
             tx,
             procs: HashMap::new(),
             ops: HashMap::new(),
@@ -505,6 +519,11 @@ impl Task {
                     }
                 }
                 Action::Notice(_) => {}
+                Action::Audit(record) => {
+                    if let Some(sink) = self.audit.as_mut() {
+                        sink(&record);
+                    }
+                }
             }
         }
     }

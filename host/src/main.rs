@@ -25,6 +25,13 @@ fn main() -> ExitCode {
         }
         Command::Mcp(args) => *args,
     };
+    // A log that cannot be written is said before anything starts.
+    if let Some(path) = &args.audit_log
+        && let Err(e) = mcpgw_host::audit::open_log(path)
+    {
+        eprintln!("mcpgw: {}", e.message());
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -75,6 +75,9 @@ pub enum mcpgw_action_kind {
     ConnectionClosed = 10,
     /// Something worth a log line: `mcpgw_action_text`.
     Notice = 11,
+    /// The audit record of a call that ended (`mcpgw_action_bytes`, a JSON object), when the
+    /// configuration's `audit` is on; a host that did not turn it on never gets one.
+    Audit = 12,
 }
 
 /// What a `RUN` action's standard input is.
@@ -223,6 +226,11 @@ impl mcpgw_action {
             Action::Notice(text) => {
                 let mut a = mcpgw_action::new(K::Notice);
                 a.text = Some(cstring_lossy(&text));
+                a
+            }
+            Action::Audit(record) => {
+                let mut a = mcpgw_action::new(K::Audit);
+                a.bytes = record.into_bytes();
                 a
             }
         }

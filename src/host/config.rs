@@ -1,6 +1,7 @@
 //! What a host driver is given: its configuration and the operations submitted to it, both also
 //! as JSON (the C ABI and the bindings pass them so), with one set of names for every language.
 
+use crate::policy::Policy;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -101,6 +102,13 @@ pub struct HostConfig {
     /// three times the heartbeat interval the hello announces, and none when it announces none).
     #[serde(default)]
     pub heartbeat_timeout_ms: u64,
+    /// The host's rules for what its calls and connections may reach (see
+    /// [`crate::policy`]); none by default.
+    #[serde(default, skip_serializing_if = "Policy::is_empty")]
+    pub policy: Policy,
+    /// Whether each call's end makes an audit record ([`super::Action::Audit`]).
+    #[serde(default)]
+    pub audit: bool,
 }
 
 /// A transport's name in a [`HostConfig`].

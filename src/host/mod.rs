@@ -29,8 +29,10 @@
 //! - **Messages.** A channel's stderr is split into the backend's own lines and attach's log
 //!   lines; the messages quote each for what it is.
 
+mod audit;
 pub mod backend;
 mod config;
+mod govern;
 #[cfg(test)]
 mod tests;
 
@@ -156,6 +158,9 @@ pub enum Action {
     },
     /// Something worth a log line (a frame for a call no longer in flight, a channel reopened).
     Notice(String),
+    /// The audit record of a call that ended (JSON; see [`audit`]), when the configuration's
+    /// `audit` is on: one per call, before the call's own end is reported.
+    Audit(String),
 }
 
 /// How a process ended.
@@ -237,6 +242,10 @@ struct Entry {
     call: Option<CallId>,
     /// What carries the call on the channel, which says what its answer means.
     carry: Carry,
+    /// The scope (agent, MCP) whose policy filters a tool list.
+    filter: Option<(String, String)>,
+    /// The audit of a call, when audit is on.
+    audit: Option<audit::Started>,
 }
 
 /// What carries a call on the session channel.
@@ -330,6 +339,8 @@ struct Channel {
 /// A virtual connection.
 struct Conn {
     sid: u64,
+    /// What the host's policy needs of it.
+    screen: govern::Screen,
 }
 
 /// Whether a session is wanted, and the state of opening it again.
@@ -464,6 +475,20 @@ impl Host {
             self.end_session(now);
         }
         let id = self.take_id();
+        let audit = self
+            .config
+            .audit
+            .then(|| govern::started_op(submit, id, now))
+            .flatten();
+        if let Some(refused) = govern::refused_op(&self.config.policy, submit) {
+            let result = Err(refused);
+            if let Some(started) = audit {
+                let record = govern::op_record(&started, &result, now);
+                self.actions.push_back(Action::Audit(record));
+            }
+            self.actions.push_back(Action::Done { op: id, result });
+            return id;
+        }
         let job = if submit.is_rest() && self.awaits_gateway() {
             Job::Later(Box::new(submit.clone()))
         } else {
@@ -482,6 +507,8 @@ impl Host {
                 deadline: None,
                 call: None,
                 carry: Carry::Request,
+                filter: govern::list_filter(&self.config.policy, submit),
+                audit,
             },
         );
         self.dispatch(id, now);
@@ -511,14 +538,23 @@ impl Host {
                 deadline: None,
                 call: None,
                 carry: Carry::Request,
+                filter: None,
+                audit: None,
             },
         );
         self.dispatch(id, now);
         id
     }
 
-    fn done(&mut self, id: Id, result: Result<Output, Error>) {
+    fn done(&mut self, id: Id, mut result: Result<Output, Error>) {
         if let Some(entry) = self.ops.remove(&id) {
+            if let Some(scope) = &entry.filter {
+                govern::filter_tools(&self.config.policy, scope, &mut result);
+            }
+            if let Some(started) = &entry.audit {
+                let record = govern::op_record(started, &result, Instant::now());
+                self.actions.push_back(Action::Audit(record));
+            }
             if let Place::Command(proc)
             | Place::Asking {
                 proc: Some(proc), ..
@@ -1380,6 +1416,12 @@ impl Host {
                 }
                 Event::ConnectionMessage { id: sid, msg } => {
                     if let Some(conn) = channel.by_sid.get(&sid) {
+                        let mut records = Vec::new();
+                        let msg = match self.conns.get_mut(conn) {
+                            Some(c) => c.screen.answer(&self.config.policy, msg, &mut records, now),
+                            None => msg,
+                        };
+                        self.actions.extend(records.into_iter().map(Action::Audit));
                         self.actions
                             .push_back(Action::ConnectionMessage { conn: *conn, msg });
                     }
@@ -1391,7 +1433,11 @@ impl Host {
                     kind,
                 } => {
                     if let Some(conn) = channel.by_sid.remove(&sid) {
-                        self.conns.remove(&conn);
+                        if let Some(mut c) = self.conns.remove(&conn) {
+                            let mut records = Vec::new();
+                            c.screen.lost(reason.as_deref(), &mut records, now);
+                            self.actions.extend(records.into_iter().map(Action::Audit));
+                        }
                         self.actions.push_back(Action::ConnectionClosed {
                             conn,
                             reason,
@@ -1600,19 +1646,32 @@ impl Host {
         let id = self.next;
         self.next += 1;
         channel.by_sid.insert(sid, id);
-        self.conns.insert(id, Conn { sid });
+        let screen = govern::Screen::new(mcp, agent_id, session_id);
+        self.conns.insert(id, Conn { sid, screen });
         self.flush(now);
         Ok(id)
     }
 
     /// Sends one JSON-RPC message on connection `conn`.
     pub fn send(&mut self, conn: Id, msg: &str, now: Instant) -> Result<(), Error> {
-        let (Some(c), Some(channel)) = (self.conns.get(&conn), self.channel.as_mut()) else {
+        let (Some(c), Some(channel)) = (self.conns.get_mut(&conn), self.channel.as_mut()) else {
             return Err(Error::new(
                 ErrorKind::InvalidState,
                 format!("connection {conn} is not open"),
             ));
         };
+        let rules = govern::Rules {
+            policy: &self.config.policy,
+            audit: self.config.audit,
+        };
+        let mut records = Vec::new();
+        let refused = c.screen.request(&rules, msg, &mut records, now);
+        self.actions.extend(records.into_iter().map(Action::Audit));
+        if let Some(refused) = refused {
+            self.actions
+                .push_back(Action::ConnectionMessage { conn, msg: refused });
+            return Ok(());
+        }
         channel.session.send_message(c.sid, msg)?;
         self.flush(now);
         Ok(())

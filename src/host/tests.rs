@@ -1195,3 +1195,49 @@ fn a_provider_driving_program_says_its_sdks_failures_in_one_line() {
         Verdict::Command
     );
 }
+
+#[test]
+fn the_policy_refuses_a_call_before_any_command_and_filters_the_tool_list() {
+    let mut c = config(docker());
+    c.policy = crate::policy::Policy::from_json(
+        r#"{"servers": {"ts": {"tools": {"deny": ["cr*"]}}},
+            "scopes": {"alice": {"servers": {"*": {"tools": {"deny": ["echo"]}}}}}}"#,
+    )
+    .unwrap();
+    let mut sim = Sim::new(c);
+    let id = sim.submit(json!({"op": "call_tool", "mcp": "ts", "tool": "crash"}));
+    let (done, result) = sim.done();
+    assert_eq!(done, id);
+    let e = result.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PolicyDenied);
+    assert!(
+        e.message().contains(r#"servers."ts".tools.deny: "cr*""#),
+        "{e}"
+    );
+    sim.none_left();
+    // Alice's scope has a rule of its own; another scope's call runs.
+    sim.submit(json!({"op": "call_tool", "mcp": "ts", "tool": "echo", "agent_id": "alice"}));
+    assert_eq!(sim.done().1.unwrap_err().kind(), ErrorKind::PolicyDenied);
+    sim.submit(json!({"op": "call_tool", "mcp": "ts", "tool": "echo", "agent_id": "bob"}));
+    let (proc, ..) = sim.run();
+    sim.exit(
+        proc,
+        0,
+        &ok_body(&json!({"chunk": chunk("hi", true)}).to_string()),
+        b"",
+    );
+    assert!(sim.done().1.is_ok());
+    sim.submit(json!({"op": "list_tools", "mcp": "ts"}));
+    let (proc, ..) = sim.run();
+    let tools = json!([{"name": "crash", "inputSchema": {"type": "object"}},
+                       {"name": "echo", "inputSchema": {"type": "object"}}]);
+    sim.exit(proc, 0, &ok_body(&tools.to_string()), b"");
+    let Output::Tools(tools) = sim.done().1.unwrap() else {
+        panic!("not a tool list")
+    };
+    assert_eq!(
+        tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        ["echo"]
+    );
+    sim.none_left();
+}

@@ -24,6 +24,7 @@ export const ACTION_KIND = Object.freeze({
   CONNECTION_MESSAGE: 9,
   CONNECTION_CLOSED: 10,
   NOTICE: 11,
+  AUDIT: 12,
 });
 
 /** `mcpgw_stdin_kind` values. */
