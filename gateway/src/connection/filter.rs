@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 
 use super::Connection;
 
-/// The JSON-RPC error code of a `tools/call` the spec's filters refuse.
-pub const TOOL_DISABLED: i64 = -32003;
+/// The JSON-RPC error code of a `tools/call` the spec's filters refuse: the host policy's.
+pub const TOOL_DISABLED: i64 = mcpgw::policy::DENIED_CODE;
 
 impl Connection {
     /// Why the host's request `method` (its `params` parsed) is refused by the spec's filters:
