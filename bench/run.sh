@@ -20,6 +20,10 @@ target/release/mcpgw-bench "$@" || status=$?
 echo
 echo "rust host driver: 1000 sessions in one process (one runtime thread), calls across all of them"
 target/release/mcpgw-sessions 1000 4 5 || status=$?
+# The host's policy (50 rules) and audit on a call, against the same call without them.
+echo
+echo "rust host driver: a call with the host's policy and audit on, against the same call plain"
+target/release/mcpgw-governed 2000 || status=$?
 # Node: one process holding 1,000 open sessions, calling across all of them.
 echo
 echo "node: one process holding 1,000 sessions against 4 local gateways"
