@@ -974,8 +974,35 @@ mod tests {
             .unwrap();
         let pid = pid_in(&file);
         assert!(alive(pid));
-        // What a binding does for KILL: the group, then the held stdin once the process exited.
+        // Both the command and the watcher are in sessions of their own (a KILL in the few
+        // microseconds before the watcher's setsid would take the watcher along: the window
+        // the wrapper cannot close without a handshake).
         let group = i32::try_from(child.id()).unwrap();
+        let own_sessions = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|p| {
+                    let stat =
+                        std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                    let fields: Vec<&str> = stat
+                        .rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .split_whitespace()
+                        .collect();
+                    fields.get(1) == Some(&group.to_string().as_str())
+                        && fields.get(3) == Some(&p.to_string().as_str())
+                })
+                .count()
+        };
+        for _ in 0..500 {
+            if own_sessions() == 2 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // What a binding does for KILL: the group, then the held stdin once the process exited.
         Command::new("kill")
             .args(["-KILL", "--", &format!("-{group}")])
             .status()
