@@ -70,6 +70,7 @@ async fn call(conn: &mut Connection, id: u64) -> f64 {
 
 async fn connect(host: &Host) -> Connection {
     let mut conn = host.connect("ts", "", "", false).await.unwrap();
+    assert!(matches!(conn.recv().await, Some(ConnectionEvent::Opened)));
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                    "clientInfo": {"name": "bench", "version": "1"}}});
