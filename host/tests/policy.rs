@@ -193,6 +193,11 @@ fn what_the_policy_refuses_is_neither_listed_nor_reached() {
             .unwrap()
             .contains("tools.deny")
     );
+    // The client ends: the endpoint stops what it started, and the log holds what it held.
+    let status = c.finish(std::time::Duration::from_secs(30));
+    assert!(status.success(), "{status:?}");
+    let after = std::fs::read_to_string(&audit).unwrap().lines().count();
+    assert_eq!(after, records.len());
 }
 
 #[test]
