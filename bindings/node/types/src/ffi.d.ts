@@ -17,6 +17,7 @@ export declare const ACTION_KIND: Readonly<{
     CONNECTION_MESSAGE: 9;
     CONNECTION_CLOSED: 10;
     NOTICE: 11;
+    AUDIT: 12;
 }>;
 /** `mcpgw_stdin_kind` values. */
 export declare const STDIN_KIND: Readonly<{
