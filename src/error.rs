@@ -168,6 +168,22 @@ impl Error {
         self
     }
 
+    /// The error with every secret value `redactor` covers replaced in its texts.
+    pub fn redacted(mut self, redactor: &crate::secret::Redactor) -> Error {
+        if let std::borrow::Cow::Owned(m) = redactor.redact_str(&self.message) {
+            self.message = m;
+        }
+        if let Some(d) = &self.detail
+            && let std::borrow::Cow::Owned(m) = redactor.redact_str(d)
+        {
+            self.detail = Some(m);
+        }
+        if let Some(b) = self.backend.as_mut() {
+            b.redact(redactor);
+        }
+        self
+    }
+
     /// The kind of failure.
     pub fn kind(&self) -> ErrorKind {
         self.kind

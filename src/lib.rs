@@ -20,6 +20,7 @@ pub mod local;
 pub mod policy;
 pub mod quote;
 pub mod random;
+pub mod secret;
 pub mod session;
 pub mod wire;
 

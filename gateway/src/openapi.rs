@@ -527,11 +527,34 @@ fn add_registration_rules(doc: &mut Value) {
         "additionalProperties": {"type": "string", "pattern": HEADER_VALUE_PATTERN},
     });
     let headers_ref = json!({"$ref": "#/components/schemas/Headers"});
+    // A secret as a registration gives it (the host driver adds its value; an echo shows the
+    // name alone).
+    let given = |value: Value| {
+        json!({
+            "type": "object",
+            "description": "A secret the host resolved: its name and value (GET /mcps shows the name alone).",
+            "required": ["secret", "value"],
+            "additionalProperties": false,
+            "properties": {
+                "secret": schemas["SecretRef"]["properties"]["secret"].clone(),
+                "value": value,
+            },
+        })
+    };
+    let min = mcpgw::wire::spec::MIN_SECRET_BYTES;
+    let header_secret = given(json!({"type": "string", "minLength": min,
+                                     "pattern": HEADER_VALUE_PATTERN}));
+    let env_secret = given(json!({"type": "string", "minLength": min}));
+    let mut spec_headers = schemas["Headers"].clone();
+    spec_headers["additionalProperties"] = json!({"anyOf": [
+        {"type": "string", "pattern": HEADER_VALUE_PATTERN}, header_secret]});
     let http_headers = &mut schemas["HttpConfig"]["properties"]["headers"];
     *http_headers = json!({
         "description": http_headers["description"],
-        "anyOf": [headers_ref, {"type": "null"}],
+        "anyOf": [spec_headers, {"type": "null"}],
     });
+    schemas["StdioConfig"]["properties"]["env"]["additionalProperties"] =
+        json!({"anyOf": [{"type": "string"}, env_secret]});
     let runtime = &mut schemas["RuntimeHeaders"]["properties"]["headers"];
     *runtime = json!({
         "description": format!(

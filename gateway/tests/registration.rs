@@ -123,3 +123,42 @@ async fn delete_during_connect_cancels_that_registration_and_frees_the_name() {
     let listed = gw.get("/mcps").await.expect(200).json();
     assert_eq!(listed[0]["mcp_config"]["env"]["MCPGW_TEST_MARK"], "second");
 }
+
+/// A secret in a spec's `env` (`{"secret": NAME, "value": V}`, as the host driver sends it): the
+/// server gets V; `GET /mcps`, the registration's answer and the log show the name alone; a
+/// secret without its value is refused with the field named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_in_a_spec_reaches_the_server_and_is_never_echoed() {
+    let gw = start_gateway(&[]);
+    let value = format!("value-of-{}", mcpgw::random::uuid4_hex());
+    let mut spec = testserver_stdio("sec");
+    spec["mcp_config"]["env"]["MCPGW_TEST_KEY"] = json!({"secret": "KEY", "value": value});
+    let added = gw.add(spec.clone(), "").await.expect(200);
+    assert!(!added.text().contains(&value), "{}", added.text());
+    let info = gw.call("sec", "info", json!({})).await.expect(200).json();
+    assert!(
+        info.to_string()
+            .contains(&format!("\"MCPGW_TEST_KEY\":\"{value}\"")),
+        "the server's environment holds the value: {info}"
+    );
+    let listed = gw.get("/mcps").await.expect(200).json();
+    let env = &listed.as_array().unwrap()[0]["mcp_config"]["env"];
+    assert_eq!(env["MCPGW_TEST_KEY"], json!({"secret": "KEY"}), "{listed}");
+    assert_eq!(env["MCPGW_TEST_MARK"], "sec", "{listed}");
+    assert!(!listed.to_string().contains(&value), "{listed}");
+
+    spec["name"] = json!("nameonly");
+    spec["mcp_config"]["env"]["MCPGW_TEST_KEY"] = json!({"secret": "KEY"});
+    let refused = gw.add(spec.clone(), "").await.expect(400);
+    assert!(
+        refused
+            .detail()
+            .contains("mcp_config.env.MCPGW_TEST_KEY names secret \"KEY\" without its value"),
+        "{}",
+        refused.text()
+    );
+    spec["mcp_config"]["env"]["MCPGW_TEST_KEY"] = json!({"secret": "KEY", "extra": 1});
+    let refused = gw.add(spec, "").await.expect(400);
+    assert!(refused.detail().contains("\"extra\""), "{}", refused.text());
+    assert!(!gw.log().contains(&value), "{}", gw.log());
+}

@@ -34,6 +34,13 @@ SANDBOX (one of; default --local):
 OPTIONS:
   --name NAME             the server's name in the gateway (default: mcp)
   --env NAME=VALUE        an environment variable of COMMAND (repeatable)
+  --secret-env NAME[=SECRET]
+                          an environment variable of COMMAND whose value is the host's secret
+                          SECRET (default: NAME), read from this process's environment; it
+                          crosses in a session frame only, and every answer shows it as
+                          [secret:SECRET] (repeatable; --config files write {\"secret\": SECRET})
+  --secret-header NAME=SECRET
+                          likewise, a header of --url's requests (repeatable)
   --cwd DIR               COMMAND's working directory inside the sandbox
   --gateway PATH          the gateway binary inside the sandbox (default: installed from
                           --gateway-binary at /tmp/mcpgw-bin/mcpgw-gateway-VERSION, or
@@ -267,6 +274,21 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                     .ok_or_else(|| format!("--env {v:?}: give NAME=VALUE"))?;
                 env.insert(k.to_owned(), Value::String(val.to_owned()));
             }
+            "--secret-env" | "--secret-header" => {
+                let v = value(flag)?;
+                let (k, secret) = match v.split_once('=') {
+                    Some((k, s)) => (k, s),
+                    None if flag == "--secret-env" => (v.as_str(), v.as_str()),
+                    None => return Err(format!("{flag} {v:?}: give NAME=SECRET")),
+                };
+                mcpgw::wire::spec::check_secret_name(secret).map_err(|e| format!("{flag}: {e}"))?;
+                let into = if flag == "--secret-env" {
+                    &mut env
+                } else {
+                    &mut headers
+                };
+                into.insert(k.to_owned(), json!({"secret": secret}));
+            }
             "--cwd" => cwd = Some(value(flag)?),
             "--url" => url = Some(value(flag)?),
             "--header" => {
@@ -362,8 +384,14 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         )];
     }
     for (name, spec) in &out.servers {
+        // The secrets it names must be set here (resolved on a copy: the driver resolves them
+        // again when it registers the server).
+        let mut spec = spec.clone();
+        mcpgw::secret::Secrets::default()
+            .resolve_spec(&mut spec)
+            .map_err(|e| format!("server {name:?}: {e}"))?;
         let parsed: mcpgw::wire::McpSpec =
-            serde_json::from_value(spec.clone()).map_err(|e| format!("server {name:?}: {e}"))?;
+            serde_json::from_value(spec).map_err(|e| format!("server {name:?}: {e}"))?;
         parsed
             .validate()
             .map_err(|e| format!("server {name:?}: {e}"))?;

@@ -2,6 +2,7 @@
 //! as JSON (the C ABI and the bindings pass them so), with one set of names for every language.
 
 use crate::policy::Policy;
+use crate::secret::SecretValues;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -109,6 +110,11 @@ pub struct HostConfig {
     /// Whether each call's end makes an audit record ([`super::Action::Audit`]).
     #[serde(default)]
     pub audit: bool,
+    /// Secret values by name, which specs' `{"secret": NAME}` resolve to before the host's
+    /// environment variable NAME (see [`crate::secret`]). Never serialized back; `Debug` shows
+    /// the names alone.
+    #[serde(default, skip_serializing)]
+    pub secrets: SecretValues,
 }
 
 /// A transport's name in a [`HostConfig`].
@@ -142,6 +148,7 @@ impl HostConfig {
         if self.open_timeout_ms == 0 {
             return Err(Error::invalid_argument("open_timeout_ms must not be zero"));
         }
+        self.secrets.secrets()?;
         Ok(())
     }
 

@@ -49,6 +49,7 @@ pub use config::{HostConfig, OP_NAMES, Op, Submit, TransportName};
 
 use crate::client::{Client, ExecOutput, Operation, Output};
 use crate::error::{Error, ErrorKind, tail};
+use crate::secret::Secrets;
 use crate::session::{AttachOptions, Event, Session};
 use crate::wire::frame::{CallId, Hello};
 
@@ -246,6 +247,9 @@ struct Entry {
     filter: Option<(String, String)>,
     /// The audit of a call, when audit is on.
     audit: Option<audit::Started>,
+    /// Whether its request holds a secret's value: it goes over the session channel or not at
+    /// all (never in a command's text).
+    sealed: bool,
 }
 
 /// What carries a call on the session channel.
@@ -375,6 +379,8 @@ pub struct Host {
     /// Calls resumed on a new channel, since the start.
     resumed: u64,
     actions: VecDeque<Action>,
+    /// The secrets specs name, and the redaction of their values.
+    secrets: Secrets,
 }
 
 impl std::fmt::Debug for Host {
@@ -393,6 +399,7 @@ impl Host {
     pub fn new(config: HostConfig) -> Result<Host, Error> {
         config.validate()?;
         let client = Client::new(config.client_config())?;
+        let secrets = config.secrets.secrets()?;
         Ok(Host {
             client,
             config,
@@ -405,6 +412,7 @@ impl Host {
             retired: Vec::new(),
             resumed: 0,
             actions: VecDeque::new(),
+            secrets,
         })
     }
 
@@ -463,9 +471,71 @@ impl Host {
         Duration::from_millis(n)
     }
 
-    /// The next action, if any.
+    /// The next action, if any. Once a secret is in use, the text of every action from the
+    /// sandbox has its value replaced by `[secret:NAME]` (see [`crate::secret`]).
     pub fn poll_action(&mut self) -> Option<Action> {
-        self.actions.pop_front()
+        let action = self.actions.pop_front()?;
+        let r = self.secrets.redactor();
+        if r.is_empty() {
+            return Some(action);
+        }
+        let text = |t: String| match r.redact_str(&t) {
+            std::borrow::Cow::Borrowed(_) => t,
+            std::borrow::Cow::Owned(o) => o,
+        };
+        Some(match action {
+            Action::Done { op, result: Err(e) } => Action::Done {
+                op,
+                result: Err(e.redacted(r)),
+            },
+            Action::Notice(t) => Action::Notice(text(t)),
+            Action::Audit(t) => Action::Audit(text(t)),
+            Action::ConnectionClosed {
+                conn,
+                reason,
+                status,
+                kind,
+            } => Action::ConnectionClosed {
+                conn,
+                reason: reason.map(text),
+                status,
+                kind,
+            },
+            other => other,
+        })
+    }
+
+    /// Gives the value of secret `name`, which a spec's `{"secret": "NAME"}` then resolves to
+    /// (before the host's environment variable of that name). The value must be at least
+    /// [`crate::wire::spec::MIN_SECRET_BYTES`] long.
+    pub fn set_secret(&mut self, name: &str, value: &str) -> Result<(), Error> {
+        self.secrets
+            .set(name, value)
+            .map_err(Error::invalid_argument)
+    }
+
+    /// Resolves the secrets an `add_mcp` spec names; `Ok(None)` when it names none.
+    fn seal(&mut self, submit: &Submit) -> Result<Option<Submit>, Error> {
+        let Op::AddMcp { spec } = &submit.op else {
+            return Ok(None);
+        };
+        let mut spec = spec.clone();
+        let named = self
+            .secrets
+            .resolve_spec(&mut spec)
+            .map_err(|e| Error::invalid_argument(format!("the MCP spec is invalid: {e}")))?;
+        if !named {
+            return Ok(None);
+        }
+        if let Some(channel) = self.channel.as_mut() {
+            channel
+                .session
+                .set_redactor(self.secrets.redactor().clone());
+        }
+        Ok(Some(Submit {
+            op: Op::AddMcp { spec },
+            ..submit.clone()
+        }))
     }
 
     /// Submits an operation; every id gets exactly one [`Action::Done`] (an operation that
@@ -480,7 +550,24 @@ impl Host {
             .audit
             .then(|| govern::started_op(submit, id, now))
             .flatten();
-        if let Some(refused) = govern::refused_op(&self.config.policy, submit) {
+        let (sealed, refused) = match self.seal(submit) {
+            Ok(s) => (s, govern::refused_op(&self.config.policy, submit)),
+            Err(e) => (None, Some(e)),
+        };
+        let sealed_op = sealed.is_some();
+        let submit = sealed.as_ref().unwrap_or(submit);
+        if sealed_op && matches!(self.want, Want::Off) {
+            let e = Error::invalid_argument(
+                "a spec that names a secret is registered over the session channel only: open \
+                 the session first (open_session)",
+            );
+            self.actions.push_back(Action::Done {
+                op: id,
+                result: Err(e),
+            });
+            return id;
+        }
+        if let Some(refused) = refused {
             let result = Err(refused);
             if let Some(started) = audit {
                 let record = govern::op_record(&started, &result, now);
@@ -509,6 +596,7 @@ impl Host {
                 carry: Carry::Request,
                 filter: govern::list_filter(&self.config.policy, submit),
                 audit,
+                sealed: sealed_op,
             },
         );
         self.dispatch(id, now);
@@ -540,6 +628,7 @@ impl Host {
                 carry: Carry::Request,
                 filter: None,
                 audit: None,
+                sealed: false,
             },
         );
         self.dispatch(id, now);
@@ -618,6 +707,14 @@ impl Host {
                 return;
             }
         }
+        if self.ops.get(&id).is_some_and(|e| e.sealed) {
+            let e = Error::new(
+                ErrorKind::SessionLost,
+                "a spec that names a secret goes over the session channel only, and the channel \
+                 did not take it",
+            );
+            return self.done(id, Err(e));
+        }
         self.run_command(id, now);
     }
 
@@ -693,7 +790,13 @@ impl Host {
         entry.place = Place::Waiting;
         entry.deadline = None;
         match result {
-            Ok(out) => {
+            Ok(mut out) => {
+                let r = self.secrets.redactor();
+                for bytes in [&mut out.stdout, &mut out.stderr] {
+                    if let std::borrow::Cow::Owned(o) = r.redact(bytes) {
+                        *bytes = o;
+                    }
+                }
                 let _ = op.complete(Ok(out));
             }
             Err(e) => op.abandon(e),
@@ -897,10 +1000,12 @@ impl Host {
     /// Starts a channel (the session is wanted and none runs); operations waiting for it and
     /// detached calls go onto it at once (it holds them until its hello).
     fn start_channel(&mut self, now: Instant) {
-        let (session, command) = match Session::open_with(&self.client, &self.attach_options()) {
+        let (mut session, command) = match Session::open_with(&self.client, &self.attach_options())
+        {
             Ok(s) => s,
             Err(e) => return self.give_up(e, now),
         };
+        session.set_redactor(self.secrets.redactor().clone());
         let launching = command.text.ends_with(" --launch");
         let program = self.config.backend.channel(&command.text);
         let proc = self.take_id();

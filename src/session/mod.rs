@@ -25,6 +25,7 @@ use crate::client::response::{HttpResponse, kind_of_status};
 use crate::client::{Client, GatewayInfo, Operation, SessionRequest, Shared};
 use crate::command::{Command, gateway as text};
 use crate::error::{Error, ErrorKind, tail};
+use crate::secret::Redactor;
 use crate::wire::frame::{self, Body, CallId, GatewayFrame, Hello, HostFrame};
 use crate::wire::{ErrorBody, ToolChunk};
 
@@ -168,6 +169,8 @@ pub struct Session {
     /// Skipping the rest of a line longer than [`MAX_ANSWER_LINE_BYTES`].
     discarding: bool,
     events: VecDeque<Event>,
+    /// Replaces the values of the host's secrets in every line before it is read.
+    redactor: Redactor,
 }
 
 /// How `attach` is asked to behave, beyond which gateway it reaches.
@@ -261,6 +264,7 @@ impl Session {
                 line: Vec::new(),
                 discarding: false,
                 events: VecDeque::new(),
+                redactor: Redactor::default(),
             },
             command,
         ))
@@ -675,7 +679,21 @@ impl Session {
         self.events.push_back(Event::Lost(error));
     }
 
+    /// Has every line read from now on pass through `redactor` first.
+    pub fn set_redactor(&mut self, redactor: Redactor) {
+        self.redactor = redactor;
+    }
+
     fn take_line(&mut self, line: &[u8]) {
+        if self.redactor.is_empty() {
+            return self.read_line(line);
+        }
+        let redactor = std::mem::take(&mut self.redactor);
+        self.read_line(&redactor.redact(line));
+        self.redactor = redactor;
+    }
+
+    fn read_line(&mut self, line: &[u8]) {
         let text = match std::str::from_utf8(line) {
             Ok(t) => t.trim_end_matches('\r'),
             Err(_) => {

@@ -34,7 +34,7 @@ pub use rest::{
     McpEntry, McpState, McpStatus, Ok, Query, ReadResourceBody, RuntimeHeaders,
 };
 pub use spec::{
-    EncodingErrorHandler, HttpConfig, McpConfig, McpSpec, StdioConfig, is_valid_name,
-    validate_headers,
+    EncodingErrorHandler, HttpConfig, McpConfig, McpSpec, SecretRef, SpecValue, StdioConfig,
+    is_valid_name, validate_headers,
 };
 pub use tool::Tool;

@@ -130,9 +130,10 @@ pub struct StdioConfig {
     /// Its arguments.
     #[serde(default)]
     pub args: Option<Vec<String>>,
-    /// Variables added to the gateway's environment for the child.
+    /// Variables added to the gateway's environment for the child: text, or a secret the host
+    /// resolves ([`SpecValue::Secret`]).
     #[serde(default)]
-    pub env: Option<BTreeMap<String, String>>,
+    pub env: Option<BTreeMap<String, SpecValue>>,
     /// The child's working directory.
     #[serde(default)]
     pub cwd: Option<String>,
@@ -167,9 +168,10 @@ pub struct HttpConfig {
     /// The endpoint, e.g. `http://127.0.0.1:8000/mcp`.
     #[cfg_attr(feature = "openapi", schema(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://"))]
     pub url: String,
-    /// Headers sent with every request.
+    /// Headers sent with every request: text, or a secret the host resolves
+    /// ([`SpecValue::Secret`]).
     #[serde(default)]
-    pub headers: Option<BTreeMap<String, String>>,
+    pub headers: Option<BTreeMap<String, SpecValue>>,
     /// Seconds one HTTP request may take (AgentScope's default: 30; at most
     /// [`MAX_TIMEOUT_SECS`]).
     #[serde(default = "default_http_timeout")]
@@ -230,6 +232,9 @@ impl McpSpec {
                 {
                     return Err("mcp_config.command and args must not contain NUL".into());
                 }
+                if let Some(env) = &stdio.env {
+                    texts(env, "mcp_config.env")?;
+                }
             }
             McpConfig::Http(http) => {
                 let lower = http.url.to_ascii_lowercase();
@@ -243,7 +248,8 @@ impl McpSpec {
                     timeout_secs("mcp_config.timeout", t)?;
                 }
                 if let Some(headers) = &http.headers {
-                    validate_headers(headers).map_err(|e| format!("mcp_config.headers: {e}"))?;
+                    let texts = texts(headers, "mcp_config.headers")?;
+                    validate_headers(&texts).map_err(|e| format!("mcp_config.headers: {e}"))?;
                 }
             }
         }
@@ -325,6 +331,168 @@ pub const DISABLED_BY_ENABLE: &str = "not in enable_tools";
 /// rule, e.g. `tool "echo" of MCP "fs" is disabled by its spec (disable_tools)`.
 pub fn disabled_tool_message(tool: &str, mcp: &str, rule: &str) -> String {
     format!("tool {tool:?} of MCP {mcp:?} is disabled by its spec ({rule})")
+}
+
+/// The longest secret name, in bytes.
+pub const MAX_SECRET_NAME_BYTES: usize = 128;
+
+/// The shortest secret value, in bytes: a shorter one would be replaced wherever its text
+/// happens to occur in what comes back from the sandbox.
+pub const MIN_SECRET_BYTES: usize = 8;
+
+/// A value of a spec's `env` or `headers`: text, or a secret.
+///
+/// A secret is written `{"secret": "NAME"}`: the host (its environment, or what its program gave
+/// it) resolves NAME and sends `{"secret": "NAME", "value": "..."}` to the gateway, over the
+/// session channel only. The gateway uses the value and never shows it: `GET /mcps` echoes
+/// `{"secret": "NAME"}`, and `Debug` prints `[secret:NAME]`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum SpecValue {
+    /// A value given as it is.
+    Text(String),
+    /// A secret, named.
+    Secret(SecretRef),
+}
+
+/// A secret a spec names, with its value once the host resolved it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, PartialEq, Serialize)]
+pub struct SecretRef {
+    /// The secret's name on the host.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[A-Za-z0-9_.-]+$", min_length = 1, max_length = 128)
+    )]
+    pub secret: String,
+    /// Its value: set by the host on the way to the gateway, absent in every echo.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+impl SpecValue {
+    /// The text the server gets: the value itself, or the secret's resolved value.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            SpecValue::Text(t) => Some(t),
+            SpecValue::Secret(s) => s.value.as_deref(),
+        }
+    }
+
+    /// The value as it may be shown: a secret without its value.
+    pub fn masked(&self) -> SpecValue {
+        match self {
+            SpecValue::Text(t) => SpecValue::Text(t.clone()),
+            SpecValue::Secret(s) => SpecValue::Secret(SecretRef {
+                secret: s.secret.clone(),
+                value: None,
+            }),
+        }
+    }
+}
+
+impl std::fmt::Debug for SpecValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpecValue::Text(t) => t.fmt(f),
+            SpecValue::Secret(s) => write!(f, "[secret:{}]", s.secret),
+        }
+    }
+}
+
+impl std::fmt::Debug for SecretRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[secret:{}]", self.secret)
+    }
+}
+
+impl<'de> Deserialize<'de> for SpecValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(t) => Ok(SpecValue::Text(t)),
+            serde_json::Value::Object(mut o) => {
+                let secret = match o.remove("secret") {
+                    Some(serde_json::Value::String(s)) => s,
+                    _ => return Err(D::Error::custom(SPEC_VALUE_SHAPE)),
+                };
+                let value = match o.remove("value") {
+                    None => None,
+                    Some(serde_json::Value::String(v)) => Some(v),
+                    Some(_) => {
+                        return Err(D::Error::custom(format!(
+                            "the value of secret {secret:?} must be a string"
+                        )));
+                    }
+                };
+                if let Some(k) = o.keys().next() {
+                    return Err(D::Error::custom(format!(
+                        "a secret takes the fields secret and value, not {k:?}"
+                    )));
+                }
+                check_secret_name(&secret).map_err(D::Error::custom)?;
+                Ok(SpecValue::Secret(SecretRef { secret, value }))
+            }
+            _ => Err(D::Error::custom(SPEC_VALUE_SHAPE)),
+        }
+    }
+}
+
+const SPEC_VALUE_SHAPE: &str = "a value must be a string or {\"secret\": \"NAME\"}";
+
+/// Why `name` cannot name a secret: 1 to [`MAX_SECRET_NAME_BYTES`] letters, digits, `_`, `.`
+/// and `-` (it appears in `[secret:NAME]`, inside JSON text).
+pub fn check_secret_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_SECRET_NAME_BYTES
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "secret name {name:?} must be 1 to {MAX_SECRET_NAME_BYTES} letters, digits, '_', '.' or '-'"
+        ))
+    }
+}
+
+/// The text of each value of `map`; a secret without its value is an error naming `what`.
+pub fn texts(
+    map: &BTreeMap<String, SpecValue>,
+    what: &str,
+) -> Result<BTreeMap<String, String>, String> {
+    map.iter()
+        .map(|(k, v)| match v.text() {
+            Some(t) => Ok((k.clone(), t.to_owned())),
+            None => Err(format!(
+                "{what}.{k} names secret {:?} without its value: a secret is resolved by the host \
+                 (mcpgw's host driver or mcpgw mcp) and sent over the session channel",
+                match v {
+                    SpecValue::Secret(s) => s.secret.as_str(),
+                    SpecValue::Text(_) => "",
+                }
+            )),
+        })
+        .collect()
+}
+
+impl McpSpec {
+    /// The spec as it may be shown: every secret without its value.
+    pub fn masked(&self) -> McpSpec {
+        let mut spec = self.clone();
+        let mask = |m: &mut Option<BTreeMap<String, SpecValue>>| {
+            for v in m.iter_mut().flat_map(|m| m.values_mut()) {
+                *v = v.masked();
+            }
+        };
+        match &mut spec.mcp_config {
+            McpConfig::Stdio(s) => mask(&mut s.env),
+            McpConfig::Http(h) => mask(&mut h.headers),
+        }
+        spec
+    }
 }
 
 /// Header names the HTTP layer and the MCP transport own; a spec or runtime header may not set

@@ -202,11 +202,16 @@ pub struct Client {
 
 impl Client {
     /// Straight to the stdio server `command`.
-    pub fn direct(mut command: Command) -> Client {
+    pub fn direct(command: Command) -> Client {
+        Client::direct_with_stderr(command, Stdio::null())
+    }
+
+    /// Straight to the stdio server `command`, whose stderr goes to `stderr`.
+    pub fn direct_with_stderr(mut command: Command, stderr: impl Into<Stdio>) -> Client {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let lines = json_lines(child.stdout.take().unwrap());

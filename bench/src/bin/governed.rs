@@ -1,6 +1,6 @@
 //! `make bench`: what the host's policy and audit cost a call. Two hosts on one gateway (local
-//! backend, the test server): one plain, one with a 50-rule policy and audit on (records
-//! appended to a file). Calls alternate between them, over a virtual connection (`tools/call`)
+//! backend, the test server): one plain, one with a 50-rule policy, audit on (records
+//! appended to a file) and one secret redacted from what it reads. Calls alternate between them, over a virtual connection (`tools/call`)
 //! and as operations (`call_tool`), and each path prints
 //! `governed call p50 ms: X (plain: Y)` with the difference beside (target <= 0.05 ms).
 //!
@@ -100,7 +100,7 @@ fn report(path: &str, governed: Vec<f64>, plain: Vec<f64>) {
     let (g, p) = (median(governed), median(plain));
     let verdict = if g - p <= 0.05 { "met" } else { "MISSED" };
     println!(
-        "{path}: governed call p50 ms: {g:.3} (plain: {p:.3}); the policy and audit add {:.3} ms (target <= 0.05 ms: {verdict})",
+        "{path}: governed call p50 ms: {g:.3} (plain: {p:.3}); the policy, audit and redaction add {:.3} ms (target <= 0.05 ms: {verdict})",
         g - p
     );
 }
@@ -144,9 +144,23 @@ fn main() {
         governed_config.instance_nonce = info["instance_nonce"].as_str().map(String::from);
         governed_config.policy = policy();
         governed_config.audit = true;
+        governed_config.secrets.0.insert(
+            "MCPGW_BENCH_KEY".into(),
+            format!("bench-secret-{}", mcpgw::random::uuid4_hex()),
+        );
         let sink = mcpgw_host::audit::open_log(&audit_path).unwrap();
         let governed = Host::start_audited(governed_config, Some(sink)).unwrap();
         governed.op(Op::OpenSession {}).await.unwrap();
+        // A server registered with a secret: from then on every line the governed host reads
+        // is searched for the secret's forms.
+        governed
+            .op(Op::AddMcp {
+                spec: json!({"name": "sec", "mcp_config": {"type": "stdio_mcp",
+                             "command": testserver, "args": ["stdio"],
+                             "env": {"MCPGW_TEST_KEY": {"secret": "MCPGW_BENCH_KEY"}}}}),
+            })
+            .await
+            .unwrap();
 
         let (mut cp, mut cg) = (connect(&plain).await, connect(&governed).await);
         // Warm both paths.

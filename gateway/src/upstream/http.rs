@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use mcpgw::wire::HttpConfig;
 use mcpgw::wire::jsonrpc;
+use mcpgw::wire::{HttpConfig, spec};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio::task::AbortHandle;
 
@@ -35,6 +35,15 @@ pub fn header_map(
             Ok((name, value))
         })
         .collect()
+}
+
+/// The typed headers of a spec's `mcp_config.headers`, secrets resolved.
+pub fn spec_headers(config: &HttpConfig) -> Result<HashMap<HeaderName, HeaderValue>, String> {
+    let texts = match &config.headers {
+        Some(h) => spec::texts(h, "mcp_config.headers")?,
+        None => BTreeMap::new(),
+    };
+    header_map(&texts).map_err(|e| format!("mcp_config.headers: {e}"))
 }
 
 /// How long the plain request of [`diagnose`] may take at most.
@@ -95,8 +104,7 @@ pub fn connect(
     max_reply_bytes: usize,
     sink: Sink,
 ) -> Result<HttpWire, String> {
-    let static_headers = header_map(config.headers.as_ref().unwrap_or(&BTreeMap::new()))
-        .map_err(|e| format!("mcp_config.headers: {e}"))?;
+    let static_headers = spec_headers(config)?;
     let client = client_builder(config)?
         .build()
         .map_err(|e| format!("cannot build an HTTP client: {e}"))?;

@@ -297,7 +297,7 @@ impl Upstream {
         let _ = self.live_session();
         let health = self.health.lock().unwrap();
         McpEntry {
-            spec: self.spec.clone(),
+            spec: self.spec.masked(),
             status: Some(McpStatus {
                 state: health.state,
                 pid: health.pid,

@@ -38,11 +38,7 @@ pub async fn connect(
     sink: Sink,
 ) -> Result<SseWire, String> {
     let url = Url::parse(&config.url).map_err(|e| format!("{:?} is not a URL: {e}", config.url))?;
-    let headers: HeaderMap =
-        super::http::header_map(config.headers.as_ref().unwrap_or(&Default::default()))
-            .map_err(|e| format!("mcp_config.headers: {e}"))?
-            .into_iter()
-            .collect();
+    let headers: HeaderMap = super::http::spec_headers(config)?.into_iter().collect();
     let client = super::http::client_builder(config)?
         .build()
         .map_err(|e| format!("cannot build an HTTP client: {e}"))?;

@@ -82,9 +82,13 @@ pub fn spawn(
     sink: Sink,
 ) -> Result<(ChildProcess, StdioWire), String> {
     let tag = process::new_tag();
+    let env = match &config.env {
+        Some(env) => mcpgw::wire::spec::texts(env, "mcp_config.env")?,
+        None => Default::default(),
+    };
     let mut cmd = Command::new(&config.command);
     cmd.args(config.args.iter().flatten())
-        .envs(config.env.iter().flatten())
+        .envs(&env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
