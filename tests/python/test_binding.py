@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,44 @@ async def test_failures_raise_typed_errors(gateway: Gateway) -> None:
     assert isinstance(d.value, mcpgw.DeadlineError) and d.value.status == 504
     # The client still works.
     assert (await client.call_tool("ts", "echo", {"text": "ok"}))["content"][0]["text"] == "ok"
+
+
+async def test_the_hosts_policy_audit_and_secrets(sandbox_dir: Path) -> None:
+    records: list[dict[str, Any]] = []
+    value = "py-secret-" + os.urandom(8).hex()
+    client = mcpgw.AsyncClient(
+        mcpgw.local(cwd=str(sandbox_dir)),
+        gateway_path=str(GATEWAY),
+        state_dir=str(sandbox_dir / "state"),
+        policy={"servers": {"ts": {"tools": {"deny": ["crash"]}}}},
+        audit=records.append,
+        secrets={"MCPGW_PY_KEY": value},
+    )
+    try:
+        await client.open_session()
+        spec = ts_spec()
+        spec["mcp_config"]["env"] = {"MCPGW_TEST_KEY": {"secret": "MCPGW_PY_KEY"}}
+        await client.add_mcp(spec)
+        # The server got the value (its info tool prints MCPGW_TEST_* variables); the answer
+        # names the secret instead.
+        shown = json.dumps(await client.call_tool("ts", "info", {}))
+        assert value not in shown and "[secret:MCPGW_PY_KEY]" in shown, shown
+        assert value not in json.dumps(await client.list_mcps())
+        with pytest.raises(mcpgw.PolicyDeniedError) as d:
+            await client.call_tool("ts", "crash", {})
+        assert d.value.code == "POLICY_DENIED" and 'servers."ts".tools.deny: "crash"' in str(d.value)
+        assert "crash" not in [t["name"] for t in await client.list_tools("ts")]
+        assert [(r["name"], r["outcome"]) for r in records] == [("info", "ok"), ("crash", "denied")], records
+        assert value not in json.dumps(records)
+    finally:
+        try:
+            await client.stop_gateway()
+        finally:
+            await client.aclose()
+    with pytest.raises(mcpgw.InvalidArgumentError, match="shorter than 8 bytes"):
+        mcpgw.AsyncClient(mcpgw.local(), secrets={"K": "short"})
+    with pytest.raises(mcpgw.InvalidArgumentError, match="audit must be a function"):
+        mcpgw.AsyncClient(mcpgw.local(), audit="yes")  # type: ignore[typeddict-item]
 
 
 async def test_bad_arguments_of_any_kind_are_invalid_argument(gateway: Gateway) -> None:

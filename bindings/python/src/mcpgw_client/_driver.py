@@ -143,13 +143,19 @@ def _free(ptr: int, pids: dict[int, int]) -> None:
 class Driver:
     """One ``mcpgw_host`` and the processes, operations and connections it drives."""
 
-    def __init__(self, config: dict[str, Any], backend: Backend) -> None:
+    def __init__(
+        self,
+        config: dict[str, Any],
+        backend: Backend,
+        on_audit: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         host, err = c_void_p(), c_void_p()
         rc = lib.mcpgw_host_new(encode(config, "the client's configuration"), ctypes.byref(host), ctypes.byref(err))
         if rc != OK:
             raise take_error(err.value, rc)
         self.ptr: int = host.value or 0
         self._backend = backend
+        self._on_audit = on_audit
         self._pids: dict[int, int] = {}
         self._finalizer = weakref.finalize(self, _free, self.ptr, self._pids)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -353,6 +359,12 @@ class Driver:
             self._connection_event(kind, a)
         elif kind == _K["NOTICE"]:
             log.debug("%s", _native.text(lib.mcpgw_action_text(a)))
+        elif kind == _K["AUDIT"] and self._on_audit is not None:
+            record = json.loads(self._bytes(a))
+            try:
+                self._on_audit(record)
+            except Exception:  # the caller's callback must not stop the driver
+                log.exception("the audit callback raised")
 
     def _connection_event(self, kind: int, a: int) -> None:
         ident = int(lib.mcpgw_action_id(a))

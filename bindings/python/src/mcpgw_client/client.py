@@ -100,6 +100,12 @@ class Options(TypedDict, total=False):
             resumed; reopen_attempts: failed opens in a row before the session gives up (5).
         heartbeat, heartbeat_timeout: how often attach pings when idle, and how long the
             channel may stay silent before it counts as lost (seconds; 0: the defaults).
+        policy: the host's rules (the ``mcpgw mcp --policy`` file's structure, as a mapping):
+            what they refuse fails with :class:`PolicyDeniedError` and is not listed.
+        audit: called with each call's audit record (a dict) when the call ends.
+        secrets: secret values by name, which a spec's ``{"secret": NAME}`` env or headers
+            value resolves to (else the process's environment variable NAME); results show
+            ``[secret:NAME]`` in their place.
     """
 
     gateway_path: str | None
@@ -119,6 +125,9 @@ class Options(TypedDict, total=False):
     reopen_attempts: int | None
     heartbeat: float | None
     heartbeat_timeout: float | None
+    policy: Mapping[str, Any] | None
+    audit: Callable[[dict[str, Any]], None] | None
+    secrets: Mapping[str, str] | None
 
 
 def host_config(backend: Backend, options: Options) -> dict[str, Any]:
@@ -132,7 +141,15 @@ def host_config(backend: Backend, options: Options) -> dict[str, Any]:
     for key, value in options.items():
         if key not in Options.__annotations__:
             raise invalid(f"unknown option {key!r}; the options are {', '.join(Options.__annotations__)}")
-        if value is not None:
+        if value is None:
+            continue
+        if key == "audit":
+            if not callable(value):
+                raise invalid(f"audit must be a function taking a record, not {type(value).__name__}")
+            config["audit"] = True
+        elif key in ("policy", "secrets"):
+            config[key] = _object(value, key)
+        else:
             config[_SECONDS.get(key, key)] = _millis(value, key) if key in _SECONDS else value
     return config
 
@@ -157,7 +174,7 @@ class AsyncClient:
 
     def __init__(self, backend: Backend, **options: Unpack[Options]) -> None:
         # The library checks every value (and names the one that is wrong) before anything runs.
-        self._driver = Driver(host_config(backend, options), backend)
+        self._driver = Driver(host_config(backend, options), backend, options.get("audit"))
 
     # ── lifecycle and state ───────────────────────────────────────
 
