@@ -43,6 +43,13 @@ import { gatewayBinary } from './native.js';
  * @property {number} [heartbeatMs] how often attach pings when idle (0: attach's default)
  * @property {number} [heartbeatTimeoutMs] how long the channel may stay silent before it is
  *   declared lost (0: three heartbeats)
+ * @property {object} [policy] the host's rules (the structure of `mcpgw mcp --policy`'s file):
+ *   what they refuse fails with PolicyDeniedError and is not listed
+ * @property {Record<string, string>} [secrets] secret values by name, which a spec's
+ *   `{secret: NAME}` env or headers value resolves to (else the process's environment variable
+ *   NAME); answers show `[secret:NAME]` in their place
+ * @property {(record: Record<string, unknown>) => void} [onAudit] called with each call's audit
+ *   record when the call ends (turns the library's audit on)
  * @property {(text: string) => void} [onNotice] what the driver says that concerns no call (a
  *   channel opened again, a frame for a call no longer waited for), for a log. The same lines go
  *   to `NODE_DEBUG=mcpgw`.
@@ -87,6 +94,8 @@ export const CONFIG_OPTIONS = Object.freeze([
   'reopenAttempts',
   'heartbeatMs',
   'heartbeatTimeoutMs',
+  'policy',
+  'secrets',
 ]);
 
 const CALL_OPTIONS = ['signal', 'timeoutMs', 'agentId', 'sessionId', 'onProgress'];
@@ -147,14 +156,18 @@ export class Client {
       );
     }
     const o = optionsObject(options, 'the client options');
-    onlyKnown(o, [...CONFIG_OPTIONS, 'onNotice'], 'new Client');
+    onlyKnown(o, [...CONFIG_OPTIONS, 'onNotice', 'onAudit'], 'new Client');
     if (o.onNotice !== undefined && typeof o.onNotice !== 'function') {
       throw invalid('onNotice must be a function (text) => void');
+    }
+    if (o.onAudit !== undefined && typeof o.onAudit !== 'function') {
+      throw invalid('onAudit must be a function (record) => void');
     }
     /** @type {Record<string, unknown>} */
     const config = { backend: backend.config };
     for (const key of CONFIG_OPTIONS) if (o[key] !== undefined) config[snake(key)] = o[key];
-    this.#make = () => new HostLoop(config, backend, o.onNotice);
+    if (o.onAudit) config.audit = true;
+    this.#make = () => new HostLoop(config, backend, o.onNotice, o.onAudit);
     this.#loop = this.#make();
     this.#port = typeof o.port === 'number' ? o.port : 0;
     finalizer.register(this, this.#loop, this);

@@ -76,6 +76,8 @@ export class HostLoop {
   #execCause;
   /** @type {((text: string) => void) | undefined} */
   #onNotice;
+  /** @type {((record: Record<string, unknown>) => void) | undefined} */
+  #onAudit;
   /** @type {(() => void) | null} */
   #whenIdle = null;
   // Submissions running on a worker thread.
@@ -87,8 +89,9 @@ export class HostLoop {
    * @param {Record<string, unknown>} config the library's `HostConfig`
    * @param {Backend} backend
    * @param {((text: string) => void) | undefined} onNotice
+   * @param {((record: Record<string, unknown>) => void) | undefined} [onAudit]
    */
-  constructor(config, backend, onNotice) {
+  constructor(config, backend, onNotice, onAudit) {
     const n = this.#n;
     const hostOut = [null];
     const errOut = [null];
@@ -99,6 +102,7 @@ export class HostLoop {
     live.hosts++;
     this.#backend = backend;
     this.#onNotice = onNotice;
+    this.#onAudit = onAudit;
   }
 
   /** Whether anything is under way: an operation, a process, a connection. */
@@ -406,6 +410,12 @@ export class HostLoop {
         const text = n.mcpgw_action_text(action) ?? '';
         log('%s', text);
         if (this.#onNotice) later(this.#onNotice, text);
+        return;
+      }
+      case ACTION_KIND.AUDIT: {
+        if (this.#onAudit) {
+          later(this.#onAudit, JSON.parse(actionBytes(n, action).toString('utf8')));
+        }
         return;
       }
       default:

@@ -81,6 +81,22 @@ export type ClientOptions = {
      */
     heartbeatTimeoutMs?: number;
     /**
+     * the host's rules (the structure of `mcpgw mcp --policy`'s file):
+     * what they refuse fails with PolicyDeniedError and is not listed
+     */
+    policy?: object;
+    /**
+     * secret values by name, which a spec's
+     * `{secret: NAME}` env or headers value resolves to (else the process's environment variable
+     * NAME); answers show `[secret:NAME]` in their place
+     */
+    secrets?: Record<string, string>;
+    /**
+     * called with each call's audit
+     * record when the call ends (turns the library's audit on)
+     */
+    onAudit?: (record: Record<string, unknown>) => void;
+    /**
      * what the driver says that concerns no call (a
      * channel opened again, a frame for a call no longer waited for), for a log. The same lines go
      * to `NODE_DEBUG=mcpgw`.
@@ -144,6 +160,13 @@ export type CallToolOptions = CallOptions & {
  * @property {number} [heartbeatMs] how often attach pings when idle (0: attach's default)
  * @property {number} [heartbeatTimeoutMs] how long the channel may stay silent before it is
  *   declared lost (0: three heartbeats)
+ * @property {object} [policy] the host's rules (the structure of `mcpgw mcp --policy`'s file):
+ *   what they refuse fails with PolicyDeniedError and is not listed
+ * @property {Record<string, string>} [secrets] secret values by name, which a spec's
+ *   `{secret: NAME}` env or headers value resolves to (else the process's environment variable
+ *   NAME); answers show `[secret:NAME]` in their place
+ * @property {(record: Record<string, unknown>) => void} [onAudit] called with each call's audit
+ *   record when the call ends (turns the library's audit on)
  * @property {(text: string) => void} [onNotice] what the driver says that concerns no call (a
  *   channel opened again, a frame for a call no longer waited for), for a log. The same lines go
  *   to `NODE_DEBUG=mcpgw`.

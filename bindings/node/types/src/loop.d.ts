@@ -50,8 +50,9 @@ export declare class HostLoop {
      * @param {Record<string, unknown>} config the library's `HostConfig`
      * @param {Backend} backend
      * @param {((text: string) => void) | undefined} onNotice
+     * @param {((record: Record<string, unknown>) => void) | undefined} [onAudit]
      */
-    constructor(config: Record<string, unknown>, backend: Backend, onNotice: ((text: string) => void) | undefined);
+    constructor(config: Record<string, unknown>, backend: Backend, onNotice: ((text: string) => void) | undefined, onAudit?: ((record: Record<string, unknown>) => void) | undefined);
     /** Whether anything is under way: an operation, a process, a connection. */
     get busy(): boolean;
     /** Whether the driver has been freed. */
