@@ -61,7 +61,7 @@ func NewClient(backend Backend, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, invalidArgument(name, "the configuration cannot be encoded as JSON: "+err.Error(), err)
 	}
-	h, err := newHost(text, backend)
+	h, err := newHost(text, backend, cfg.audit)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import "C"
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -33,9 +34,13 @@ type host struct {
 	timer    *time.Timer
 	closing  bool                     // Close was called: freed once nothing is under way
 	failures map[string][]userFailure // by the reason reported: see noteFailure
+	// Audit records not yet handed to the WithAudit function (nil wake: no function), and the
+	// signal that there are some.
+	audits    [][]byte
+	auditWake chan struct{}
 }
 
-func newHost(config []byte, backend Backend) (*host, error) {
+func newHost(config []byte, backend Backend, audit func(json.RawMessage)) (*host, error) {
 	text := C.CString(string(config))
 	defer C.free(unsafe.Pointer(text))
 	var ptr *C.mcpgw_host
@@ -52,6 +57,22 @@ func newHost(config []byte, backend Backend) (*host, error) {
 		channels: map[uint64]proc{},
 		conns:    map[uint64]*Connection{},
 		failures: map[string][]userFailure{},
+	}
+	if audit != nil {
+		// One goroutine calls the function, record by record in order, outside the driver's
+		// lock (so it may use the client).
+		h.auditWake = make(chan struct{}, 1)
+		go func() {
+			for range h.auditWake {
+				h.mu.Lock()
+				records := h.audits
+				h.audits = nil
+				h.mu.Unlock()
+				for _, r := range records {
+					audit(r)
+				}
+			}
+		}()
 	}
 	h.timer = time.AfterFunc(time.Hour, func() {
 		h.report(func(p *C.mcpgw_host) { C.mcpgw_host_on_timeout(p) })
@@ -223,6 +244,14 @@ func (h *host) actLocked(a *C.mcpgw_action) {
 		}
 	case C.MCPGW_ACTION_KIND_NOTICE:
 		slog.Debug("mcpgw: " + actionText(a))
+	case C.MCPGW_ACTION_KIND_AUDIT:
+		if h.auditWake != nil {
+			h.audits = append(h.audits, actionBytes(a))
+			select {
+			case h.auditWake <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
@@ -281,6 +310,9 @@ func (h *host) freeIfIdleLocked() {
 	if h.closing && h.ptr != nil && len(h.ops) == 0 && len(h.procs) == 0 && len(h.conns) == 0 {
 		h.timer.Stop()
 		C.mcpgw_host_free(h.ptr)
+		if h.auditWake != nil {
+			close(h.auditWake)
+		}
 		h.ptr = nil
 	}
 }

@@ -2,6 +2,7 @@ package mcpgw
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -38,6 +39,7 @@ type clientConfig struct {
 	keys     map[string]any
 	err      error
 	defaults callConfig
+	audit    func(json.RawMessage)
 }
 
 // callConfig is what the options of one operation set.
@@ -114,6 +116,50 @@ var (
 	// (default three heartbeats, when attach announces one).
 	WithHeartbeatTimeout = durationOption("heartbeat_timeout_ms")
 )
+
+// WithPolicy sets the host's rules: which tools, prompts and resources of which servers the
+// client's calls and connections may reach, per agent scope (the structure of `mcpgw mcp
+// --policy`'s file, given as any value encoding/json writes as that object, or as
+// json.RawMessage). What they refuse fails with ErrPolicyDenied, naming the rule, and is not
+// listed. libmcpgw checks the rules when the client is made.
+func WithPolicy(policy any) Option {
+	return clientOption(func(c *clientConfig) {
+		raw, err := json.Marshal(policy)
+		if err != nil {
+			c.err = fmt.Errorf("the policy cannot be encoded as JSON: %w", err)
+			return
+		}
+		c.set("policy", json.RawMessage(raw))
+	})
+}
+
+// WithAudit turns the audit on: f gets each call's record (JSON: time, scope, server, method,
+// name, a digest and size of the arguments, outcome, duration, result size) when the call ends,
+// in order, on a goroutine of the client's (it may use the client).
+func WithAudit(f func(record json.RawMessage)) Option {
+	return clientOption(func(c *clientConfig) {
+		if f == nil {
+			c.err = fmt.Errorf("the audit function is nil")
+			return
+		}
+		c.audit = f
+		c.set("audit", true)
+	})
+}
+
+// WithSecrets gives secret values by name, which an MCPConfig's SecretEnv and SecretHeaders
+// resolve to (else the process's environment variable of that name). A value crosses into the
+// sandbox in one session frame only, and answers show "[secret:NAME]" in its place. Values must
+// be at least 8 bytes.
+func WithSecrets(secrets map[string]string) Option {
+	return clientOption(func(c *clientConfig) {
+		copied := make(map[string]string, len(secrets))
+		for k, v := range secrets {
+			copied[k] = v
+		}
+		c.set("secrets", copied)
+	})
+}
 
 // WithPort attaches the client to a gateway that already listens on port (give its token file
 // with WithTokenFile). By default StartGateway (or OpenSession) launches one on a free port.

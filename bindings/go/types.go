@@ -2,6 +2,7 @@ package mcpgw
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -81,7 +82,11 @@ type MCPConfig struct {
 	// Args are its arguments (nil: null, none).
 	Args []string `json:"args,omitempty"`
 	// Env holds variables added to the gateway's environment for the child (nil: null).
-	Env map[string]string `json:"env,omitempty"`
+	Env map[string]string `json:"-"`
+	// SecretEnv holds variables of the child whose value is a secret of the host, by the
+	// secret's name (see WithSecrets): the value crosses into the sandbox in one session frame,
+	// the gateway echoes the name alone, and answers show "[secret:NAME]" in its place.
+	SecretEnv map[string]string `json:"-"`
 	// Cwd is the child's working directory (nil: null, the gateway's).
 	Cwd *string `json:"cwd,omitempty"`
 	// EncodingErrorHandler says what to do with stdout bytes that are not UTF-8: "strict"
@@ -90,7 +95,10 @@ type MCPConfig struct {
 	// URL is the endpoint of an HTTP server, e.g. http://127.0.0.1:8000/mcp.
 	URL string `json:"url,omitempty"`
 	// Headers are sent with every request to an HTTP server (nil: null).
-	Headers map[string]string `json:"headers,omitempty"`
+	Headers map[string]string `json:"-"`
+	// SecretHeaders are headers whose value is a secret of the host, by the secret's name (as
+	// SecretEnv).
+	SecretHeaders map[string]string `json:"-"`
 	// Timeout bounds how long a connection to an HTTP server may take to open, in seconds.
 	// nil is written as null, which means no bound; HTTPSpec sets AgentScope's default, 30.
 	Timeout *float64 `json:"timeout,omitempty"`
@@ -108,14 +116,14 @@ func (c MCPConfig) MarshalJSON() ([]byte, error) {
 	case ConfigStdio:
 		w.add("command", c.Command)
 		w.add("args", c.Args)
-		w.add("env", c.Env)
+		w.add("env", settings(c.Env, c.SecretEnv))
 		w.add("cwd", c.Cwd)
 		if c.EncodingErrorHandler != "" {
 			w.add("encoding_error_handler", c.EncodingErrorHandler)
 		}
 	case ConfigHTTP:
 		w.add("url", c.URL)
-		w.add("headers", c.Headers)
+		w.add("headers", settings(c.Headers, c.SecretHeaders))
 		w.add("timeout", c.Timeout)
 	default:
 		// A type this version does not know: whatever is set.
@@ -123,7 +131,23 @@ func (c MCPConfig) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return withExtra(b, c.Extra)
+		extra := map[string]json.RawMessage{}
+		for k, v := range c.Extra {
+			extra[k] = v
+		}
+		for key, m := range map[string]map[string]any{
+			"env":     settings(c.Env, c.SecretEnv),
+			"headers": settings(c.Headers, c.SecretHeaders),
+		} {
+			if m != nil {
+				raw, err := json.Marshal(m)
+				if err != nil {
+					return nil, err
+				}
+				extra[key] = raw
+			}
+		}
+		return withExtra(b, extra)
 	}
 	w.extra(c.Extra)
 	return w.bytes()
@@ -136,8 +160,75 @@ func (c *MCPConfig) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
+	for key, into := range map[string][2]*map[string]string{
+		"env":     {&p.Env, &p.SecretEnv},
+		"headers": {&p.Headers, &p.SecretHeaders},
+	} {
+		raw, ok := extra[key]
+		if !ok {
+			continue
+		}
+		delete(extra, key)
+		if err := splitSettings(raw, into[0], into[1]); err != nil {
+			return fmt.Errorf("mcp_config.%s: %w", key, err)
+		}
+	}
+	if len(extra) == 0 {
+		extra = nil
+	}
 	p.Extra = extra
 	*c = MCPConfig(p)
+	return nil
+}
+
+// settings is an env or headers object: text values, and {"secret": NAME} for the secret ones;
+// nil when both are nil.
+func settings(text, secret map[string]string) map[string]any {
+	if text == nil && secret == nil {
+		return nil
+	}
+	m := make(map[string]any, len(text)+len(secret))
+	for k, v := range text {
+		m[k] = v
+	}
+	for k, name := range secret {
+		m[k] = map[string]string{"secret": name}
+	}
+	return m
+}
+
+// splitSettings reads an env or headers object (or null) into its text and secret values.
+func splitSettings(raw json.RawMessage, text, secret *map[string]string) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	if m == nil {
+		return nil
+	}
+	for k, v := range m {
+		var t string
+		if json.Unmarshal(v, &t) == nil {
+			if *text == nil {
+				*text = map[string]string{}
+			}
+			(*text)[k] = t
+			continue
+		}
+		var s struct {
+			Secret string `json:"secret"`
+		}
+		if err := json.Unmarshal(v, &s); err != nil || s.Secret == "" {
+			return fmt.Errorf("%s: a value must be a string or {\"secret\": NAME}, not %s", k, v)
+		}
+		if *secret == nil {
+			*secret = map[string]string{}
+		}
+		(*secret)[k] = s.Secret
+	}
+	if *text == nil && *secret == nil {
+		*text = map[string]string{}
+	}
 	return nil
 }
 

@@ -223,6 +223,23 @@ func TestSpecEncoding(t *testing.T) {
 	got, _ = json.Marshal(mcpgw.HTTPSpec("h", "http://x/mcp"))
 	sameJSON(t, "HTTPSpec", []byte(`{"name":"h","mcp_config":{"type":"http_mcp","url":"http://x/mcp","headers":null,"timeout":30},
 		"enable_tools":null,"disable_tools":null,"execution_timeout":null,"stream_progress":false}`), got)
+	// Secrets are written {"secret": NAME} beside the text values, and read back apart.
+	spec := mcpgw.HTTPSpec("h", "http://x/mcp")
+	spec.MCPConfig.Headers = map[string]string{"X-Plain": "p"}
+	spec.MCPConfig.SecretHeaders = map[string]string{"Authorization": "GITHUB_TOKEN"}
+	got, _ = json.Marshal(spec)
+	sameJSON(t, "secret headers", []byte(`{"name":"h","mcp_config":{"type":"http_mcp","url":"http://x/mcp",
+		"headers":{"X-Plain":"p","Authorization":{"secret":"GITHUB_TOKEN"}},"timeout":30},
+		"enable_tools":null,"disable_tools":null,"execution_timeout":null,"stream_progress":false}`), got)
+	var back mcpgw.MCPSpec
+	if err := json.Unmarshal(got, &back); err != nil || back.MCPConfig.Headers["X-Plain"] != "p" ||
+		back.MCPConfig.SecretHeaders["Authorization"] != "GITHUB_TOKEN" || len(back.MCPConfig.Extra) != 0 {
+		t.Errorf("read back: %+v %v", back.MCPConfig, err)
+	}
+	if err := json.Unmarshal([]byte(`{"name":"s","mcp_config":{"type":"stdio_mcp","command":"x","env":{"A":1}}}`), &back); err == nil ||
+		!strings.Contains(err.Error(), "mcp_config.env: A: a value must be a string or") {
+		t.Errorf("a number in env: %v", err)
+	}
 	if len(mcpgw.MCPStates()) != 8 || mcpgw.MCPStates()[1] != mcpgw.MCPStateConnected {
 		t.Errorf("MCPStates = %v", mcpgw.MCPStates())
 	}
