@@ -461,6 +461,11 @@ typedef struct {
      Optional: called with `userdata` when the client is freed, after every other callback.
      */
     void (*finalize)(void *userdata);
+    /*
+     Optional: receives each call's audit record (JSON, borrowed for the call) when the call
+     ends; given, it turns the configuration's `audit` on.
+     */
+    void (*audit)(void *userdata, const char *record);
 } mcpgw_client_callbacks;
 
 /*

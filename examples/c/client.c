@@ -23,6 +23,16 @@
 
 static int failures;
 
+/* The audit records the client handed to its audit callback, by outcome. */
+static int audited, audited_ok, audited_cancelled;
+
+static void on_audit(void *userdata, const char *record) {
+    (void)userdata;
+    audited++;
+    audited_ok += strstr(record, "\"outcome\":\"ok\"") != NULL;
+    audited_cancelled += strstr(record, "\"outcome\":\"cancelled\"") != NULL;
+}
+
 /* Whether `rc` is `want`; prints the error otherwise, and frees it (`*errp`) either way. */
 static bool expect(const char *what, mcpgw_result rc, mcpgw_result want, mcpgw_error **errp) {
     mcpgw_error *err = *errp;
@@ -93,8 +103,11 @@ int main(int argc, char **argv) {
     mcpgw_client *client = NULL;
     mcpgw_error *err = NULL;
     char *json = NULL;
+    /* The ready callbacks, with an audit callback added: one record per tool call. */
+    mcpgw_client_callbacks callbacks = *exec_process();
+    callbacks.audit = on_audit;
     if (!config || !spec ||
-        !expect("new", mcpgw_client_new(config, exec_process(), NULL, &client, &err),
+        !expect("new", mcpgw_client_new(config, &callbacks, NULL, &client, &err),
                 MCPGW_RESULT_OK, &err))
         return 1;
     expect("set_scope", mcpgw_client_set_scope(client, "c-client", "session-1", &err),
@@ -166,6 +179,9 @@ int main(int argc, char **argv) {
            MCPGW_RESULT_NOT_FOUND, &err);
 stop:
     expect("stop_gateway", mcpgw_client_stop_gateway(client, &err), MCPGW_RESULT_OK, &err);
+    /* Nine tool calls: seven answered, one cancelled, one of a removed MCP. */
+    printf("audit records: %d (ok %d, cancelled %d)\n", audited, audited_ok, audited_cancelled);
+    failures += audited != 9 || audited_ok != 7 || audited_cancelled != 1;
 out:
     mcpgw_client_free(client);
     free(gateway);

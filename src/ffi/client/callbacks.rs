@@ -106,6 +106,9 @@ pub struct mcpgw_client_callbacks {
     pub notice: Option<unsafe extern "C" fn(userdata: *mut c_void, text: *const c_char)>,
     /// Optional: called with `userdata` when the client is freed, after every other callback.
     pub finalize: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
+    /// Optional: receives each call's audit record (JSON, borrowed for the call) when the call
+    /// ends; given, it turns the configuration's `audit` on.
+    pub audit: Option<unsafe extern "C" fn(userdata: *mut c_void, record: *const c_char)>,
 }
 
 /// What a callback answers, given to it for the call; see the `mcpgw_reply_*` functions.
@@ -291,6 +294,7 @@ pub(super) struct Callbacks {
     pub(super) channel: Option<ChannelFns>,
     pub(super) notice: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
     pub(super) finalize: Option<unsafe extern "C" fn(*mut c_void)>,
+    pub(super) audit: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
 }
 
 #[derive(Clone, Copy)]
@@ -329,6 +333,7 @@ impl Callbacks {
             channel_close: None,
             notice: None,
             finalize: None,
+            audit: None,
         };
         let first = std::mem::offset_of!(mcpgw_client_callbacks, exec);
         if size < first + std::mem::size_of::<usize>() {
@@ -376,6 +381,7 @@ impl Callbacks {
             channel,
             notice: copy.notice,
             finalize: copy.finalize,
+            audit: copy.audit,
         })
     }
 }

@@ -294,6 +294,13 @@ impl Inner {
                         unsafe { notice(self.callbacks.userdata, text.as_ptr()) };
                     }
                 }
+                Action::Audit(record) => {
+                    if let Some(audit) = self.callbacks.audit {
+                        let record = cstring_lossy(&record);
+                        // SAFETY: the caller's function, given a string borrowed for the call.
+                        unsafe { audit(self.callbacks.userdata, record.as_ptr()) };
+                    }
+                }
                 // Connections are the host driver's (mcpgw_host).
                 _ => {}
             }

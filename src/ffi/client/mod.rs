@@ -149,6 +149,10 @@ pub unsafe extern "C" fn mcpgw_client_new(
             let callbacks = unsafe { Callbacks::read(callbacks, userdata) }
                 .map_err(|e| report_error(error_out, &e))?;
             let host = HostConfig::from_json(config)
+                .map(|mut c| {
+                    c.audit |= callbacks.audit.is_some();
+                    c
+                })
                 .and_then(Host::new)
                 .map_err(|e| report_error(error_out, &e))?;
             Ok(mcpgw_client {
