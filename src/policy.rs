@@ -15,7 +15,9 @@
 //! - `tools` and `prompts` take `allow` and `deny` lists of name globs, `resources` lists of URI
 //!   prefixes. A name is refused when a `deny` of an applying entry matches it, or when an
 //!   applying entry has an `allow` that does not; else it is allowed.
-//! - `arguments` maps a tool glob to argument values a call must carry exactly.
+//! - `arguments` maps a tool glob to argument values a call must carry exactly; `schemas` maps a
+//!   tool glob to a JSON Schema its calls' arguments must satisfy (the subset [`schema`]
+//!   enforces; a schema with another keyword is refused when the policy is read).
 //!
 //! A refusal names the rule. Lists are filtered (what is refused is not listed), and calls
 //! refused before anything reaches the sandbox.
@@ -26,6 +28,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::Error;
+
+pub mod schema;
+pub use schema::ArgumentSchema;
 
 /// The host's policy (see the module documentation); the default allows everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +69,9 @@ pub struct Rules {
     /// Argument values a call of a tool (by glob) must carry.
     #[serde(default)]
     pub arguments: BTreeMap<String, Map<String, Value>>,
+    /// A JSON Schema the arguments of a call of a tool (by glob) must satisfy.
+    #[serde(default)]
+    pub schemas: BTreeMap<String, ArgumentSchema>,
 }
 
 /// An allow and a deny list.
@@ -213,6 +221,24 @@ impl Policy {
                              policy: argument {arg:?} must be {want} ({path}.arguments.{g:?})"
                         ));
                     }
+                }
+            }
+            for (g, schema) in &rules.schemas {
+                if !glob(g, tool) {
+                    continue;
+                }
+                // Absent arguments are an empty object, as the server sees them.
+                let empty = Value::Object(Map::new());
+                let given = if arguments.is_null() {
+                    &empty
+                } else {
+                    arguments
+                };
+                if let Some(why) = schema.violation(given) {
+                    return Some(format!(
+                        "a call of tool {tool:?} of MCP {mcp:?} is refused by the host's \
+                         policy: {why} ({path}.schemas.{g:?})"
+                    ));
                 }
             }
         }

@@ -53,7 +53,9 @@ fn what_the_policy_refuses_is_neither_listed_nor_reached() {
             "ev": {"tools": {"deny": ["get-env", "trigger-*"]},
                    "prompts": {"allow": ["simple-prompt"]},
                    "resources": {"deny": ["demo://resource/static/document/s"]},
-                   "arguments": {"get-sum": {"a": 1}}},
+                   "arguments": {"get-sum": {"a": 1}},
+                   "schemas": {"echo": {"type": "object", "required": ["message"],
+                       "properties": {"message": {"type": "string", "maxLength": 10}}}}},
             "other": {"tools": {"deny": ["*"]}}}})
         .to_string(),
     )
@@ -120,6 +122,12 @@ fn what_the_policy_refuses_is_neither_listed_nor_reached() {
         json!({"name": "get-sum", "arguments": {"a": 2, "b": 3}}),
         r#"argument "a" must be 1"#,
     );
+    refused(
+        &mut c,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "longer than ten"}}),
+        r#"arguments.message must be at most 10 characters long (servers."ev".schemas."echo")"#,
+    );
 
     // What it allows works as it would straight.
     let r = c.request(
@@ -166,6 +174,7 @@ fn what_the_policy_refuses_is_neither_listed_nor_reached() {
             "denied",
         ),
         ("tools/call", "get-sum", "denied"),
+        ("tools/call", "echo", "denied"),
         ("tools/call", "echo", "ok"),
         ("tools/call", "get-sum", "ok"),
         ("prompts/get", "simple-prompt", "ok"),
@@ -185,8 +194,8 @@ fn what_the_policy_refuses_is_neither_listed_nor_reached() {
     }
     // The arguments are not in the record, only their digest and size.
     assert!(!std::fs::read_to_string(&audit).unwrap().contains("\"hi\""));
-    assert_eq!(records[5]["args_bytes"], r#"{"message":"hi"}"#.len());
-    assert!(records[5]["result_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(records[6]["args_bytes"], r#"{"message":"hi"}"#.len());
+    assert!(records[6]["result_bytes"].as_u64().unwrap() > 0);
     assert!(
         records[0]["reason"]
             .as_str()
