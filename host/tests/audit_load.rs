@@ -36,9 +36,9 @@ fn attaches(state: &str) -> Vec<u32> {
 /// Call `i`: mostly `echo`, every seventh a `slow` one that spans a cut, every 25th a tool the
 /// policy denies.
 fn call(i: usize) -> Submit {
-    let (tool, arguments) = if i % 25 == 0 {
+    let (tool, arguments) = if i.is_multiple_of(25) {
         ("crash", json!({}))
-    } else if i % 7 == 0 {
+    } else if i.is_multiple_of(7) {
         ("slow", json!({"seconds": 0.3, "steps": 2}))
     } else {
         ("echo", json!({"text": format!("call {i}")}))
