@@ -611,12 +611,27 @@ impl Host {
     }
 
     /// Submits an operation prepared on [`Host::client`] (Rust hosts that want typed
-    /// operations); see [`Host::submit`].
+    /// operations); see [`Host::submit`]. A prepared operation is past the host's rules: with a
+    /// policy or the audit on, one that reaches an MCP fails at once with INVALID_ARGUMENT
+    /// (submit it with [`Host::submit`] instead), rather than bypass them.
     pub fn submit_operation(&mut self, op: Operation<Output>, stream: bool, now: Instant) -> Id {
         if op.name() == "stop_gateway" {
             self.end_session(now);
         }
         let id = self.take_id();
+        let governed = !self.config.policy.is_empty() || self.config.audit;
+        if governed && matches!(op.name(), "call_tool" | "list_tools" | "add_mcp") {
+            let e = Error::invalid_argument(format!(
+                "{}: a prepared operation would bypass the host's policy and audit: submit it as \
+                 an operation (Host::submit)",
+                op.name()
+            ));
+            self.actions.push_back(Action::Done {
+                op: id,
+                result: Err(e),
+            });
+            return id;
+        }
         self.ops.insert(
             id,
             Entry {

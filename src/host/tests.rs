@@ -1241,3 +1241,25 @@ fn the_policy_refuses_a_call_before_any_command_and_filters_the_tool_list() {
     );
     sim.none_left();
 }
+
+#[test]
+fn a_prepared_operation_is_refused_rather_than_let_past_the_policy_and_audit() {
+    let mut c = config(docker());
+    c.audit = true;
+    let mut host = Host::new(c).unwrap();
+    let op = host
+        .client()
+        .prepare_call_tool(&Default::default(), "m", "t", "{}")
+        .erase();
+    let now = Instant::now();
+    let id = host.submit_operation(op, false, now);
+    match host.poll_action() {
+        Some(Action::Done { op, result: Err(e) }) => {
+            assert_eq!(op, id);
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+            assert!(e.message().contains("bypass the host's policy"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(host.poll_action().is_none(), "nothing runs");
+}
