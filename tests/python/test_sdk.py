@@ -291,3 +291,44 @@ def test_the_binding_imports_without_the_sdk() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert "mcpgw_client.sdk needs the official MCP SDK, mcp 2.x" in r.stdout, r.stdout
+
+
+async def test_the_hosts_policy_and_secrets_hold_on_the_sdk_transport(sandbox_dir: Path) -> None:
+    """The official SDK's session over the binding's transport meets the host's rules: what
+    the policy denies is not listed and its call is a JSON-RPC error naming the rule; a secret
+    given to the client comes back as its name."""
+    if not gateway_has_attach():
+        skip(f"{GATEWAY} has no `attach` subcommand (the session channel's gateway side)")
+    value = "sdk-secret-" + os.urandom(8).hex()
+    records: list[dict[str, Any]] = []
+    client = mcpgw.AsyncClient(
+        mcpgw.local(cwd=str(sandbox_dir)),
+        gateway_path=str(GATEWAY),
+        state_dir=str(sandbox_dir / "state"),
+        policy={"servers": {"ts": {"tools": {"deny": ["crash", "fail"]}}}},
+        audit=records.append,
+        secrets={"MCPGW_SDK_KEY": value},
+    )
+    try:
+        await client.open_session()
+        spec = ts_spec()
+        spec["mcp_config"]["env"] = {"MCPGW_TEST_KEY": {"secret": "MCPGW_SDK_KEY"}}
+        await client.add_mcp(spec)
+        async with client_streams(client, "ts") as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            names = {t.name for t in (await s.list_tools()).tools}
+            assert "echo" in names and not names & {"crash", "fail"}, names
+            with pytest.raises(MCPError) as e:
+                await s.call_tool("fail", {"message": "x"})
+            assert e.value.error.code == -32003
+            assert 'servers."ts".tools.deny: "fail"' in e.value.error.message
+            info = await s.call_tool("info", {})
+            shown = info.model_dump_json()
+            assert value not in shown and "[secret:MCPGW_SDK_KEY]" in shown, shown
+        assert [(r["name"], r["outcome"], r["via"]) for r in records] == [
+            ("fail", "denied", "connection"),
+            ("info", "ok", "connection"),
+        ], records
+    finally:
+        await client.stop_gateway()
+        await client.aclose()
