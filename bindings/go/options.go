@@ -147,6 +147,12 @@ func WithAudit(f func(record json.RawMessage)) Option {
 	})
 }
 
+// WithAuditArguments has the audit records (WithAudit) hold the arguments themselves, secrets
+// shown by name, not only their digest and size.
+func WithAuditArguments() Option {
+	return clientOption(func(c *clientConfig) { c.set("audit_arguments", true) })
+}
+
 // WithSecrets gives secret values by name, which an MCPConfig's SecretEnv and SecretHeaders
 // resolve to (else the process's environment variable of that name). A value crosses into the
 // sandbox in one session frame only, and answers show "[secret:NAME]" in its place. Values must

@@ -61,7 +61,9 @@ OPTIONS:
   --audit-log FILE        one JSON record a line for each call (tools/call, prompts/get,
                           resources/read): time, scope, server, method, name, the arguments'
                           SHA-256 and size, outcome (ok, error, denied, cancelled, timeout,
-                          lost), duration and result size; appended (created 0600)
+                          lost), duration and result size, the trace id of a request whose
+                          _meta.traceparent has one; appended (created 0600)
+  --audit-arguments       the records hold the arguments too (secrets shown by name)
   --timeout SECONDS       a request's time limit (default 600)
   --log-level LEVEL       error, warn (default), info or debug, on stderr
 ";
@@ -93,6 +95,8 @@ pub struct McpArgs {
     pub policy: mcpgw::policy::Policy,
     /// `--audit-log`.
     pub audit_log: Option<PathBuf>,
+    /// `--audit-arguments`.
+    pub audit_arguments: bool,
 }
 
 /// A log level.
@@ -190,6 +194,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         log_level: Level::Warn,
         policy: Default::default(),
         audit_log: None,
+        audit_arguments: false,
     };
     let mut set_backend = |b: Backend| -> Result<(), String> {
         if backend.replace(b).is_some() {
@@ -300,6 +305,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             }
             "--config" => config = Some(value(flag)?),
             "--audit-log" => out.audit_log = Some(value(flag)?.into()),
+            "--audit-arguments" => out.audit_arguments = true,
             "--policy" => {
                 let path = value(flag)?;
                 let text =
@@ -359,6 +365,9 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     let sources = usize::from(!command.is_empty())
         + usize::from(url.is_some())
         + usize::from(config.is_some());
+    if out.audit_arguments && out.audit_log.is_none() {
+        return Err("--audit-arguments needs --audit-log FILE".into());
+    }
     if sources != 1 {
         return Err(
             "give the server: a COMMAND after --, or --url, or --config (one of them)".into(),

@@ -99,6 +99,7 @@ impl Sandbox {
             .transpose()?;
         let mut config = HostConfig::new(args.backend.clone());
         config.audit = audit.is_some();
+        config.audit_arguments = args.audit_arguments;
         config.timeout_ms = args.timeout_ms;
         config.policy = args.policy.clone();
         // The endpoint's own gateway, in a directory of its own: ended with the endpoint.

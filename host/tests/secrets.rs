@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{initialize, mcpgw_bin};
 use mcpgw_testkit::mcp::Client;
-use mcpgw_testkit::{TempDir, everything_js, gateway_bin};
+use mcpgw_testkit::{TempDir, everything_js, gateway_bin, static_gateway_bin};
 use serde_json::json;
 
 const NAME: &str = "MCPGW_TEST_SECRET_KEY";
@@ -59,7 +59,7 @@ fn a_secret_reaches_the_server_and_comes_back_as_its_name() {
     let value = format!("sk/test+{}", mcpgw::random::uuid4_hex());
     let dir = TempDir::new("secrets");
     let stderr = std::fs::File::create(dir.path("stderr")).unwrap();
-    let mut c = Client::direct_with_stderr(endpoint(&value, &dir, &[]), stderr);
+    let mut c = Client::direct_with_stderr(endpoint(&value, &dir, &["--audit-arguments"]), stderr);
     initialize(&mut c);
 
     // server-everything's get-env prints its environment: the value was delivered (it is
@@ -109,6 +109,15 @@ fn a_secret_reaches_the_server_and_comes_back_as_its_name() {
         assert!(!text.contains(middle), "base64 after {prefix:?}: {r}");
     }
 
+    // A traced call: its record carries the trace id of its traceparent.
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let r = c.request(
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "traced"},
+               "_meta": {"traceparent": format!("00-{trace}-00f067aa0ba902b7-01")}}),
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "Echo: traced", "{r}");
+
     // While the server runs, no command line on this machine (host and sandbox) holds it.
     for (pid, cmdline) in command_lines() {
         assert!(
@@ -123,7 +132,19 @@ fn a_secret_reaches_the_server_and_comes_back_as_its_name() {
         assert!(!text.contains(&value), "{file}: {text}");
     }
     let audit = std::fs::read_to_string(dir.path("audit.jsonl")).unwrap();
-    assert_eq!(audit.lines().count(), 6, "one record per call: {audit}");
+    let records: Vec<serde_json::Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 7, "one record per call: {audit}");
+    // --audit-arguments: the arguments themselves, the secret shown by its name.
+    assert_eq!(
+        records[1]["arguments"],
+        json!({"message": format!("key [secret:{NAME}] end")}),
+        "{audit}"
+    );
+    assert_eq!(records[6]["trace_id"], trace, "{audit}");
+    assert!(records[1].get("trace_id").is_none(), "{audit}");
 }
 
 #[test]
@@ -143,5 +164,85 @@ fn a_secret_the_host_lacks_is_named_before_anything_starts() {
     assert!(
         String::from_utf8_lossy(&short.stderr).contains("shorter than 8 bytes"),
         "{short:?}"
+    );
+}
+
+/// Through `--exec-prefix` a wrapper copies every byte the host writes to a command in the
+/// sandbox (the session channel's frames included) and every byte it reads back: the secret is
+/// in exactly one line the host wrote, the registration's frame; what the sandbox sent back held
+/// it (get-env printed it) and the client got its name instead.
+#[test]
+fn the_secret_crosses_into_the_sandbox_in_one_frame() {
+    let value = format!("sk-frames-{}", mcpgw::random::uuid4_hex());
+    let dir = TempDir::new("secrets-frames");
+    let (input, output) = (dir.path("in"), dir.path("out"));
+    let wrapper = dir.path("tee.sh");
+    // The session channel's input is copied on its way in; a one-shot command keeps the
+    // host's pipe as its stdin (the driver watches it to kill the command), so only its output
+    // is copied.
+    std::fs::write(
+        &wrapper,
+        r#"case "$*" in
+*" attach "*) tee -a "$MCPGW_T_IN" | "$@" | tee -a "$MCPGW_T_OUT"; exit "${PIPESTATUS[1]}" ;;
+*) printf '%s\n' "$*" >> "$MCPGW_T_IN"; "$@" | tee -a "$MCPGW_T_OUT"; exit "${PIPESTATUS[0]}" ;;
+esac
+"#,
+    )
+    .unwrap();
+    let mut cmd = Command::new(mcpgw_bin());
+    cmd.args([
+        "mcp",
+        "--exec-prefix",
+        &format!("bash {}", wrapper.display()),
+    ])
+    // The static gateway, installed from itself: what is hashed and compared is 9 MiB, not the
+    // debug build's 140.
+    .args(["--name", "ev", "--gateway"])
+    .arg(static_gateway_bin())
+    .arg("--gateway-binary")
+    .arg(static_gateway_bin())
+    .args(["--secret-env", &format!("API_KEY={NAME}")])
+    .arg("--")
+    .arg("node")
+    .arg(everything_js())
+    .arg("stdio")
+    .env(NAME, &value)
+    .env("MCPGW_T_IN", &input)
+    .env("MCPGW_T_OUT", &output);
+    let mut c = Client::direct(cmd);
+    initialize(&mut c);
+    let env = c.request("tools/call", json!({"name": "get-env", "arguments": {}}));
+    assert!(
+        env.to_string().contains(&format!("[secret:{NAME}]")),
+        "{env}"
+    );
+    assert!(!env.to_string().contains(&value), "{env}");
+    let r = c.request(
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "nothing secret"}}),
+    );
+    assert_eq!(
+        r["result"]["content"][0]["text"], "Echo: nothing secret",
+        "{r}"
+    );
+    assert!(c.finish(Duration::from_secs(30)).success());
+    let sent = std::fs::read(&input).unwrap();
+    let read = std::fs::read(&output).unwrap();
+    let frames: Vec<&[u8]> = sent
+        .split(|&b| b == b'\n')
+        .filter(|l| holds(l, &value))
+        .collect();
+    assert_eq!(frames.len(), 1, "the value is in one line the host wrote");
+    let frame: serde_json::Value = serde_json::from_slice(frames[0]).unwrap();
+    assert_eq!(frame["t"], "req", "{}", frame["path"]);
+    assert_eq!(frame["method"], "POST");
+    assert!(
+        frame["path"].as_str().unwrap().starts_with("/mcps"),
+        "{}",
+        frame["path"]
+    );
+    assert!(
+        holds(&read, &value),
+        "get-env's answer, as the sandbox sent it, holds the value"
     );
 }

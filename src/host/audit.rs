@@ -8,8 +8,11 @@
 //!  "args_sha256":"…","args_bytes":24,"outcome":"ok","duration_ms":1.8,"result_bytes":311}
 //! ```
 //!
-//! The arguments appear only as their SHA-256 and size (of their JSON text as sent); a
-//! refusal's or failure's `reason` is the library's message.
+//! The arguments appear as their SHA-256 and size (of their JSON text as sent), and themselves
+//! (`arguments`) only when the configuration's `audit_arguments` asks for them, with every
+//! secret's value replaced by `[secret:NAME]` as in all the driver says. `trace_id` is the trace
+//! of a request whose `_meta.traceparent` (W3C trace context) names one. A refusal's or
+//! failure's `reason` is the library's message.
 
 use std::time::{Instant, SystemTime};
 
@@ -33,6 +36,8 @@ pub(super) struct Started {
     id: String,
     args_sha256: String,
     args_bytes: usize,
+    arguments: Option<Value>,
+    trace_id: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -52,6 +57,10 @@ struct Record<'a> {
     result_bytes: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_id: Option<&'a str>,
 }
 
 /// Where a call went.
@@ -66,6 +75,23 @@ pub(super) struct Call<'a> {
     /// The operation's id, or the request's id as JSON text.
     pub id: String,
     pub arguments: &'a Value,
+    /// Whether the record holds the arguments themselves.
+    pub keep_arguments: bool,
+    /// The request's `_meta`, for its trace.
+    pub meta: Option<&'a Value>,
+}
+
+/// The trace id of a W3C `traceparent` (`VERSION-TRACEID-PARENTID-FLAGS`): 32 lowercase hex
+/// digits, not all zero.
+fn trace_id(meta: Option<&Value>) -> Option<String> {
+    let parent = meta?.get("traceparent")?.as_str()?;
+    let id = parent.split('-').nth(1)?;
+    (id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && id.bytes().any(|b| b != b'0'))
+    .then(|| id.to_owned())
 }
 
 impl Started {
@@ -88,6 +114,8 @@ impl Started {
             id: call.id,
             args_sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
             args_bytes: text.len(),
+            arguments: call.keep_arguments.then(|| call.arguments.clone()),
+            trace_id: trace_id(call.meta),
         }
     }
 
@@ -116,6 +144,8 @@ impl Started {
             duration_ms: (elapsed.as_micros() as f64) / 1000.0,
             result_bytes,
             reason,
+            arguments: self.arguments.as_ref(),
+            trace_id: self.trace_id.as_deref(),
         })
         .expect("a record serializes")
     }
@@ -129,5 +159,31 @@ pub(super) fn outcome_of(error: &Error) -> &'static str {
         ErrorKind::Deadline => "timeout",
         ErrorKind::SessionLost => "lost",
         _ => "error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_trace_id_is_read_from_a_valid_traceparent_only() {
+        let id = "4bf92f3577b34da6a3ce929d0e0e4736";
+        let meta = |p: &str| json!({"traceparent": p});
+        assert_eq!(
+            trace_id(Some(&meta(&format!("00-{id}-00f067aa0ba902b7-01")))).as_deref(),
+            Some(id)
+        );
+        for bad in [
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f35-00f067aa0ba902b7-01",
+            "garbage",
+        ] {
+            assert_eq!(trace_id(Some(&meta(bad))), None, "{bad}");
+        }
+        assert_eq!(trace_id(Some(&json!({"traceparent": 7}))), None);
+        assert_eq!(trace_id(None), None);
     }
 }

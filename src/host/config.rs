@@ -110,6 +110,10 @@ pub struct HostConfig {
     /// Whether each call's end makes an audit record ([`super::Action::Audit`]).
     #[serde(default)]
     pub audit: bool,
+    /// Whether audit records hold the arguments themselves (secrets redacted), not only their
+    /// digest and size.
+    #[serde(default)]
+    pub audit_arguments: bool,
     /// Secret values by name, which specs' `{"secret": NAME}` resolve to before the host's
     /// environment variable NAME (see [`crate::secret`]). Never serialized back; `Debug` shows
     /// the names alone.

@@ -22,6 +22,8 @@ use crate::policy::{DENIED_CODE, Kind, Policy};
 pub(super) struct Rules<'a> {
     pub policy: &'a Policy,
     pub audit: bool,
+    /// Whether audit records hold the arguments themselves.
+    pub audit_arguments: bool,
 }
 
 impl Rules<'_> {
@@ -62,7 +64,12 @@ pub(super) fn refused_op(policy: &Policy, submit: &Submit) -> Option<Error> {
 }
 
 /// The audit of operation `submit` (a `call_tool`), started now.
-pub(super) fn started_op(submit: &Submit, id: u64, now: Instant) -> Option<Started> {
+pub(super) fn started_op(
+    submit: &Submit,
+    id: u64,
+    keep_arguments: bool,
+    now: Instant,
+) -> Option<Started> {
     let Op::CallTool {
         mcp,
         tool,
@@ -81,6 +88,8 @@ pub(super) fn started_op(submit: &Submit, id: u64, now: Instant) -> Option<Start
             via: "operation",
             id: id.to_string(),
             arguments,
+            keep_arguments,
+            meta: None,
         },
         now,
     ))
@@ -177,6 +186,8 @@ impl Screen {
                     via: "connection",
                     id: id.to_string(),
                     arguments: params.get("arguments").unwrap_or(&Value::Null),
+                    keep_arguments: rules.audit_arguments,
+                    meta: params.get("_meta"),
                 },
                 now,
             )
@@ -261,6 +272,7 @@ mod tests {
         let rules = Rules {
             policy: &p,
             audit: true,
+            audit_arguments: false,
         };
         let now = Instant::now();
         let mut records = Vec::new();
@@ -353,6 +365,7 @@ mod tests {
         let idle = Rules {
             policy: &none,
             audit: false,
+            audit_arguments: false,
         };
         assert!(s.request(&idle, "not json", &mut Vec::new(), now).is_none());
     }

@@ -548,7 +548,7 @@ impl Host {
         let audit = self
             .config
             .audit
-            .then(|| govern::started_op(submit, id, now))
+            .then(|| govern::started_op(submit, id, self.config.audit_arguments, now))
             .flatten();
         let (sealed, refused) = match self.seal(submit) {
             Ok(s) => (s, govern::refused_op(&self.config.policy, submit)),
@@ -1783,6 +1783,7 @@ impl Host {
         let rules = govern::Rules {
             policy: &self.config.policy,
             audit: self.config.audit,
+            audit_arguments: self.config.audit_arguments,
         };
         let mut records = Vec::new();
         let refused = c.screen.request(&rules, msg, &mut records, now);

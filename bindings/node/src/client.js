@@ -50,6 +50,8 @@ import { gatewayBinary } from './native.js';
  *   NAME); answers show `[secret:NAME]` in their place
  * @property {(record: Record<string, unknown>) => void} [onAudit] called with each call's audit
  *   record when the call ends (turns the library's audit on)
+ * @property {boolean} [auditArguments] whether the records hold the arguments themselves
+ *   (secrets shown by name), not only their digest and size
  * @property {(text: string) => void} [onNotice] what the driver says that concerns no call (a
  *   channel opened again, a frame for a call no longer waited for), for a log. The same lines go
  *   to `NODE_DEBUG=mcpgw`.
@@ -96,6 +98,7 @@ export const CONFIG_OPTIONS = Object.freeze([
   'heartbeatTimeoutMs',
   'policy',
   'secrets',
+  'auditArguments',
 ]);
 
 const CALL_OPTIONS = ['signal', 'timeoutMs', 'agentId', 'sessionId', 'onProgress'];

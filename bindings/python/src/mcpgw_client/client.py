@@ -103,6 +103,8 @@ class Options(TypedDict, total=False):
         policy: the host's rules (the ``mcpgw mcp --policy`` file's structure, as a mapping):
             what they refuse fails with :class:`PolicyDeniedError` and is not listed.
         audit: called with each call's audit record (a dict) when the call ends.
+        audit_arguments: whether the records hold the arguments themselves (secrets shown by
+            name), not only their digest and size.
         secrets: secret values by name, which a spec's ``{"secret": NAME}`` env or headers
             value resolves to (else the process's environment variable NAME); results show
             ``[secret:NAME]`` in their place.
@@ -127,6 +129,7 @@ class Options(TypedDict, total=False):
     heartbeat_timeout: float | None
     policy: Mapping[str, Any] | None
     audit: Callable[[dict[str, Any]], None] | None
+    audit_arguments: bool | None
     secrets: Mapping[str, str] | None
 
 
