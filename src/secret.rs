@@ -3,7 +3,8 @@
 //!
 //! A spec's `env` or `headers` value `{"secret": "NAME"}` ([`crate::wire::SpecValue`]) is
 //! resolved on the host: from what the host program gave the driver ([`Secrets::set`]), else
-//! from the host process's environment. The resolved spec travels to the gateway in a session
+//! from the host process's environment; `{"secret": "NAME", "value": "..."}` (a binding's
+//! secrets function resolved it) is used as given. The resolved spec travels to the gateway in a session
 //! frame only. From then on every line the session channel delivers, and every one-shot
 //! command's output, has each form of the value that [`Redactor`] knows replaced by
 //! `[secret:NAME]` before it is parsed, so no result, log message, progress message, error or
@@ -122,15 +123,13 @@ impl Secrets {
                 let SpecValue::Secret(secret) = parsed else {
                     continue;
                 };
-                if secret.value.is_some() {
-                    return Err(format!(
-                        "mcp_config.{field}.{key}: a secret is named, not given: write {{\"secret\": {:?}}} and give its value to the host",
-                        secret.secret
-                    ));
+                // A value given with the name (a binding's secrets function resolved it) is
+                // used as it is; else the host resolves the name.
+                let resolved = match secret.value {
+                    Some(v) => check_value(&secret.secret, &v).map(|()| v),
+                    None => self.resolve(&secret.secret),
                 }
-                let resolved = self
-                    .resolve(&secret.secret)
-                    .map_err(|e| format!("mcp_config.{field}.{key}: {e}"))?;
+                .map_err(|e| format!("mcp_config.{field}.{key}: {e}"))?;
                 self.redactor.cover(&secret.secret, &resolved);
                 *value = serde_json::json!({"secret": secret.secret, "value": resolved});
                 found = true;
@@ -405,13 +404,18 @@ mod tests {
         let e = s.resolve_spec(&mut missing).unwrap_err();
         assert!(e.contains("mcp_config.headers.Authorization"), "{e}");
         assert!(e.contains("MCPGW_T_NOT_SET_ANYWHERE"), "{e}");
+        // A value given with its name (a binding's function resolved it) is used and covered.
         let mut given = serde_json::json!({"name": "m", "mcp_config": {
             "type": "stdio_mcp", "command": "x",
             "env": {"B": {"secret": "S", "value": "inline-value"}}}});
+        assert!(s.resolve_spec(&mut given).unwrap());
+        assert_eq!(s.redactor().redact_str("inline-value"), "[secret:S]");
+        let mut short = serde_json::json!({"name": "m", "mcp_config": {
+            "type": "stdio_mcp", "command": "x", "env": {"B": {"secret": "S", "value": "x"}}}});
         assert!(
-            s.resolve_spec(&mut given)
+            s.resolve_spec(&mut short)
                 .unwrap_err()
-                .contains("named, not given")
+                .contains("shorter than 8")
         );
         let mut plain = serde_json::json!({"name": "m", "mcp_config": {
             "type": "stdio_mcp", "command": "x", "env": {"A": "1"}}});

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"runtime"
 )
@@ -22,7 +23,8 @@ import (
 type Client struct {
 	h        *host
 	defaults callConfig
-	port     int // as configured
+	port     int                          // as configured
+	secretOf func(string) (string, error) // WithSecretFunc's
 }
 
 // NewClient makes a client that reaches the sandbox through backend. It runs nothing yet: call
@@ -65,7 +67,7 @@ func NewClient(backend Backend, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{h: h, defaults: cfg.defaults}
+	c := &Client{h: h, defaults: cfg.defaults, secretOf: cfg.secretOf}
 	if p, ok := cfg.keys["port"].(int); ok {
 		c.port = p
 	}
@@ -190,7 +192,47 @@ func (c *Client) ListMCPs(ctx context.Context, opts ...CallOption) ([]MCPSpec, e
 // ErrUpstreamError when the server cannot be reached. Status is not sent.
 func (c *Client) AddMCP(ctx context.Context, spec MCPSpec, opts ...CallOption) error {
 	spec.Status = nil
-	return done(call[json.RawMessage](ctx, c, "add_mcp", map[string]any{"spec": spec}, opts))
+	if c.secretOf == nil || (len(spec.MCPConfig.SecretEnv) == 0 && len(spec.MCPConfig.SecretHeaders) == 0) {
+		return done(call[json.RawMessage](ctx, c, "add_mcp", map[string]any{"spec": spec}, opts))
+	}
+	resolved, err := c.withSecrets(spec)
+	if err != nil {
+		return err
+	}
+	return done(call[json.RawMessage](ctx, c, "add_mcp", map[string]any{"spec": resolved}, opts))
+}
+
+// withSecrets is spec as JSON with each secret of its SecretEnv and SecretHeaders given the
+// value WithSecretFunc's function returns for it (libmcpgw uses it, covers it, and sends it
+// over the session only).
+func (c *Client) withSecrets(spec MCPSpec) (json.RawMessage, error) {
+	text, err := json.Marshal(spec)
+	if err != nil {
+		return nil, invalidArgument("add_mcp", "the spec cannot be encoded as JSON: "+err.Error(), err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(text, &doc); err != nil {
+		return nil, invalidArgument("add_mcp", err.Error(), err)
+	}
+	config, _ := doc["mcp_config"].(map[string]any)
+	for field, secrets := range map[string]map[string]string{
+		"env":     spec.MCPConfig.SecretEnv,
+		"headers": spec.MCPConfig.SecretHeaders,
+	} {
+		values, _ := config[field].(map[string]any)
+		for key, name := range secrets {
+			value, err := c.secretOf(name)
+			if err != nil {
+				return nil, invalidArgument("add_mcp", fmt.Sprintf("mcp_config.%s.%s: secret %q: %v", field, key, name, err), err)
+			}
+			values[key] = map[string]string{"secret": name, "value": value}
+		}
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return nil, invalidArgument("add_mcp", err.Error(), err)
+	}
+	return out, nil
 }
 
 // RemoveMCP removes the MCP server name from the scope; the gateway closes it and ends its

@@ -25,7 +25,12 @@ func TestGoverned(t *testing.T) {
 	sb := startSandbox(t,
 		mcpgw.WithPolicy(map[string]any{"servers": map[string]any{
 			"ts": map[string]any{"tools": map[string]any{"deny": []string{"crash"}}}}}),
-		mcpgw.WithSecrets(map[string]string{"MCPGW_GO_KEY": value}),
+		mcpgw.WithSecretFunc(func(name string) (string, error) {
+			if name != "MCPGW_GO_KEY" {
+				return "", errors.New("not one of this test's")
+			}
+			return value, nil
+		}),
 		mcpgw.WithAudit(func(r json.RawMessage) {
 			var m map[string]any
 			if err := json.Unmarshal(r, &m); err != nil {
@@ -41,6 +46,10 @@ func TestGoverned(t *testing.T) {
 		t.Fatalf("OpenSession: %v", err)
 	}
 	spec := testServerSpec("ts")
+	spec.MCPConfig.SecretEnv = map[string]string{"MCPGW_TEST_KEY": "MCPGW_OTHER_KEY"}
+	if err := c.AddMCP(ctx, spec); !errors.Is(err, mcpgw.ErrInvalidArgument) || !strings.Contains(err.Error(), `secret "MCPGW_OTHER_KEY": not one of this test's`) {
+		t.Errorf("a secret the function does not know: %v", err)
+	}
 	spec.MCPConfig.SecretEnv = map[string]string{"MCPGW_TEST_KEY": "MCPGW_GO_KEY"}
 	if err := c.AddMCP(ctx, spec); err != nil {
 		t.Fatalf("AddMCP: %v", err)

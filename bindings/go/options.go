@@ -40,6 +40,7 @@ type clientConfig struct {
 	err      error
 	defaults callConfig
 	audit    func(json.RawMessage)
+	secretOf func(string) (string, error)
 }
 
 // callConfig is what the options of one operation set.
@@ -164,6 +165,19 @@ func WithSecrets(secrets map[string]string) Option {
 			copied[k] = v
 		}
 		c.set("secrets", copied)
+	})
+}
+
+// WithSecretFunc has AddMCP ask f for the value of each secret a spec's SecretEnv and
+// SecretHeaders name (before libmcpgw's own WithSecrets values and the environment); an error of
+// f fails AddMCP with ErrInvalidArgument naming the secret.
+func WithSecretFunc(f func(name string) (string, error)) Option {
+	return clientOption(func(c *clientConfig) {
+		if f == nil {
+			c.err = fmt.Errorf("the secret function is nil")
+			return
+		}
+		c.secretOf = f
 	})
 }
 

@@ -296,7 +296,7 @@ def test_the_binding_imports_without_the_sdk() -> None:
 async def test_the_hosts_policy_and_secrets_hold_on_the_sdk_transport(sandbox_dir: Path) -> None:
     """The official SDK's session over the binding's transport meets the host's rules: what
     the policy denies is not listed and its call is a JSON-RPC error naming the rule; a secret
-    given to the client comes back as its name."""
+    the client's function resolves comes back as its name."""
     if not gateway_has_attach():
         skip(f"{GATEWAY} has no `attach` subcommand (the session channel's gateway side)")
     value = "sdk-secret-" + os.urandom(8).hex()
@@ -307,11 +307,14 @@ async def test_the_hosts_policy_and_secrets_hold_on_the_sdk_transport(sandbox_di
         state_dir=str(sandbox_dir / "state"),
         policy={"servers": {"ts": {"tools": {"deny": ["crash", "fail"]}}}},
         audit=records.append,
-        secrets={"MCPGW_SDK_KEY": value},
+        secrets={"MCPGW_SDK_KEY": value}.get,  # type: ignore[typeddict-item]
     )
     try:
         await client.open_session()
         spec = ts_spec()
+        spec["mcp_config"]["env"] = {"MCPGW_TEST_KEY": {"secret": "MCPGW_OTHER_KEY"}}
+        with pytest.raises(mcpgw.InvalidArgumentError, match="no text for secret 'MCPGW_OTHER_KEY'"):
+            await client.add_mcp(spec)
         spec["mcp_config"]["env"] = {"MCPGW_TEST_KEY": {"secret": "MCPGW_SDK_KEY"}}
         await client.add_mcp(spec)
         async with client_streams(client, "ts") as (read, write), ClientSession(read, write) as s:

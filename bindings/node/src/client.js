@@ -45,9 +45,10 @@ import { gatewayBinary } from './native.js';
  *   declared lost (0: three heartbeats)
  * @property {object} [policy] the host's rules (the structure of `mcpgw mcp --policy`'s file):
  *   what they refuse fails with PolicyDeniedError and is not listed
- * @property {Record<string, string>} [secrets] secret values by name, which a spec's
- *   `{secret: NAME}` env or headers value resolves to (else the process's environment variable
- *   NAME); answers show `[secret:NAME]` in their place
+ * @property {Record<string, string> | ((name: string) => string)} [secrets] secret values by
+ *   name, or a function from a name to its value (called when `addMcp` is given a spec that
+ *   names it), which a spec's `{secret: NAME}` env or headers value resolves to (else the
+ *   process's environment variable NAME); answers show `[secret:NAME]` in their place
  * @property {(record: Record<string, unknown>) => void} [onAudit] called with each call's audit
  *   record when the call ends (turns the library's audit on)
  * @property {boolean} [auditArguments] whether the records hold the arguments themselves
@@ -121,6 +122,40 @@ function onlyKnown(options, known, what) {
   }
 }
 
+/**
+ * `spec` with each `{secret: NAME}` of its env and headers given the value `secretOf` returns
+ * for NAME (the library uses it, covers it, and sends it over the session only).
+ *
+ * @param {any} spec
+ * @param {((name: string) => string) | undefined} secretOf
+ * @returns {any}
+ */
+function withSecrets(spec, secretOf) {
+  const config = spec?.mcp_config;
+  if (!secretOf || !config || typeof config !== 'object') return spec;
+  const out = { ...config };
+  for (const field of ['env', 'headers']) {
+    const values = config[field];
+    if (!values || typeof values !== 'object') continue;
+    out[field] = Object.fromEntries(
+      Object.entries(values).map(([key, value]) => {
+        if (!value || typeof value !== 'object' || typeof value.secret !== 'string') {
+          return [key, value];
+        }
+        if ('value' in value) return [key, value];
+        const got = secretOf(value.secret);
+        if (typeof got !== 'string') {
+          throw invalid(
+            `mcp_config.${field}.${key}: the secrets function gave no text for secret ${JSON.stringify(value.secret)}`,
+          );
+        }
+        return [key, { secret: value.secret, value: got }];
+      }),
+    );
+  }
+  return { ...spec, mcp_config: out };
+}
+
 // Frees the driver of a client that was never closed, once it is idle (a backstop: close()
 // unregisters it). The driver holds no reference to its client, so the client can be collected.
 const finalizer = new FinalizationRegistry((/** @type {HostLoop} */ loop) => {
@@ -140,6 +175,8 @@ export class Client {
   #port;
   /** What makes a driver like this client's: its configuration, backend and notice callback. */
   #make;
+  /** The secrets function, when the options gave one. @type {((name: string) => string) | undefined} */
+  #secretOf;
   /** Installs under way, each on a driver of its own. @type {Set<Promise<unknown>>} */
   #installs = new Set();
 
@@ -170,6 +207,11 @@ export class Client {
     const config = { backend: backend.config };
     for (const key of CONFIG_OPTIONS) if (o[key] !== undefined) config[snake(key)] = o[key];
     if (o.onAudit) config.audit = true;
+    if (typeof o.secrets === 'function') {
+      // Resolved by the client at addMcp (see withSecrets).
+      delete config.secrets;
+      this.#secretOf = o.secrets;
+    }
     this.#make = () => new HostLoop(config, backend, o.onNotice, o.onAudit);
     this.#loop = this.#make();
     this.#port = typeof o.port === 'number' ? o.port : 0;
@@ -269,7 +311,7 @@ export class Client {
    * @returns {Promise<void>}
    */
   async addMcp(spec, opts) {
-    await this.#call({ op: 'add_mcp', spec }, opts);
+    await this.#call({ op: 'add_mcp', spec: withSecrets(spec, this.#secretOf) }, opts);
   }
 
   /**

@@ -17,7 +17,8 @@ describe("the host's policy, audit and secrets", () => {
     gatewayPath: gatewayPath(),
     stateDir: join(sb.dir, 'state'),
     policy: { servers: { ts: { tools: { deny: ['crash'] } } } },
-    secrets: { MCPGW_NODE_KEY: value },
+    // A function the client calls for each secret a spec names.
+    secrets: (name) => (name === 'MCPGW_NODE_KEY' ? value : undefined),
     onAudit: (r) => records.push(r),
   });
 
@@ -31,6 +32,12 @@ describe("the host's policy, audit and secrets", () => {
   test('refused, recorded, and the secret shown by its name', async () => {
     await client.openSession();
     const spec = testserverSpec('ts');
+    spec.mcp_config.env = { MCPGW_TEST_KEY: { secret: 'MCPGW_OTHER_KEY' } };
+    await assert.rejects(
+      () => client.addMcp(spec),
+      (e) =>
+        e instanceof InvalidArgumentError && /no text for secret "MCPGW_OTHER_KEY"/.test(e.message),
+    );
     spec.mcp_config.env = { MCPGW_TEST_KEY: { secret: 'MCPGW_NODE_KEY' } };
     await client.addMcp(spec);
     // The server got the value (its info tool prints MCPGW_TEST_* variables); the answer names

@@ -86,11 +86,12 @@ export type ClientOptions = {
      */
     policy?: object;
     /**
-     * secret values by name, which a spec's
-     * `{secret: NAME}` env or headers value resolves to (else the process's environment variable
-     * NAME); answers show `[secret:NAME]` in their place
+     * secret values by
+     * name, or a function from a name to its value (called when `addMcp` is given a spec that
+     * names it), which a spec's `{secret: NAME}` env or headers value resolves to (else the
+     * process's environment variable NAME); answers show `[secret:NAME]` in their place
      */
-    secrets?: Record<string, string>;
+    secrets?: Record<string, string> | ((name: string) => string);
     /**
      * called with each call's audit
      * record when the call ends (turns the library's audit on)
@@ -167,9 +168,10 @@ export type CallToolOptions = CallOptions & {
  *   declared lost (0: three heartbeats)
  * @property {object} [policy] the host's rules (the structure of `mcpgw mcp --policy`'s file):
  *   what they refuse fails with PolicyDeniedError and is not listed
- * @property {Record<string, string>} [secrets] secret values by name, which a spec's
- *   `{secret: NAME}` env or headers value resolves to (else the process's environment variable
- *   NAME); answers show `[secret:NAME]` in their place
+ * @property {Record<string, string> | ((name: string) => string)} [secrets] secret values by
+ *   name, or a function from a name to its value (called when `addMcp` is given a spec that
+ *   names it), which a spec's `{secret: NAME}` env or headers value resolves to (else the
+ *   process's environment variable NAME); answers show `[secret:NAME]` in their place
  * @property {(record: Record<string, unknown>) => void} [onAudit] called with each call's audit
  *   record when the call ends (turns the library's audit on)
  * @property {boolean} [auditArguments] whether the records hold the arguments themselves

@@ -105,9 +105,10 @@ class Options(TypedDict, total=False):
         audit: called with each call's audit record (a dict) when the call ends.
         audit_arguments: whether the records hold the arguments themselves (secrets shown by
             name), not only their digest and size.
-        secrets: secret values by name, which a spec's ``{"secret": NAME}`` env or headers
-            value resolves to (else the process's environment variable NAME); results show
-            ``[secret:NAME]`` in their place.
+        secrets: secret values by name, or a function from a name to its value (called when
+            ``add_mcp`` is given a spec that names it), which a spec's ``{"secret": NAME}`` env
+            or headers value resolves to (else the process's environment variable NAME);
+            results show ``[secret:NAME]`` in their place.
     """
 
     gateway_path: str | None
@@ -130,7 +131,7 @@ class Options(TypedDict, total=False):
     policy: Mapping[str, Any] | None
     audit: Callable[[dict[str, Any]], None] | None
     audit_arguments: bool | None
-    secrets: Mapping[str, str] | None
+    secrets: Mapping[str, str] | Callable[[str], str] | None
 
 
 def host_config(backend: Backend, options: Options) -> dict[str, Any]:
@@ -150,11 +151,36 @@ def host_config(backend: Backend, options: Options) -> dict[str, Any]:
             if not callable(value):
                 raise invalid(f"audit must be a function taking a record, not {type(value).__name__}")
             config["audit"] = True
+        elif key == "secrets" and callable(value):
+            continue  # resolved by the client at add_mcp (see _with_secrets)
         elif key in ("policy", "secrets"):
             config[key] = _object(value, key)
         else:
             config[_SECONDS.get(key, key)] = _millis(value, key) if key in _SECONDS else value
     return config
+
+
+def _with_secrets(spec: dict[str, Any], secret_of: Callable[[str], str] | None) -> dict[str, Any]:
+    """`spec` with each ``{"secret": NAME}`` of its env and headers given the value `secret_of`
+    returns for NAME (the library uses it, covers it, and sends it over the session only)."""
+    config = spec.get("mcp_config")
+    if secret_of is None or not isinstance(config, Mapping):
+        return spec
+    config = dict(config)
+    for field in ("env", "headers"):
+        values = config.get(field)
+        if not isinstance(values, Mapping):
+            continue
+        resolved = dict(values)
+        for key, value in values.items():
+            if isinstance(value, Mapping) and isinstance(value.get("secret"), str) and "value" not in value:
+                name = value["secret"]
+                got = secret_of(name)
+                if not isinstance(got, str):
+                    raise invalid(f"mcp_config.{field}.{key}: the secrets function gave no text for secret {name!r}")
+                resolved[key] = {"secret": name, "value": got}
+        config[field] = resolved
+    return {**spec, "mcp_config": config}
 
 
 class AsyncClient:
@@ -178,6 +204,8 @@ class AsyncClient:
     def __init__(self, backend: Backend, **options: Unpack[Options]) -> None:
         # The library checks every value (and names the one that is wrong) before anything runs.
         self._driver = Driver(host_config(backend, options), backend, options.get("audit"))
+        secrets = options.get("secrets")
+        self._secret_of: Callable[[str], str] | None = secrets if callable(secrets) else None
 
     # ── lifecycle and state ───────────────────────────────────────
 
@@ -256,7 +284,7 @@ class AsyncClient:
     ) -> None:
         """Registers an MCP server (AgentScope's ``MCPClient`` dump) in the scope; returns once
         it is connected and its tools listed."""
-        fields = {"spec": _object(spec, "the MCP spec")}
+        fields = {"spec": _with_secrets(_object(spec, "the MCP spec"), self._secret_of)}
         await self._driver.call(_request("add_mcp", fields, agent_id=agent_id, session_id=session_id, timeout=timeout))
 
     async def remove_mcp(
