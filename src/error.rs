@@ -170,16 +170,12 @@ impl Error {
 
     /// The error with every secret value `redactor` covers replaced in its texts.
     pub fn redacted(mut self, redactor: &crate::secret::Redactor) -> Error {
-        if let std::borrow::Cow::Owned(m) = redactor.redact_str(&self.message) {
-            self.message = m;
-        }
-        if let Some(d) = &self.detail
-            && let std::borrow::Cow::Owned(m) = redactor.redact_str(d)
-        {
-            self.detail = Some(m);
+        redactor.redact_in_place(&mut self.message);
+        if let Some(d) = self.detail.as_mut() {
+            redactor.redact_in_place(d);
         }
         if let Some(b) = self.backend.as_mut() {
-            b.redact(redactor);
+            redactor.redact_in_place(&mut b.reason);
         }
         self
     }

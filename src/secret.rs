@@ -217,6 +217,20 @@ impl Redactor {
         out
     }
 
+    /// Redacts `text` where it is, allocating only when something is replaced.
+    pub fn redact_in_place(&self, text: &mut String) {
+        if let Cow::Owned(o) = self.redact_str(text) {
+            *text = o;
+        }
+    }
+
+    /// Redacts `bytes` where they are, allocating only when something is replaced.
+    pub fn redact_bytes_in_place(&self, bytes: &mut Vec<u8>) {
+        if let Cow::Owned(o) = self.redact(bytes) {
+            *bytes = o;
+        }
+    }
+
     /// [`Redactor::redact`] of text.
     pub fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match self.redact(text.as_bytes()) {

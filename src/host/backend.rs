@@ -183,15 +183,6 @@ pub struct BackendFailure {
     pub reason: String,
 }
 
-impl BackendFailure {
-    /// Replaces every secret value `redactor` covers in the reason.
-    pub fn redact(&mut self, redactor: &crate::secret::Redactor) {
-        if let std::borrow::Cow::Owned(r) = redactor.redact_str(&self.reason) {
-            self.reason = r;
-        }
-    }
-}
-
 impl std::fmt::Display for BackendFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

@@ -479,9 +479,9 @@ impl Host {
         if r.is_empty() {
             return Some(action);
         }
-        let text = |t: String| match r.redact_str(&t) {
-            std::borrow::Cow::Borrowed(_) => t,
-            std::borrow::Cow::Owned(o) => o,
+        let text = |mut t: String| {
+            r.redact_in_place(&mut t);
+            t
         };
         Some(match action {
             Action::Done { op, result: Err(e) } => Action::Done {
@@ -557,15 +557,13 @@ impl Host {
         let sealed_op = sealed.is_some();
         let submit = sealed.as_ref().unwrap_or(submit);
         if sealed_op && matches!(self.want, Want::Off) {
-            let e = Error::invalid_argument(
-                "a spec that names a secret is registered over the session channel only: open \
-                 the session first (open_session)",
+            return self.fail_at_once(
+                id,
+                Error::invalid_argument(
+                    "a spec that names a secret is registered over the session channel only: \
+                     open the session first (open_session)",
+                ),
             );
-            self.actions.push_back(Action::Done {
-                op: id,
-                result: Err(e),
-            });
-            return id;
         }
         if let Some(refused) = refused {
             let result = Err(refused);
@@ -610,6 +608,15 @@ impl Host {
         Ok(self.submit(&submit, now))
     }
 
+    /// Ends operation `id`, which nothing started, with `error`.
+    fn fail_at_once(&mut self, id: Id, error: Error) -> Id {
+        self.actions.push_back(Action::Done {
+            op: id,
+            result: Err(error),
+        });
+        id
+    }
+
     /// Submits an operation prepared on [`Host::client`] (Rust hosts that want typed
     /// operations); see [`Host::submit`]. A prepared operation is past the host's rules: with a
     /// policy or the audit on, one that reaches an MCP fails at once with INVALID_ARGUMENT
@@ -626,11 +633,7 @@ impl Host {
                  an operation (Host::submit)",
                 op.name()
             ));
-            self.actions.push_back(Action::Done {
-                op: id,
-                result: Err(e),
-            });
-            return id;
+            return self.fail_at_once(id, e);
         }
         self.ops.insert(
             id,
@@ -807,11 +810,8 @@ impl Host {
         match result {
             Ok(mut out) => {
                 let r = self.secrets.redactor();
-                for bytes in [&mut out.stdout, &mut out.stderr] {
-                    if let std::borrow::Cow::Owned(o) = r.redact(bytes) {
-                        *bytes = o;
-                    }
-                }
+                r.redact_bytes_in_place(&mut out.stdout);
+                r.redact_bytes_in_place(&mut out.stderr);
                 let _ = op.complete(Ok(out));
             }
             Err(e) => op.abandon(e),
