@@ -24,9 +24,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Duration;
 
-use mcpgw::wire::jsonrpc::{self, LEGACY, MODERN, Message, code};
+use mcpgw::wire::jsonrpc::{self, MODERN, Message, code};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -36,11 +35,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::upstream::Upstream;
 use crate::upstream::hub::Downstream;
-use crate::upstream::rpc::{Origin, Peer, Reply};
-use crate::upstream::session::{Era, LEVELS, Session, severity};
+use crate::upstream::param_headers;
+use crate::upstream::rpc::Peer;
+use crate::upstream::session::{Era, Session};
 
+mod answered;
 mod bridge;
+mod downstream;
 mod filter;
+mod request;
 
 /// The upgrade token of a connection's HTTP/1.1 upgrade.
 pub const UPGRADE: &str = "mcpgw-jsonrpc";
@@ -341,6 +344,19 @@ impl Connection {
             json!({})
         };
         let era = Era::of_first_message(&first);
+        if era == Era::Modern {
+            // A host of 2026-07-28 says what it is on every request: its first one (a
+            // stateless client's only one) declares it as `server/discover` would.
+            let meta = &first["params"]["_meta"];
+            self.state.lock().unwrap().host = Some(Host {
+                version: meta[jsonrpc::META_PROTOCOL_VERSION]
+                    .as_str()
+                    .unwrap_or(MODERN)
+                    .to_string(),
+                capabilities: declared.clone(),
+                info: meta[jsonrpc::META_CLIENT_INFO].clone(),
+            });
+        }
         let chosen = if self.own_upstream {
             self.upstream
                 .own_session(&first, &declared, era)
@@ -491,54 +507,16 @@ impl Connection {
         if let Some(refusal) = self.refused_by_filters(method, &params) {
             return self.reply_error(Some(id_text), filter::TOOL_DISABLED, &refusal);
         }
-        let gw_id = self.session().peer.next_id();
-        let mut progress = None;
+        // The `Mcp-Param-*` headers the host endpoint took over HTTP, checked here (the
+        // gateway has the tools' schemas) and never passed on.
+        if let Some(given) = param_headers::take_given(&mut params)
+            && method == "tools/call"
+            && let Err(why) = param_headers::check(&self.upstream.cached_tools(), &params, &given)
         {
-            let state = self.state.lock().unwrap();
-            let meta = params.get_mut("_meta").and_then(Value::as_object_mut);
-            if let Some(meta) = meta {
-                if let Some(token) = meta
-                    .get("progressToken")
-                    .filter(|t| t.is_string() || t.is_number())
-                {
-                    progress = Some(to_raw(token));
-                    meta.insert("progressToken".into(), json!(gw_id));
-                }
-                if !modern_upstream {
-                    // What a modern host sends per request is the legacy upstream's session.
-                    meta.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
-                }
-            }
-            if modern_upstream {
-                let host = state.host.clone().unwrap_or_default();
-                let meta = params
-                    .entry("_meta")
-                    .or_insert_with(|| Value::Object(Map::new()));
-                if let Value::Object(meta) = meta {
-                    meta.entry(jsonrpc::META_PROTOCOL_VERSION)
-                        .or_insert_with(|| json!(MODERN));
-                    meta.entry(jsonrpc::META_CLIENT_CAPABILITIES)
-                        .or_insert_with(|| host.capabilities.clone());
-                    if !host.info.is_null() {
-                        meta.entry(jsonrpc::META_CLIENT_INFO)
-                            .or_insert_with(|| host.info.clone());
-                    }
-                    if let Some(level) = &state.log_level {
-                        meta.entry(jsonrpc::META_LOG_LEVEL)
-                            .or_insert_with(|| json!(level));
-                    }
-                }
-                if params["_meta"].as_object().is_some_and(Map::is_empty) {
-                    params.remove("_meta");
-                }
-            } else if params
-                .get("_meta")
-                .and_then(Value::as_object)
-                .is_some_and(Map::is_empty)
-            {
-                params.remove("_meta");
-            }
+            return self.reply_error(Some(id_text), code::HEADER_MISMATCH, &why);
         }
+        let gw_id = self.session().peer.next_id();
+        let progress = self.upstream_meta(&mut params, gw_id);
         let listen = method == "subscriptions/listen";
         {
             let mut state = self.state.lock().unwrap();
@@ -559,100 +537,7 @@ impl Connection {
                 .hub
                 .route_to(&gw_id.to_string(), self.clone() as Arc<dyn Downstream>);
         }
-        let method = method.to_string();
-        // A subscription lasts as long as the host keeps it; every other request has the
-        // MCP's deadline, over all its rounds.
-        let (limit, _) = self.upstream.deadline(None);
-        let deadline = tokio::time::Instant::now() + limit;
-        tokio::spawn(async move {
-            let mut upstream_id = gw_id;
-            // A request the host sent without params goes without them.
-            let mut text = (!params.is_empty() || had_params)
-                .then(|| Value::Object(params.clone()).to_string());
-            let mut rounds = 0;
-            let reply = loop {
-                let pending = self
-                    .session()
-                    .peer
-                    .request_with_id(upstream_id, &method, text.as_deref())
-                    .await;
-                // Cancelled by the host, or the connection ended, before it went out: its
-                // cancel may have gone first, so it is cancelled again.
-                if self.in_flight_done(gw_id).is_none() {
-                    let peer = &self.session().peer;
-                    return peer
-                        .cancel(upstream_id, "cancelled by the MCP client")
-                        .await;
-                }
-                let reply = if listen {
-                    Some(pending.reply().await)
-                } else {
-                    tokio::time::timeout_at(deadline, pending.reply())
-                        .await
-                        .ok()
-                };
-                let Some(Reply::Ok(result)) = &reply else {
-                    break reply;
-                };
-                let Some(asks) = self.input_required(&method, result) else {
-                    break reply;
-                };
-                rounds += 1;
-                match self.answer_inputs(gw_id, asks, rounds, deadline).await {
-                    Ok(Some(next)) => {
-                        let mut params = params.clone();
-                        params.extend(next);
-                        text = Some(Value::Object(params).to_string());
-                        upstream_id = self.session().peer.next_id();
-                        if !self.carry(gw_id, upstream_id) {
-                            return;
-                        }
-                    }
-                    // Cancelled by the host, or the connection ended.
-                    Ok(None) => return,
-                    Err(gap) => {
-                        if let Some(entry) = self.forget(gw_id) {
-                            self.reply_error(Some(entry.host_id.get()), code::INTERNAL_ERROR, &gap);
-                        }
-                        return;
-                    }
-                }
-            };
-            let Some(entry) = self.forget(gw_id) else {
-                // Cancelled by the host, or the connection ended.
-                return;
-            };
-            let host_id = entry.host_id.get();
-            match reply {
-                Some(Reply::Ok(result)) if let Some(gap) = self.gap(&result) => {
-                    self.reply_error(Some(host_id), code::INTERNAL_ERROR, &gap)
-                }
-                Some(Reply::Ok(result)) => {
-                    let filtered = self.filtered_result(&method, &result);
-                    self.reply(
-                        Some(host_id),
-                        Ok(filtered.as_deref().unwrap_or(result.get())),
-                    )
-                }
-                Some(Reply::Err(error)) => self.reply(Some(host_id), Err(error.get())),
-                Some(Reply::Closed(reason)) => self.reply_error(
-                    Some(host_id),
-                    code::INTERNAL_ERROR,
-                    &format!("the upstream session ended: {reason}"),
-                ),
-                None => {
-                    self.session()
-                        .peer
-                        .cancel(upstream_id, "the request's deadline passed")
-                        .await;
-                    self.reply_error(
-                        Some(host_id),
-                        code::INTERNAL_ERROR,
-                        &format!("{method} did not complete within {limit:?} (the MCP's deadline): the upstream was told to cancel it"),
-                    );
-                }
-            }
-        });
+        tokio::spawn(self.relay(gw_id, method.to_string(), params, had_params, listen));
     }
 
     /// Forgets request `gw_id`; what it was, if it was still in flight.
@@ -666,164 +551,6 @@ impl Connection {
             self.session().hub.forget(&gw_id.to_string());
         }
         Some(entry)
-    }
-
-    /// `initialize`: answered from the upstream's handshake, in the revision the host asks for
-    /// when the gateway speaks it (else the newest legacy one).
-    fn initialize(&self, id: &str, params: Option<&RawValue>) {
-        #[derive(Deserialize, Default)]
-        struct Init {
-            #[serde(default, rename = "protocolVersion")]
-            protocol_version: String,
-            #[serde(default)]
-            capabilities: Value,
-            #[serde(default, rename = "clientInfo")]
-            client_info: Value,
-        }
-        let init: Init = params
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or_default();
-        let handshake = &self.session().handshake;
-        // A session of the host's own answered its `initialize`: in the revision it chose.
-        let version = if self.own_upstream && !handshake.is_modern() {
-            handshake.version.clone()
-        } else if LEGACY.contains(&init.protocol_version.as_str()) {
-            init.protocol_version.clone()
-        } else {
-            LEGACY[0].to_string()
-        };
-        let mut result = if handshake.is_modern() {
-            let mut r = json!({"capabilities": handshake.capabilities, "serverInfo": handshake.server_info});
-            if let Some(i) = &handshake.instructions {
-                r["instructions"] = json!(i);
-            }
-            r
-        } else {
-            serde_json::from_str(handshake.result.get()).unwrap_or_else(|_| json!({}))
-        };
-        result["protocolVersion"] = json!(version);
-        self.state.lock().unwrap().host = Some(Host {
-            version,
-            capabilities: init.capabilities.clone(),
-            info: init.client_info,
-        });
-        self.reply(Some(id), Ok(&result.to_string()));
-    }
-
-    /// `server/discover`: the upstream's own answer when it speaks 2026-07-28, else one made
-    /// from its `initialize` result.
-    fn discover(&self, id: &str, params: Option<&RawValue>) {
-        let meta = params
-            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-            .map(|p| p["_meta"].clone())
-            .unwrap_or_default();
-        let host = Host {
-            version: meta[jsonrpc::META_PROTOCOL_VERSION]
-                .as_str()
-                .unwrap_or(MODERN)
-                .to_string(),
-            capabilities: meta[jsonrpc::META_CLIENT_CAPABILITIES].clone(),
-            info: meta[jsonrpc::META_CLIENT_INFO].clone(),
-        };
-        self.state.lock().unwrap().host = Some(host);
-        let handshake = &self.session().handshake;
-        if handshake.is_modern() {
-            return self.reply(Some(id), Ok(handshake.result.get()));
-        }
-        let mut versions = vec![MODERN];
-        versions.extend(LEGACY);
-        let mut result = json!({
-            "resultType": "complete",
-            "supportedVersions": versions,
-            "capabilities": handshake.capabilities,
-            "_meta": {jsonrpc::META_SERVER_INFO: handshake.server_info},
-        });
-        if let Some(i) = &handshake.instructions {
-            result["instructions"] = json!(i);
-        }
-        self.reply(Some(id), Ok(&result.to_string()));
-    }
-
-    /// `logging/setLevel`: the level is the connection's. A legacy upstream is set to the most
-    /// verbose level any connection asked for; each connection gets the messages at or above
-    /// its own.
-    fn set_level(self: Arc<Self>, id: &str, params: Option<&RawValue>) {
-        #[derive(Deserialize)]
-        struct Level {
-            level: String,
-        }
-        let Some(level) = params
-            .and_then(|p| serde_json::from_str::<Level>(p.get()).ok())
-            .map(|l| l.level)
-            .filter(|l| LEVELS.contains(&l.as_str()))
-        else {
-            return self.reply_error(
-                Some(id),
-                code::INVALID_PARAMS,
-                &format!(
-                    "logging/setLevel needs a level: one of {}",
-                    LEVELS.join(", ")
-                ),
-            );
-        };
-        self.state.lock().unwrap().log_level = Some(level.clone());
-        if self.session().handshake.is_modern() {
-            return self.reply(Some(id), Ok("{}"));
-        }
-        let id = id.to_string();
-        tokio::spawn(async move {
-            let outcome = self.session().set_level(self.number, &level).await;
-            match outcome {
-                Ok(()) => self.reply(Some(&id), Ok("{}")),
-                Err(e) => self.reply(Some(&id), Err(e.get())),
-            }
-        });
-    }
-
-    /// `resources/subscribe` and `unsubscribe` of a legacy upstream: one upstream subscription
-    /// per resource, however many connections hold it.
-    fn subscription(self: Arc<Self>, id: &str, method: &str, params: Option<&RawValue>) {
-        #[derive(Deserialize)]
-        struct Uri {
-            uri: String,
-        }
-        let Some(uri) = params
-            .and_then(|p| serde_json::from_str::<Uri>(p.get()).ok())
-            .map(|u| u.uri)
-        else {
-            return self.reply_error(
-                Some(id),
-                code::INVALID_PARAMS,
-                &format!("{method} needs a uri"),
-            );
-        };
-        let subscribe = method == "resources/subscribe";
-        let changed = {
-            let mut state = self.state.lock().unwrap();
-            if subscribe {
-                state.subscriptions.insert(uri.clone())
-            } else {
-                state.subscriptions.remove(&uri)
-            }
-        };
-        let id = id.to_string();
-        tokio::spawn(async move {
-            let outcome = match (changed, subscribe) {
-                (false, _) => Ok(()),
-                (true, true) => self.session().subscribe(&uri).await,
-                (true, false) => {
-                    self.session().unsubscribe(&uri).await;
-                    Ok(())
-                }
-            };
-            match outcome {
-                Ok(()) => self.reply(Some(&id), Ok("{}")),
-                Err(e) => {
-                    self.state.lock().unwrap().subscriptions.remove(&uri);
-                    self.reply(Some(&id), Err(e.get()))
-                }
-            }
-        });
     }
 
     fn host_notification(self: Arc<Self>, method: &str, params: Option<&RawValue>) {
@@ -921,234 +648,5 @@ impl Connection {
         value["_meta"][jsonrpc::META_SUBSCRIPTION_ID] =
             serde_json::from_str(entry.host_id.get()).unwrap_or_default();
         Some(Some(value.to_string()))
-    }
-}
-
-impl Connection {
-    /// Sends the host request `method` under an id of the gateway's; `waiter` gets the answer,
-    /// or an error when the host has too many unanswered already, does not answer within
-    /// `limit` (the host is then told it was cancelled) or closes the connection. The id.
-    fn ask(
-        &self,
-        method: &str,
-        params: Option<&str>,
-        limit: Duration,
-        waiter: Waiter,
-    ) -> Option<u64> {
-        let me = self.me.upgrade()?;
-        let mut state = self.state.lock().unwrap();
-        if state.asked.len() >= self.limits.max_pending {
-            drop(state);
-            let message = self.too_many_asked(method);
-            tokio::spawn(async move {
-                let error = jsonrpc::error_object(code::INTERNAL_ERROR, &message, None);
-                waiter.settle(Err(error.get())).await;
-            });
-            return None;
-        }
-        state.next_asked += 1;
-        let ours = state.next_asked;
-        let method_owned = method.to_string();
-        let timer = tokio::spawn(async move {
-            tokio::time::sleep(limit).await;
-            let Some(asked) = me.state.lock().unwrap().asked.remove(&ours) else {
-                return;
-            };
-            let message = format!("the MCP client did not answer {method_owned} within {limit:?}");
-            let error = jsonrpc::error_object(code::INTERNAL_ERROR, &message, None);
-            asked.waiter.settle(Err(error.get())).await;
-            me.withdraw(ours, &message);
-        })
-        .abort_handle();
-        state.asked.insert(ours, Asked { waiter, timer });
-        drop(state);
-        self.send(jsonrpc::request(&ours.to_string(), method, params));
-        Some(ours)
-    }
-
-    /// Why `method` is not asked of the host: it has [`Limits::max_pending`] unanswered.
-    fn too_many_asked(&self, method: &str) -> String {
-        format!(
-            "{method}: the MCP client has {} requests unanswered already",
-            self.limits.max_pending
-        )
-    }
-
-    /// Tells the host that request `ours` made of it is no longer wanted.
-    fn withdraw(&self, ours: u64, reason: &str) {
-        let params = json!({"requestId": ours, "reason": reason});
-        self.send(jsonrpc::notification(
-            "notifications/cancelled",
-            Some(&params.to_string()),
-        ));
-    }
-}
-
-impl Downstream for Connection {
-    fn number(&self) -> u64 {
-        self.number
-    }
-
-    fn notification(&self, method: &str, params: Option<&RawValue>, origin: Origin) {
-        let Some(host) = self.host() else { return };
-        let own_origin = origin.is_some_and(|o| self.owns(o));
-        if origin.is_some() && !own_origin && method == "notifications/message" {
-            return;
-        }
-        // A notification of a subscription stream is the subscriber's alone.
-        let rewritten: Option<String> = match params.map(|p| self.own_subscription(p)) {
-            None | Some(Some(None)) => None,
-            Some(Some(Some(text))) => Some(text),
-            Some(None) => {
-                // Another subscriber's: a legacy host still gets the list changes it expects
-                // unasked, from the gateway's own subscription.
-                if host.modern() || !method.ends_with("/list_changed") {
-                    return;
-                }
-                None
-            }
-        };
-        match method {
-            "notifications/message" if !own_origin => {
-                #[derive(Deserialize)]
-                struct Level {
-                    #[serde(default)]
-                    level: String,
-                }
-                let level = params
-                    .and_then(|p| serde_json::from_str::<Level>(p.get()).ok())
-                    .map(|l| l.level)
-                    .unwrap_or_default();
-                let wanted = self.state.lock().unwrap().log_level.clone();
-                if wanted.is_some_and(|w| severity(&level) < severity(&w)) {
-                    return;
-                }
-            }
-            "notifications/resources/updated" if rewritten.is_none() => {
-                #[derive(Deserialize)]
-                struct Uri {
-                    #[serde(default)]
-                    uri: String,
-                }
-                let uri = params
-                    .and_then(|p| serde_json::from_str::<Uri>(p.get()).ok())
-                    .map(|u| u.uri)
-                    .unwrap_or_default();
-                if !self.state.lock().unwrap().subscriptions.contains(&uri) {
-                    return;
-                }
-            }
-            "notifications/cancelled" => {
-                // The upstream withdrew a request it asked this host (or another one).
-                #[derive(Deserialize)]
-                struct Cancel<'a> {
-                    #[serde(borrow, rename = "requestId")]
-                    request_id: Option<&'a RawValue>,
-                }
-                let Some(upstream_id) = params
-                    .and_then(|p| serde_json::from_str::<Cancel>(p.get()).ok())
-                    .and_then(|c| c.request_id)
-                else {
-                    return;
-                };
-                let mut state = self.state.lock().unwrap();
-                let Some(ours) = state
-                    .asked
-                    .iter()
-                    .find(|(_, a)| {
-                        matches!(&a.waiter, Waiter::Upstream { id, .. } if id.get() == upstream_id.get())
-                    })
-                    .map(|(n, _)| *n)
-                else {
-                    return;
-                };
-                if let Some(asked) = state.asked.remove(&ours) {
-                    asked.timer.abort();
-                }
-                drop(state);
-                return self.withdraw(ours, "the upstream withdrew its request");
-            }
-            _ => {}
-        }
-        let params = rewritten.or_else(|| params.map(|p| p.get().to_string()));
-        self.send(jsonrpc::notification(method, params.as_deref()));
-    }
-
-    fn progress(&self, token: &str, params: &RawValue) {
-        let Ok(gw_id) = token.parse::<u64>() else {
-            return;
-        };
-        let host_token = {
-            let state = self.state.lock().unwrap();
-            match state.in_flight.get(&gw_id).and_then(|e| e.progress.clone()) {
-                Some(t) => t,
-                None => return,
-            }
-        };
-        let Ok(mut value) = serde_json::from_str::<Value>(params.get()) else {
-            return;
-        };
-        value["progressToken"] = serde_json::from_str(host_token.get()).unwrap_or_default();
-        self.send(jsonrpc::notification(
-            "notifications/progress",
-            Some(&value.to_string()),
-        ));
-    }
-
-    fn modern(&self) -> bool {
-        self.host().is_some_and(|h| h.modern())
-    }
-
-    fn owns(&self, id: u64) -> bool {
-        let state = self.state.lock().unwrap();
-        state.in_flight.contains_key(&id) || state.in_flight.values().any(|e| e.upstream_id == id)
-    }
-
-    fn can_answer(&self, method: &str, params: Option<&RawValue>) -> bool {
-        let Some(host) = self.host() else {
-            return false;
-        };
-        // A host of 2026-07-28 takes no requests from its server.
-        if host.modern() {
-            return false;
-        }
-        let caps = &host.capabilities;
-        match method {
-            "sampling/createMessage" => caps.get("sampling").is_some(),
-            "roots/list" => caps.get("roots").is_some(),
-            "elicitation/create" => {
-                let url_mode = params
-                    .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-                    .is_some_and(|p| p["mode"] == "url");
-                match caps.get("elicitation") {
-                    None => false,
-                    Some(e) if url_mode => e.get("url").is_some(),
-                    // An empty elicitation capability is form mode (2025-11-25).
-                    Some(_) => true,
-                }
-            }
-            _ => false,
-        }
-    }
-
-    fn upstream_request(
-        &self,
-        peer: &Arc<Peer>,
-        id: &RawValue,
-        method: &str,
-        params: Option<&RawValue>,
-    ) {
-        let (limit, _) = self.upstream.deadline(None);
-        let waiter = Waiter::Upstream {
-            peer: peer.clone(),
-            id: id.to_owned(),
-        };
-        self.ask(method, params.map(RawValue::get), limit, waiter);
-    }
-
-    fn session_ended(&self, reason: &str) {
-        self.end(&format!(
-            "the upstream's session ended ({reason}): reconnect to start over"
-        ));
     }
 }

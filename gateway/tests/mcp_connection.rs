@@ -336,6 +336,16 @@ async fn hosts_of_each_revision_work_against_upstreams_of_each_revision() {
                     json!({"n": 1.5, "s": "é"}),
                     "{mcp} as {version}: {echoed}"
                 );
+                // Every result of 2026-07-28 has its type, a legacy upstream's too; a legacy
+                // host gets results as its revision writes them.
+                for result in [&tools["result"], &echoed["result"]] {
+                    let want = (version == "2026-07-28").then_some("complete");
+                    assert_eq!(
+                        result["resultType"].as_str(),
+                        want,
+                        "{mcp} as {version}: {result}"
+                    );
+                }
                 let Pipe::Connection { channel, .. } = &mut client.pipe else {
                     unreachable!()
                 };

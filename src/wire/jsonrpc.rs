@@ -43,6 +43,11 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// `_meta` key: the server's name and version in a result (2026-07-28).
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// `_meta` key the host endpoint sets on a `tools/call` it took over HTTP without a session:
+/// the request's `Mcp-Param-*` headers (SEP-2243), `{"<name, lowercase>": "<value as sent>"}`,
+/// for the gateway to check against the tool's `x-mcp-header` parameters. The gateway takes it
+/// off before the request goes on.
+pub const META_PARAM_HEADERS: &str = "io.mcpgw/paramHeaders";
 /// The key of the tasks extension (SEP-2663) in a capabilities' `extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
@@ -57,6 +62,24 @@ pub fn mcp_name_member(method: &str) -> Option<&'static str> {
     }
 }
 
+/// The methods of the 2025 revisions that 2026-07-28 removed: a request of 2026-07-28 for one
+/// is answered `METHOD_NOT_FOUND` (over HTTP with 404).
+pub const REMOVED_IN_MODERN: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Every revision this implementation speaks, newest first: what `server/discover` lists and
+/// what an `UNSUPPORTED_PROTOCOL_VERSION` error's `data.supported` names.
+pub fn supported_revisions() -> Vec<&'static str> {
+    let mut all = vec![MODERN];
+    all.extend(LEGACY);
+    all
+}
+
 /// JSON-RPC's error codes, and MCP's.
 pub mod code {
     /// The text is not JSON.
@@ -69,6 +92,15 @@ pub mod code {
     pub const INVALID_PARAMS: i64 = -32602;
     /// The receiver failed.
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// The host endpoint (`mcpgw mcp`): the endpoint or the sandbox failed the request (the
+    /// sandbox cannot be reached, the server cannot start, the channel was lost), the message
+    /// naming why.
+    pub const SANDBOX_ERROR: i64 = -32000;
+    /// The host endpoint over HTTP: no such session (it ended, or the endpoint restarted).
+    pub const SESSION_NOT_FOUND: i64 = -32001;
+    /// 2026-07-28 over HTTP: a request header (`MCP-Protocol-Version`, `Mcp-Method`,
+    /// `Mcp-Name`) does not match the body.
+    pub const HEADER_MISMATCH: i64 = -32020;
     /// 2026-07-28: a capability the request needs was not declared.
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
     /// 2026-07-28: the requested revision is not supported.

@@ -12,6 +12,7 @@
 //! it is the one asked for, and reads its limits.
 
 mod connection;
+mod exchange;
 mod input;
 mod liveness;
 mod locate;

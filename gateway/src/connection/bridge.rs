@@ -153,6 +153,23 @@ impl Connection {
         }
     }
 
+    /// A legacy upstream's `result`, as `text` (filtered), as a host of 2026-07-28 reads it:
+    /// with the `"resultType": "complete"` every result of that revision carries. `None` when
+    /// it goes as it is (a legacy host, a modern upstream, a result that has its type).
+    pub(super) fn typed_result(&self, result: &RawValue, text: &str) -> Option<String> {
+        if self.session().handshake.is_modern() || !self.host()?.modern() {
+            return None;
+        }
+        if crate::upstream::call::result_type(result).is_some() {
+            return None;
+        }
+        let body = text.trim_start().strip_prefix('{')?.trim_start();
+        Some(match body.strip_prefix('}') {
+            Some(_) => r#"{"resultType":"complete"}"#.to_string(),
+            None => format!(r#"{{"resultType":"complete",{body}"#),
+        })
+    }
+
     /// Why a result of the upstream's cannot reach this host as it is, when it cannot: a
     /// result type of 2026-07-28 other than a task the host declared the tasks extension for.
     pub(super) fn gap(&self, result: &RawValue) -> Option<String> {

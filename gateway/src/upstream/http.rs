@@ -15,6 +15,7 @@ use tokio::task::AbortHandle;
 
 use super::error_chain;
 use super::rpc::{Sink, Wire};
+use super::tools::ToolCache;
 
 /// A header map shared between the gateway (which replaces it) and the transport (which reads
 /// it on every request).
@@ -87,9 +88,33 @@ struct Inner {
     version: RwLock<Option<String>>,
     max_reply_bytes: usize,
     sink: Sink,
+    /// The upstream's tools, for the `Mcp-Param-*` headers of a `tools/call`.
+    tools: Arc<ToolCache>,
     /// The answer streams of requests in flight, to close one (a modern cancellation).
     streams: Mutex<HashMap<u64, AbortHandle>>,
     get_stream: Mutex<Option<AbortHandle>>,
+}
+
+/// How often a request's answer stream is resumed (SEP-1699) before the request fails.
+const MAX_RESUMES: usize = 5;
+/// The longest `retry` time honoured before a resumption.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// What a request's answer stream showed, for resuming it.
+struct Resume {
+    /// The last event id.
+    last_id: Option<String>,
+    /// The server's `retry` time (1 s until it gives one).
+    retry: Duration,
+}
+
+impl Default for Resume {
+    fn default() -> Self {
+        Resume {
+            last_id: None,
+            retry: Duration::from_secs(1),
+        }
+    }
 }
 
 /// How much of an error response's body an error message quotes.
@@ -103,6 +128,7 @@ pub fn connect(
     runtime: SharedHeaders,
     max_reply_bytes: usize,
     sink: Sink,
+    tools: Arc<ToolCache>,
 ) -> Result<HttpWire, String> {
     let static_headers = spec_headers(config)?;
     let client = client_builder(config)?
@@ -117,17 +143,20 @@ pub fn connect(
         version: RwLock::new(None),
         max_reply_bytes,
         sink,
+        tools,
         streams: Mutex::new(HashMap::new()),
         get_stream: Mutex::new(None),
     })))
 }
 
-/// A header value as 2026-07-28 carries names: plain when it is visible ASCII without spaces
-/// at its ends, else `=?base64?...?=`.
+/// A header value as 2026-07-28 carries names and parameters: plain when it is visible ASCII
+/// without spaces at its ends (and could not be read as the encoded form), else
+/// `=?base64?...?=`.
 fn header_safe(value: &str) -> Option<HeaderValue> {
     use base64::Engine as _;
     let plain = !value.is_empty()
         && value.trim() == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="))
         && value
             .bytes()
             .all(|b| b == b'\t' || (0x20..0x7f).contains(&b));
@@ -174,10 +203,25 @@ impl Inner {
             if let Some(m) = header_safe(method) {
                 headers.insert("mcp-method", m);
             }
-            if let Some(name) = params.and_then(|p| mcp_name(method, p))
+            // The params, read once, of a method whose headers carry some of them.
+            let named: Option<serde_json::Map<String, serde_json::Value>> =
+                jsonrpc::mcp_name_member(method)
+                    .and(params)
+                    .and_then(|p| serde_json::from_str(p).ok());
+            if let Some(name) = named.as_ref().and_then(|p| mcp_name(method, p))
                 && let Some(v) = header_safe(&name)
             {
                 headers.insert("mcp-name", v);
+            }
+            if method == "tools/call"
+                && let Some(params) = &named
+            {
+                let tools = self.tools.get();
+                for (name, text) in super::param_headers::for_call(&tools, params) {
+                    if let (Ok(k), Some(v)) = (HeaderName::try_from(name), header_safe(&text)) {
+                        headers.insert(k, v);
+                    }
+                }
             }
         }
         self.client.post(&*self.url).headers(headers).body(body)
@@ -197,37 +241,27 @@ impl Inner {
             .unwrap_or_default()
             .to_ascii_lowercase();
         if status.is_success() && kind.starts_with("text/event-stream") {
-            let too_large = super::sse::CloseReason::default();
-            let bytes = super::sse::bounded_events(
-                response.bytes_stream(),
-                self.max_reply_bytes,
-                too_large.clone(),
-            );
-            let mut events = sse_stream::SseStream::from_bytes_stream(bytes);
-            while let Some(event) = events.next().await {
-                match event {
-                    Ok(sse) if matches!(sse.event.as_deref(), None | Some("message")) => {
-                        if let Some(data) = sse.data.filter(|d| !d.trim().is_empty()) {
-                            self.sink.deliver(&data, origin);
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        let reason = too_large.lock().unwrap().clone();
-                        if let (Some(id), Some(reason)) = (origin, reason) {
-                            let error =
-                                jsonrpc::error_object(jsonrpc::code::INTERNAL_ERROR, &reason, None);
-                            self.sink.fail(id, error);
-                        } else {
-                            tracing::debug!("an event stream of {} broke off: {e}", self.url);
-                        }
-                        break;
-                    }
+            let mut resume = Resume::default();
+            self.events(response, origin, &mut resume).await;
+            let Some(id) = origin else { return };
+            // A stream that ends without its answer, after events with ids, is resumed as the
+            // server asked (SEP-1699): a `GET` with `Last-Event-ID` after its `retry` time.
+            for _ in 0..MAX_RESUMES {
+                // Answered (on this stream or another), or failed with it.
+                if !self.sink.is_pending(id) {
+                    break;
+                }
+                let Some(last) = resume.last_id.clone() else {
+                    break;
+                };
+                tokio::time::sleep(resume.retry).await;
+                let get = self.get().header("last-event-id", last);
+                match get.send().await {
+                    Ok(r) if r.status().is_success() => self.events(r, origin, &mut resume).await,
+                    _ => break,
                 }
             }
-            // A stream that ended without answering its request fails it (a late answer on
-            // the GET stream is not to be waited for).
-            if let Some(id) = origin {
+            if self.sink.is_pending(id) {
                 let error = jsonrpc::error_object(
                     jsonrpc::code::INTERNAL_ERROR,
                     &format!("{}: the answer stream ended without a reply", self.url),
@@ -284,27 +318,73 @@ impl Inner {
         }
     }
 
+    /// Delivers the messages of an event stream; `origin` is the request it answers, whose
+    /// answer, last event id and retry time go to `resume`.
+    async fn events(&self, response: reqwest::Response, origin: Option<u64>, resume: &mut Resume) {
+        let too_large = super::sse::CloseReason::default();
+        let bytes = super::sse::bounded_events(
+            response.bytes_stream(),
+            self.max_reply_bytes,
+            too_large.clone(),
+        );
+        let mut events = sse_stream::SseStream::from_bytes_stream(bytes);
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(sse) => {
+                    if let Some(id) = sse.id.filter(|i| !i.is_empty()) {
+                        resume.last_id = Some(id);
+                    }
+                    if let Some(ms) = sse.retry {
+                        resume.retry = Duration::from_millis(ms).min(MAX_RETRY);
+                    }
+                    if !matches!(sse.event.as_deref(), None | Some("message")) {
+                        continue;
+                    }
+                    if let Some(data) = sse.data.filter(|d| !d.trim().is_empty()) {
+                        self.sink.deliver(&data, origin);
+                    }
+                }
+                Err(e) => {
+                    let reason = too_large.lock().unwrap().clone();
+                    if let (Some(id), Some(reason)) = (origin, reason) {
+                        let error =
+                            jsonrpc::error_object(jsonrpc::code::INTERNAL_ERROR, &reason, None);
+                        self.sink.fail(id, error);
+                    } else {
+                        tracing::debug!("an event stream of {} broke off: {e}", self.url);
+                    }
+                    break;
+                }
+            }
+        }
+    }
+
+    /// A `GET` for the session's event stream.
+    fn get(&self) -> reqwest::RequestBuilder {
+        let mut get = self
+            .client
+            .get(&*self.url)
+            .header(ACCEPT, "text/event-stream");
+        for (k, v) in self
+            .static_headers
+            .iter()
+            .chain(self.runtime.read().unwrap().iter())
+        {
+            get = get.header(k.clone(), v.clone());
+        }
+        if let Some(id) = self.session_id.read().unwrap().clone() {
+            get = get.header("mcp-session-id", id);
+        }
+        if let Some(v) = self.version.read().unwrap().clone() {
+            get = get.header("mcp-protocol-version", v);
+        }
+        get
+    }
+
     /// Keeps the `GET` stream of a legacy session open while the session lives.
     async fn listen(self: Arc<Self>) {
         while !self.sink.is_closed() {
-            let mut get = self
-                .client
-                .get(&*self.url)
-                .header(ACCEPT, "text/event-stream");
-            for (k, v) in self
-                .static_headers
-                .iter()
-                .chain(self.runtime.read().unwrap().iter())
-            {
-                get = get.header(k.clone(), v.clone());
-            }
-            if let Some(id) = self.session_id.read().unwrap().clone() {
-                get = get.header("mcp-session-id", id);
-            }
-            if let Some(v) = self.version.read().unwrap().clone() {
-                get = get.header("mcp-protocol-version", v);
-            }
-            match get.send().await {
+            match self.get().send().await {
                 Ok(r) if r.status().is_success() => self.answer(r, None).await,
                 // 405: the server offers no such stream.
                 _ => return,
@@ -318,9 +398,8 @@ impl Inner {
 /// What a 2026-07-28 request's `Mcp-Name` header says, for the methods that have one: the
 /// params' `name` (a tool, a prompt), `uri` (a resource) or `taskId` (a task), so that
 /// intermediaries can route by it.
-fn mcp_name(method: &str, params: &str) -> Option<String> {
+fn mcp_name(method: &str, params: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
     let key = mcpgw::wire::jsonrpc::mcp_name_member(method)?;
-    let params: serde_json::Map<String, serde_json::Value> = serde_json::from_str(params).ok()?;
     params.get(key)?.as_str().map(str::to_owned)
 }
 
@@ -438,6 +517,11 @@ impl Wire for HttpWire {
 mod tests {
     use super::*;
 
+    /// `params` read as a request's params object, and its `Mcp-Name` for `method`.
+    fn name_of(method: &str, params: &str) -> Option<String> {
+        mcp_name(method, &serde_json::from_str(params).ok()?)
+    }
+
     #[test]
     fn mcp_name_comes_from_the_methods_own_member() {
         let params = r#"{"name":"n","uri":"u","taskId":"t"}"#;
@@ -452,10 +536,10 @@ mod tests {
             ("tasks/cancel", Some("t")),
             ("tools/list", None),
         ] {
-            assert_eq!(mcp_name(method, params).as_deref(), want, "{method}");
+            assert_eq!(name_of(method, params).as_deref(), want, "{method}");
         }
-        assert_eq!(mcp_name("tasks/get", r#"{"taskId":3}"#), None);
-        assert_eq!(mcp_name("tasks/get", "[]"), None);
+        assert_eq!(name_of("tasks/get", r#"{"taskId":3}"#), None);
+        assert_eq!(name_of("tasks/get", "[]"), None);
     }
 
     #[test]

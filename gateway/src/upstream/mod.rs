@@ -17,6 +17,7 @@ pub mod http;
 pub mod hub;
 pub mod lines;
 pub mod logs;
+pub mod param_headers;
 pub mod process;
 pub mod rpc;
 pub mod session;
@@ -123,6 +124,11 @@ pub struct Upstream {
 }
 
 impl Upstream {
+    /// The tool list as last fetched (no request made).
+    pub fn cached_tools(&self) -> Arc<Vec<mcpgw::wire::Tool>> {
+        self.tools.get()
+    }
+
     /// Connects (for a stateful MCP, keeping the session), lists the tools, and returns the
     /// ready upstream. Dropping the future before it finishes leaves nothing running: a child
     /// spawned so far is killed with everything it started.

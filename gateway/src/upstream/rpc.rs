@@ -122,6 +122,12 @@ impl Sink {
         }
     }
 
+    /// Whether request `id` still waits for its answer.
+    pub fn is_pending(&self, id: u64) -> bool {
+        self.peer()
+            .is_some_and(|p| p.pending.lock().unwrap().contains_key(&id))
+    }
+
     /// Whether the session is over (or never began).
     pub fn is_closed(&self) -> bool {
         self.peer().is_none_or(|p| p.is_closed())

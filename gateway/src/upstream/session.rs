@@ -385,6 +385,7 @@ async fn open_once(o: &Opening<'_>, era: Era) -> Result<Arc<Session>, Failure> {
                 o.runtime_headers.clone(),
                 o.max_reply_bytes,
                 sink.clone(),
+                o.tools.clone(),
             )?;
             (Box::new(wire), None, true)
         }
