@@ -13,20 +13,17 @@
 
 use std::collections::HashMap;
 
+use mcpgw::wire::jsonrpc::code;
 use serde_json::{Map, Value, json};
 
 use crate::cli::Level;
-use crate::endpoint::{Kind, Link, SANDBOX_ERROR, Wake, classify, error_response, log};
+use crate::endpoint::{Kind, Link, Wake, classify, error_response, log};
 use crate::{ConnectionEvent, Host};
 
 /// The separator between a server's name and a tool's or prompt's.
 pub const SEPARATOR: &str = "__";
 /// The scheme of a prefixed resource URI: `mcpgw://SERVER/URI`.
 pub const URI_PREFIX: &str = "mcpgw://";
-
-/// JSON-RPC codes.
-const METHOD_NOT_FOUND: i64 = -32601;
-const INVALID_PARAMS: i64 = -32602;
 
 /// Lists gathered from every server: the method, and the member holding its items.
 const LISTS: [(&str, &str); 4] = [
@@ -193,7 +190,7 @@ impl Aggregate {
         if self.routed.contains_key(&key) || self.fanouts.contains_key(&key) {
             return out.push(error_response(
                 &id,
-                -32600,
+                code::INVALID_REQUEST,
                 &format!("request id {key} is already in flight: this request was refused"),
             ));
         }
@@ -206,7 +203,7 @@ impl Aggregate {
                 if params.get("cursor").is_some_and(|c| !c.is_null()) {
                     return out.push(error_response(
                         &id,
-                        INVALID_PARAMS,
+                        code::INVALID_PARAMS,
                         "invalid cursor: a prefixed endpoint lists everything in one page",
                     ));
                 }
@@ -218,7 +215,7 @@ impl Aggregate {
             "server/discover" => {
                 return out.push(error_response(
                     &id,
-                    METHOD_NOT_FOUND,
+                    code::METHOD_NOT_FOUND,
                     "method not found: server/discover (a prefixed endpoint speaks the \
                      revisions with initialize)",
                 ));
@@ -246,7 +243,7 @@ impl Aggregate {
             other => {
                 return out.push(error_response(
                     &id,
-                    METHOD_NOT_FOUND,
+                    code::METHOD_NOT_FOUND,
                     &format!("method not found: {other} (through a prefixed endpoint)"),
                 ));
             }
@@ -255,7 +252,7 @@ impl Aggregate {
             let servers: Vec<&str> = self.links.iter().map(Link::mcp).collect();
             return out.push(error_response(
                 &id,
-                INVALID_PARAMS,
+                code::INVALID_PARAMS,
                 &format!(
                     "{method}: no server of this endpoint has that name; names are prefixed \
                      with a server's name and {SEPARATOR:?} (resources with {URI_PREFIX}SERVER/), \
@@ -536,7 +533,9 @@ fn merged(f: &Fanout, names: &[String]) -> Value {
                 Some(Err(e)) if e.is_object() => Some(e.clone()),
                 _ => None,
             })
-            .unwrap_or_else(|| json!({"code": SANDBOX_ERROR, "message": "no server answered"}));
+            .unwrap_or_else(
+                || json!({"code": code::SANDBOX_ERROR, "message": "no server answered"}),
+            );
         return json!({"jsonrpc": "2.0", "id": f.id, "error": error});
     }
     if let Some((_, member)) = LISTS.iter().find(|(m, _)| *m == f.method) {

@@ -10,11 +10,9 @@ use std::path::PathBuf;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use mcpgw::client::Output;
-use mcpgw::host::{Backend, HostConfig, Op, Submit};
+use mcpgw::ErrorKind;
 use mcpgw::wire::jsonrpc;
 use mcpgw::wire::lines::{self, Line, Splitter};
-use mcpgw::{Error, ErrorKind};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -22,6 +20,7 @@ use tokio::time::Instant;
 
 use crate::aggregate::Aggregate;
 use crate::cli::{Level, McpArgs};
+use crate::sandbox::Sandbox;
 use crate::{Connection, ConnectionEvent, Host};
 
 /// How long a lost connection is tried again before the endpoint gives up.
@@ -34,11 +33,6 @@ const RECONNECT_EVERY: Duration = Duration::from_millis(250);
 const STEADY: Duration = Duration::from_secs(1);
 /// Messages of a client kept while the connection is being (re)opened.
 const MAX_QUEUED: usize = 10_000;
-/// The time limit of each step of the tear-down.
-const TEAR_DOWN_STEP_MS: u64 = 10_000;
-/// The JSON-RPC error code of a failure of the endpoint or the sandbox (implementation-defined
-/// server error range).
-pub const SANDBOX_ERROR: i64 = -32000;
 
 /// Writes a log line to stderr at `level` (stdout carries the MCP stream).
 pub fn log(threshold: Level, level: Level, message: &str) {
@@ -69,126 +63,6 @@ pub fn host_gateway_binary(args: &McpArgs) -> Option<PathBuf> {
     ]
     .into_iter()
     .find(|p| p.is_file())
-}
-
-/// The sandbox set up for the endpoint: its host driver and what to undo at the end.
-pub struct Sandbox {
-    /// The driver.
-    pub host: Host,
-    /// The servers registered, by name.
-    pub servers: Vec<String>,
-    /// Whether the session launched the gateway (then it is stopped at the end).
-    launched: bool,
-    level: Level,
-}
-
-fn submit(op: Op, timeout_ms: u64) -> Submit {
-    let mut s = Submit::new(op);
-    s.timeout_ms = Some(timeout_ms);
-    s
-}
-
-impl Sandbox {
-    /// Installs and launches the gateway as needed, opens the session, registers the servers.
-    pub async fn set_up(args: &McpArgs) -> Result<Sandbox, Error> {
-        let binary = host_gateway_binary(args);
-        let audit = args
-            .audit_log
-            .as_deref()
-            .map(crate::audit::open_log)
-            .transpose()?;
-        let mut config = HostConfig::new(args.backend.clone());
-        config.audit = audit.is_some();
-        config.audit_arguments = args.audit_arguments;
-        config.timeout_ms = args.timeout_ms;
-        config.policy = args.policy.clone();
-        // The endpoint's own gateway, in a directory of its own: ended with the endpoint.
-        let tag = mcpgw::random::hex_id();
-        config.state_dir = Some(format!("/tmp/mcpgw-mcp-{}", &tag[..12]));
-        let install = match (&args.gateway, &binary, &args.backend) {
-            (Some(path), _, _) => {
-                config.gateway_path = path.clone();
-                binary.as_ref().filter(|_| path.starts_with('/'))
-            }
-            // The local machine runs the binary where it is.
-            (None, Some(b), Backend::Local { .. }) => {
-                config.gateway_path = b.display().to_string();
-                None
-            }
-            (None, Some(_), _) => {
-                config.gateway_path =
-                    format!("/tmp/mcpgw-bin/mcpgw-gateway-{}", env!("CARGO_PKG_VERSION"));
-                binary.as_ref()
-            }
-            (None, None, _) => {
-                config.gateway_path = "mcpgw-gateway".into();
-                None
-            }
-        };
-        let host = Host::start_audited(config, audit)?;
-        if let Some(bin) = install {
-            host.run(
-                submit(
-                    Op::EnsureGatewayBinary {
-                        binary_path: bin.display().to_string(),
-                    },
-                    args.timeout_ms,
-                ),
-                None,
-            )
-            .await?;
-        }
-        let launched = match host
-            .run(submit(Op::OpenSession {}, args.timeout_ms), None)
-            .await?
-        {
-            Output::Session(hello) => hello.launched,
-            _ => false,
-        };
-        let mut sandbox = Sandbox {
-            host,
-            servers: Vec::new(),
-            launched,
-            level: args.log_level,
-        };
-        for (name, spec) in &args.servers {
-            let added = sandbox
-                .host
-                .run(
-                    submit(Op::AddMcp { spec: spec.clone() }, args.timeout_ms),
-                    None,
-                )
-                .await;
-            if let Err(e) = added {
-                sandbox.tear_down().await;
-                return Err(e.context(&format!("starting the server {name:?} in the sandbox")));
-            }
-            sandbox.servers.push(name.clone());
-        }
-        Ok(sandbox)
-    }
-
-    /// Removes the servers, stops a gateway the session launched, closes the session; each
-    /// step bounded by [`TEAR_DOWN_STEP_MS`], so that a sandbox that is gone or hangs does not
-    /// hold the endpoint.
-    pub async fn tear_down(&self) {
-        let op = |op: Op| self.host.run(submit(op, TEAR_DOWN_STEP_MS), None);
-        for name in &self.servers {
-            if let Err(e) = op(Op::RemoveMcp { name: name.clone() }).await {
-                log(self.level, Level::Warn, &format!("removing {name:?}: {e}"));
-            }
-        }
-        if self.launched
-            && let Err(e) = op(Op::StopGateway {}).await
-        {
-            log(
-                self.level,
-                Level::Warn,
-                &format!("stopping the gateway: {e}"),
-            );
-        }
-        let _ = op(Op::CloseSession {}).await;
-    }
 }
 
 /// A JSON-RPC error response to `id`.
@@ -344,12 +218,12 @@ impl Link {
     fn die(&mut self, why: String, out: &mut Vec<String>) {
         for (msg, _) in self.queue.drain(..) {
             if let Ok((Kind::Request(id, _), _)) = classify(&msg) {
-                out.push(error_response(&id, SANDBOX_ERROR, &why));
+                out.push(error_response(&id, jsonrpc::code::SANDBOX_ERROR, &why));
             }
         }
         for id in self.in_flight.drain() {
             let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
-            out.push(error_response(&id, SANDBOX_ERROR, &why));
+            out.push(error_response(&id, jsonrpc::code::SANDBOX_ERROR, &why));
         }
         self.dead = Some(why);
     }
@@ -440,7 +314,7 @@ impl Link {
         match &kind {
             Kind::Request(id, _) => {
                 if let Some(why) = &self.dead {
-                    return out.push(error_response(id, SANDBOX_ERROR, why));
+                    return out.push(error_response(id, jsonrpc::code::SANDBOX_ERROR, why));
                 }
                 if handshake {
                     self.initialize = Some(msg.clone());
@@ -459,7 +333,11 @@ impl Link {
                 Err(e) => {
                     if let Kind::Request(id, _) = &kind {
                         self.in_flight.remove(&id.to_string());
-                        out.push(error_response(id, SANDBOX_ERROR, &e.to_string()));
+                        out.push(error_response(
+                            id,
+                            jsonrpc::code::SANDBOX_ERROR,
+                            &e.to_string(),
+                        ));
                     }
                 }
             },
@@ -471,7 +349,7 @@ impl Link {
                     self.in_flight.remove(&id.to_string());
                     out.push(error_response(
                         &id,
-                        SANDBOX_ERROR,
+                        jsonrpc::code::SANDBOX_ERROR,
                         "too many messages wait for the sandbox",
                     ));
                 }
@@ -521,7 +399,7 @@ impl Link {
                     let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
                     out.push(error_response(
                         &id,
-                        SANDBOX_ERROR,
+                        jsonrpc::code::SANDBOX_ERROR,
                         &format!(
                             "the connection to the sandbox was lost ({reason}); the request may \
                              have run"
@@ -697,7 +575,7 @@ pub fn message_of(line: Line, max: usize) -> Result<String, String> {
 pub fn refuse_all(lines: &[String], why: &str, out: &mut Vec<String>) {
     for line in lines {
         if let Ok((Kind::Request(id, _), _)) = classify(line) {
-            out.push(error_response(&id, SANDBOX_ERROR, why));
+            out.push(error_response(&id, jsonrpc::code::SANDBOX_ERROR, why));
         }
     }
 }

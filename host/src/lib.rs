@@ -13,6 +13,7 @@ pub mod audit;
 pub mod cli;
 pub mod endpoint;
 pub mod http;
+pub mod sandbox;
 pub mod stdio;
 
 use std::collections::HashMap;

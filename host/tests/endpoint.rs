@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::{DockerBox, HttpEndpoint, client, endpoint_argv, http, initialize, mcpgw_bin, text};
 use mcpgw_testkit::clients::{clients_dir, node_modules};
 use mcpgw_testkit::container::EVERYTHING_IN_IMAGE;
-use mcpgw_testkit::static_gateway_bin;
+use mcpgw_testkit::{RawResponse, static_gateway_bin};
 use serde_json::{Value, json};
 
 fn run_json(mut cmd: Command) -> Value {
@@ -303,6 +303,69 @@ fn http_keeps_its_rules_and_serves_sessions_and_the_stateless_form() {
         r.status,
         text(&r)
     );
+    // What 2026-07-28 asks of a request without a session, before it goes anywhere: its
+    // `_meta` (400, -32602), a revision spoken (400, the id, what is spoken), no method of the
+    // 2025 revisions alone (404, -32601); an answer that is an error has its status (404 for a
+    // method the server lacks).
+    let body_of = |r: &RawResponse| -> Value {
+        let t = text(r);
+        let json = t
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap_or(&t);
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {t}"))
+    };
+    let request = |id: u64, method: &str, meta: Value| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"_meta": meta}});
+    let no_caps = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    for (id, m) in [(11, json!(null)), (12, json!({})), (13, no_caps)] {
+        let h = [
+            ("Authorization", bearer.as_str()),
+            v,
+            ("Mcp-Method", "tools/list"),
+        ];
+        let r = post(&h, &request(id, "tools/list", m));
+        assert_eq!(r.status, 400, "{}", text(&r));
+        let got = body_of(&r);
+        assert_eq!(
+            (&got["id"], &got["error"]["code"]),
+            (&json!(id), &json!(-32602)),
+            "{got}"
+        );
+    }
+    let r = post(
+        &[
+            ("Authorization", &bearer),
+            ("MCP-Protocol-Version", "v999"),
+            ("Mcp-Method", "tools/list"),
+        ],
+        &request(14, "tools/list", meta.clone()),
+    );
+    assert_eq!(r.status, 400, "{}", text(&r));
+    let got = body_of(&r);
+    assert_eq!(got["id"], 14, "{got}");
+    assert_eq!(got["error"]["code"], -32022, "{got}");
+    assert_eq!(got["error"]["data"]["requested"], "v999", "{got}");
+    assert_eq!(got["error"]["data"]["supported"][0], "2026-07-28", "{got}");
+    for (id, method) in [
+        (15, "ping"),
+        (16, "initialize"),
+        (17, "logging/setLevel"),
+        (18, "no/such"),
+    ] {
+        let h = [
+            ("Authorization", bearer.as_str()),
+            v,
+            ("Mcp-Method", method),
+        ];
+        let r = post(&h, &request(id, method, meta.clone()));
+        assert_eq!(r.status, 404, "{method}: {}", text(&r));
+        let got = body_of(&r);
+        assert_eq!(
+            (&got["id"], &got["error"]["code"]),
+            (&json!(id), &json!(-32601)),
+            "{got}"
+        );
+    }
     endpoint.stop();
     b.assert_nothing_left();
 }

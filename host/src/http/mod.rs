@@ -19,7 +19,7 @@
 //!   with `HeaderMismatch`), gets a virtual connection of its own for as long as its stream is
 //!   open; closing the stream cancels it (and ends a `subscriptions/listen`).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -36,12 +36,22 @@ use hyper::{Method, Request, Response, StatusCode};
 use mcpgw::wire::jsonrpc;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 use crate::cli::{Level, McpArgs};
-use crate::endpoint::{
-    Kind, Link, Relay, SANDBOX_ERROR, Sandbox, classify, error_response, log, terminated,
+use crate::endpoint::{Kind, classify, error_response, log, terminated};
+use crate::sandbox::Sandbox;
+
+mod guard;
+mod modern;
+mod session;
+
+use guard::refused;
+pub use modern::header_mismatch;
+use modern::{
+    answer_status, answers, event_text, is_modern, refusal, removed, stateless, stateless_stream,
+    unsupported_version, with_param_headers,
 };
+use session::{Cmd, Session};
 
 /// The MCP endpoint's path.
 pub const PATH: &str = "/mcp";
@@ -61,13 +71,12 @@ const MAX_CONNECTIONS: usize = 512;
 const MAX_BACKLOG: usize = 1024;
 /// How often an open stream gets an SSE comment, so that idle streams stay open.
 const KEEP_ALIVE: Duration = Duration::from_secs(25);
-/// The JSON-RPC code of a header that does not match the body (2026-07-28).
-const HEADER_MISMATCH: i64 = -32020;
 
-/// A response body: fixed bytes, or an SSE stream fed by a session.
+/// A response body: fixed bytes, or an SSE stream fed by a session (after an event already
+/// taken from it, when there is one).
 enum Out {
     Full(Option<Bytes>),
-    Stream(mpsc::UnboundedReceiver<Bytes>),
+    Stream(Option<Bytes>, mpsc::UnboundedReceiver<Bytes>),
 }
 
 impl Body for Out {
@@ -80,7 +89,10 @@ impl Body for Out {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match self.get_mut() {
             Out::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            Out::Stream(rx) => rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
+            Out::Stream(first, rx) => match first.take() {
+                Some(b) => Poll::Ready(Some(Ok(Frame::data(b)))),
+                None => rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
+            },
         }
     }
 
@@ -132,8 +144,12 @@ fn empty(status: StatusCode) -> Response<Out> {
     reply(status, Out::Full(None), None)
 }
 
-fn sse(rx: mpsc::UnboundedReceiver<Bytes>) -> Response<Out> {
-    let mut r = reply(StatusCode::OK, Out::Stream(rx), Some("text/event-stream"));
+fn sse(first: Option<Bytes>, rx: mpsc::UnboundedReceiver<Bytes>) -> Response<Out> {
+    let mut r = reply(
+        StatusCode::OK,
+        Out::Stream(first, rx),
+        Some("text/event-stream"),
+    );
     let h = r.headers_mut();
     h.insert(
         hyper::header::CACHE_CONTROL,
@@ -141,28 +157,6 @@ fn sse(rx: mpsc::UnboundedReceiver<Bytes>) -> Response<Out> {
     );
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     r
-}
-
-/// What a session's task is told.
-enum Cmd {
-    /// A request: its id, progress token, text, and where its answer goes (only the response
-    /// when `json`).
-    Request {
-        id: Value,
-        token: Option<String>,
-        text: String,
-        sink: Sink,
-        json: bool,
-    },
-    /// A notification or a response of the client's.
-    Forward(String),
-    /// The `GET` stream.
-    Listen(Sink),
-}
-
-/// A session: one client of an earlier revision, one relay.
-struct Session {
-    tx: mpsc::UnboundedSender<Cmd>,
 }
 
 /// The endpoint's state, shared by its connections.
@@ -374,68 +368,6 @@ fn header<'a, B>(req: &'a Request<B>, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Whether `host` (a `Host` header) names this machine's loopback.
-fn loopback_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
-    };
-    matches!(name, "localhost" | "127.0.0.1" | "::1")
-}
-
-/// Whether `origin` (an `Origin` header) is a page of this machine's loopback
-/// (`http://localhost:3000`, `https://127.0.0.1`, `http://[::1]:8080`): what a local client
-/// sends, and no page a DNS rebinding can serve (its origin keeps the attacker's name).
-fn loopback_origin(origin: &str) -> bool {
-    origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-        .is_some_and(|authority| !authority.contains(['/', '@']) && loopback_host(authority))
-}
-
-/// The checks every request passes before anything else: Origin, Host, token.
-fn refused(server: &Server, req: &Request<Incoming>) -> Option<Response<Out>> {
-    if let Some(origin) = req.headers().get(hyper::header::ORIGIN) {
-        let ok = origin
-            .to_str()
-            .is_ok_and(|o| loopback_origin(o) || server.origins.iter().any(|a| a == o));
-        if !ok {
-            return Some(rpc_error(
-                StatusCode::FORBIDDEN,
-                &Value::Null,
-                -32600,
-                "forbidden: this Origin is not allowed (start the endpoint with --allow-origin \
-                 ORIGIN to allow it)",
-            ));
-        }
-    }
-    if server.tcp && !header(req, "host").is_some_and(loopback_host) {
-        return Some(rpc_error(
-            StatusCode::FORBIDDEN,
-            &Value::Null,
-            -32600,
-            "forbidden: the Host header must name this machine's loopback",
-        ));
-    }
-    let given = header(req, "authorization")
-        .and_then(|a| a.strip_prefix("Bearer "))
-        .unwrap_or_default();
-    if !mcpgw::random::constant_time_eq(given.as_bytes(), server.token.as_bytes()) {
-        let mut r = rpc_error(
-            StatusCode::UNAUTHORIZED,
-            &Value::Null,
-            -32600,
-            "unauthorized: send Authorization: Bearer with the token of the endpoint's token file",
-        );
-        r.headers_mut().insert(
-            hyper::header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer"),
-        );
-        return Some(r);
-    }
-    None
-}
-
 async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Out> {
     if req.uri().path() != PATH {
         return reply(
@@ -449,20 +381,11 @@ async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Out> {
     if let Some(r) = refused(server, &req) {
         return r;
     }
-    if let Some(v) = req.headers().get("mcp-protocol-version")
-        && !v.to_str().is_ok_and(jsonrpc::is_known_revision)
+    // A POST's refusal carries its request's id: it is read first.
+    if req.method() != Method::POST
+        && let Some(r) = unsupported_version(&req, &Value::Null)
     {
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            &Value::Null,
-            jsonrpc::code::UNSUPPORTED_PROTOCOL_VERSION,
-            &format!(
-                "unsupported MCP-Protocol-Version {:?}: this endpoint speaks {} and {}",
-                String::from_utf8_lossy(v.as_bytes()),
-                jsonrpc::MODERN,
-                jsonrpc::LEGACY.join(", ")
-            ),
-        );
+        return r;
     }
     let session_id = header(&req, "mcp-session-id").map(str::to_owned);
     match *req.method() {
@@ -474,7 +397,7 @@ async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Out> {
                 (Some(_), false) => rpc_error(
                     StatusCode::NOT_ACCEPTABLE,
                     &Value::Null,
-                    -32600,
+                    jsonrpc::code::INVALID_REQUEST,
                     "the GET stream is text/event-stream: accept it",
                 ),
                 (Some(id), true) => {
@@ -482,7 +405,7 @@ async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Out> {
                     if !server.command(&id, Cmd::Listen(Sink(tx))) {
                         return no_session(&Value::Null);
                     }
-                    sse(rx)
+                    sse(None, rx)
                 }
             }
         }
@@ -501,7 +424,7 @@ fn method_not_allowed() -> Response<Out> {
     let mut r = rpc_error(
         StatusCode::METHOD_NOT_ALLOWED,
         &Value::Null,
-        -32600,
+        jsonrpc::code::INVALID_REQUEST,
         "method not allowed: POST messages; GET and DELETE need an Mcp-Session-Id",
     );
     r.headers_mut().insert(
@@ -515,7 +438,7 @@ fn no_session(id: &Value) -> Response<Out> {
     rpc_error(
         StatusCode::NOT_FOUND,
         id,
-        -32001,
+        jsonrpc::code::SESSION_NOT_FOUND,
         "session not found (it ended, or the endpoint restarted): initialize a new one",
     )
 }
@@ -543,36 +466,6 @@ pub fn read_message(body: &[u8]) -> Result<(&str, Kind, Value), String> {
     Ok((text, kind, msg))
 }
 
-/// The request metadata headers of 2026-07-28 against the body: the mismatch, if any.
-pub fn header_mismatch<B>(req: &Request<B>, method: &str, msg: &Value) -> Option<String> {
-    let version = msg["params"]["_meta"][jsonrpc::META_PROTOCOL_VERSION].as_str();
-    let given = header(req, "mcp-protocol-version");
-    if given != version {
-        return Some(format!(
-            "Header mismatch: MCP-Protocol-Version {given:?} does not match the body's {version:?}"
-        ));
-    }
-    if header(req, "mcp-method") != Some(method) {
-        return Some(format!(
-            "Header mismatch: Mcp-Method {:?} does not match the body's {method:?}",
-            header(req, "mcp-method")
-        ));
-    }
-    let named = msg["params"][jsonrpc::mcp_name_member(method)?].as_str();
-    let given = header(req, "mcp-name").map(|v| {
-        v.strip_prefix("=?base64?")
-            .and_then(|b| b.strip_suffix("?="))
-            .and_then(|b| {
-                use base64::Engine as _;
-                base64::engine::general_purpose::STANDARD.decode(b).ok()
-            })
-            .and_then(|b| String::from_utf8(b).ok())
-            .unwrap_or_else(|| v.to_owned())
-    });
-    (given.as_deref() != named)
-        .then(|| format!("Header mismatch: Mcp-Name {given:?} does not match the body's {named:?}"))
-}
-
 async fn post(
     server: &Arc<Server>,
     req: Request<Incoming>,
@@ -587,7 +480,7 @@ async fn post(
             return rpc_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &Value::Null,
-                -32600,
+                jsonrpc::code::INVALID_REQUEST,
                 &format!("the body is larger than {MAX_BODY} bytes, or could not be read"),
             );
         }
@@ -597,6 +490,13 @@ async fn post(
         Ok(m) => m,
         Err(refusal) => return json_reply(StatusCode::BAD_REQUEST, refusal),
     };
+    let asked = match &kind {
+        Kind::Request(id, _) => id.clone(),
+        _ => Value::Null,
+    };
+    if let Some(r) = unsupported_version(&req, &asked) {
+        return r;
+    }
     let (id, method) = match &kind {
         Kind::Request(id, m) => (id.clone(), m.clone()),
         _ => {
@@ -628,6 +528,11 @@ async fn post(
         json: json_only,
     };
     let mut new_session = None;
+    // A request of 2026-07-28 (there is no session in that revision).
+    let modern = session_id.is_none() && is_modern(&req, &msg);
+    if modern && let Some(r) = removed(&method, &id) {
+        return r;
+    }
     match (&session_id, method.as_str()) {
         (_, "initialize") => {
             let sid = mcpgw::random::hex_id();
@@ -635,7 +540,7 @@ async fn post(
                 return rpc_error(
                     StatusCode::SERVICE_UNAVAILABLE,
                     &id,
-                    SANDBOX_ERROR,
+                    jsonrpc::code::SANDBOX_ERROR,
                     &format!("too many sessions ({MAX_SESSIONS}): end one (DELETE) first"),
                 );
             }
@@ -647,37 +552,34 @@ async fn post(
             }
         }
         (None, _) => {
-            let modern = msg["params"]["_meta"][jsonrpc::META_PROTOCOL_VERSION]
-                .as_str()
-                .is_some_and(jsonrpc::is_modern)
-                || header(&req, "mcp-protocol-version").is_some_and(jsonrpc::is_modern);
             if !modern || server.prefixed {
                 return rpc_error(
                     StatusCode::BAD_REQUEST,
                     &id,
-                    -32600,
+                    jsonrpc::code::INVALID_REQUEST,
                     "bad request: no Mcp-Session-Id: initialize a session first (or speak \
                      2026-07-28, per request, to an endpoint of one server)",
                 );
             }
-            if let Some(why) = header_mismatch(&req, &method, &msg) {
-                return rpc_error(StatusCode::BAD_REQUEST, &id, HEADER_MISMATCH, &why);
+            if let Some(r) = refusal(&req, &method, &msg, &id) {
+                return r;
             }
-            tokio::spawn(stateless(
-                server.clone(),
-                text.to_owned(),
-                id.clone(),
-                sink.clone(),
-            ));
+            let text = match method.as_str() {
+                "tools/call" => with_param_headers(&req, msg),
+                _ => text.to_owned(),
+            };
+            tokio::spawn(stateless(server.clone(), text, id.clone(), sink.clone()));
         }
     }
     // The session (or the stateless task) holds the stream's sender from here: the stream ends
     // when it lets go.
     drop(sink);
     let mut r = if json_only {
-        json_of(rx, &id).await
+        json_of(rx, &id, modern).await
+    } else if modern {
+        stateless_stream(rx, &id).await
     } else {
-        sse(rx)
+        sse(None, rx)
     };
     if let Some(sid) = new_session
         && let Ok(v) = HeaderValue::from_str(&sid)
@@ -689,292 +591,23 @@ async fn post(
 
 /// The one response a JSON answer carries: the answer to `id` on the stream meant for it (what
 /// else a JSON answer's stream is given, it cannot carry). 202 when the stream ends without one.
-async fn json_of(mut rx: mpsc::UnboundedReceiver<Bytes>, id: &Value) -> Response<Out> {
+/// A 2026-07-28 request's answer (`modern`) has the status [`answer_status`] gives it.
+async fn json_of(
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    id: &Value,
+    modern: bool,
+) -> Response<Out> {
     while let Some(b) = rx.recv().await {
-        let Some(msg) = std::str::from_utf8(&b)
-            .ok()
-            .and_then(|t| t.strip_prefix("event: message\ndata: "))
-            .map(str::trim_end)
-        else {
-            continue;
-        };
-        if let Ok(jsonrpc::Message::Response { id: answered, .. }) = jsonrpc::parse(msg)
-            && serde_json::from_str::<Value>(answered.get()).is_ok_and(|a| a == *id)
+        if let Some(msg) = event_text(&b)
+            && answers(msg, id)
         {
-            return json_reply(StatusCode::OK, msg.to_owned());
+            let status = if modern {
+                answer_status(msg)
+            } else {
+                StatusCode::OK
+            };
+            return json_reply(status, msg.to_owned());
         }
     }
     empty(StatusCode::ACCEPTED)
-}
-
-impl Server {
-    /// Hands `cmd` to session `id`; false when there is no such session.
-    fn command(&self, id: &str, cmd: Cmd) -> bool {
-        let mut sessions = self.sessions.lock().unwrap();
-        match sessions.get(id) {
-            Some(s) if s.tx.send(cmd).is_ok() => true,
-            Some(_) => {
-                sessions.remove(id);
-                false
-            }
-            None => false,
-        }
-    }
-
-    /// Starts session `id` with its `initialize`; false when there are too many.
-    fn start_session(self: &Arc<Self>, id: &str, init: Cmd) -> bool {
-        let mut sessions = self.sessions.lock().unwrap();
-        sessions.retain(|_, s| !s.tx.is_closed());
-        if sessions.len() >= MAX_SESSIONS {
-            return false;
-        }
-        let (tx, rx) = mpsc::unbounded_channel();
-        let _ = tx.send(init);
-        sessions.insert(id.to_owned(), Session { tx });
-        tokio::spawn(run_session(self.clone(), id.to_owned(), rx));
-        true
-    }
-}
-
-/// Where a session's messages for its client go.
-#[derive(Default)]
-struct Routes {
-    /// Streams of requests in flight, by id, in the order they came.
-    streams: BTreeMap<u64, (String, Sink, bool)>,
-    by_id: HashMap<String, u64>,
-    by_token: HashMap<String, u64>,
-    next: u64,
-    /// The `GET` stream.
-    listen: Option<Sink>,
-    /// The server's messages that found no stream yet.
-    backlog: VecDeque<String>,
-}
-
-impl Routes {
-    fn add(&mut self, id: &Value, token: Option<String>, sink: Sink, json: bool) {
-        self.next += 1;
-        let key = id.to_string();
-        self.by_id.insert(key.clone(), self.next);
-        if let Some(t) = &token {
-            self.by_token.insert(t.clone(), self.next);
-        }
-        self.streams.insert(self.next, (key, sink, json));
-    }
-
-    fn remove(&mut self, n: u64) -> Option<Sink> {
-        let (key, sink, _) = self.streams.remove(&n)?;
-        self.by_id.remove(&key);
-        self.by_token.retain(|_, v| *v != n);
-        Some(sink)
-    }
-
-    fn busy(&self) -> bool {
-        !self.streams.is_empty() || self.listen.is_some()
-    }
-
-    /// Sends one message of the server's where it belongs; gives back one that is not a valid
-    /// message (an error answering a message whose id could not be read): on HTTP it would
-    /// land on the stream of some other request.
-    fn route(&mut self, msg: String) -> Result<(), String> {
-        let (n, is_response) = match classify(&msg) {
-            Err(_) => return Err(msg),
-            Ok((Kind::Response(id), _)) => (self.by_id.get(&id.to_string()).copied(), true),
-            Ok((Kind::Notification(m), v)) if m == "notifications/progress" => {
-                let t = &v["params"]["progressToken"];
-                let t = t
-                    .as_str()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| t.to_string());
-                match self.by_token.get(&t) {
-                    Some(n) if self.streams.get(n).is_some_and(|s| !s.2) => (Some(*n), false),
-                    Some(_) => (None, false),
-                    // The progress of a request already answered, which a client over stdio
-                    // ignores: on another stream it could overtake the answer.
-                    None => return Ok(()),
-                }
-            }
-            Ok(_) => (None, false),
-        };
-        if let Some(n) = n {
-            if is_response {
-                let sink = self.remove(n).expect("present");
-                if sink.send(&msg) {
-                    return Ok(());
-                }
-            } else if self.streams[&n].1.send(&msg) {
-                return Ok(());
-            }
-        }
-        self.unrelated(msg);
-        Ok(())
-    }
-
-    /// A message that belongs to no stream in particular: the `GET` stream, else a request's
-    /// stream in flight, else the backlog.
-    fn unrelated(&mut self, msg: String) {
-        if let Some(l) = &self.listen {
-            if l.send(&msg) {
-                return;
-            }
-            self.listen = None;
-        }
-        for (_, s) in self.streams.iter().filter(|(_, s)| !s.2) {
-            if s.1.send(&msg) {
-                return;
-            }
-        }
-        if self.backlog.len() >= MAX_BACKLOG {
-            self.backlog.pop_front();
-        }
-        self.backlog.push_back(msg);
-    }
-
-    fn keep_alive(&mut self) {
-        let comment = Bytes::from_static(b": keep-alive\n\n");
-        if let Some(l) = &self.listen
-            && l.0.send(comment.clone()).is_err()
-        {
-            self.listen = None;
-        }
-        for (_, s, _) in self.streams.values() {
-            let _ = s.0.send(comment.clone());
-        }
-    }
-}
-
-/// A session's task: its relay, and where its messages go.
-async fn run_session(server: Arc<Server>, id: String, mut rx: mpsc::UnboundedReceiver<Cmd>) {
-    let mut relay = Relay::open(&server.sandbox, server.prefixed, server.level).await;
-    let mut routes = Routes::default();
-    let mut out = Vec::new();
-    let mut idle_since = Instant::now();
-    let mut tick = tokio::time::interval(KEEP_ALIVE);
-    loop {
-        tokio::select! {
-            cmd = rx.recv() => match cmd {
-                None => break,
-                Some(Cmd::Request { id, token, text, sink, json }) => {
-                    if routes.by_id.contains_key(&id.to_string()) {
-                        // Its answer could not be told from the first one's.
-                        sink.send(&error_response(
-                            &id,
-                            jsonrpc::code::INVALID_REQUEST,
-                            "invalid request: a request with this id is in flight in this \
-                             session: use another id",
-                        ));
-                        continue;
-                    }
-                    routes.add(&id, token, sink, json);
-                    relay.from_client(&text, &mut out).await;
-                }
-                Some(Cmd::Forward(text)) => relay.from_client(&text, &mut out).await,
-                Some(Cmd::Listen(sink)) => {
-                    let mut ok = true;
-                    while let Some(msg) = routes.backlog.pop_front() {
-                        if !sink.send(&msg) {
-                            routes.backlog.push_front(msg);
-                            ok = false;
-                            break;
-                        }
-                    }
-                    routes.listen = ok.then_some(sink);
-                }
-            },
-            wake = relay.wait() => relay.handle(wake, &mut out).await,
-            _ = tick.tick() => {
-                routes.keep_alive();
-                if routes.busy() {
-                    idle_since = Instant::now();
-                } else if idle_since.elapsed() > SESSION_IDLE {
-                    log(server.level, Level::Info, &format!("session {}: idle, ended", &id[..8]));
-                    break;
-                }
-            }
-        }
-        for msg in out.drain(..) {
-            if let Err(msg) = routes.route(msg) {
-                log(
-                    server.level,
-                    Level::Warn,
-                    &format!(
-                        "session {}: dropped a message of the server that answers no request: {}",
-                        &id[..8],
-                        mcpgw::wire::frame::quoted(&msg)
-                    ),
-                );
-            }
-        }
-    }
-    relay.close();
-    server.sessions.lock().unwrap().remove(&id);
-}
-
-/// A request of 2026-07-28 without a session: a connection of its own while its stream is
-/// open.
-async fn stateless(server: Arc<Server>, text: String, id: Value, sink: Sink) {
-    // A request of its own needs no server session of its own: it shares the MCP's.
-    let mut link = Link::new(
-        server.sandbox.host.clone(),
-        &server.sandbox.servers[0],
-        server.level,
-        false,
-    );
-    let mut out = Vec::new();
-    if !link.open_now().await {
-        let why = link
-            .dead()
-            .unwrap_or("the sandbox cannot be reached")
-            .to_owned();
-        sink.send(&error_response(&id, SANDBOX_ERROR, &why));
-        return;
-    }
-    let mut relay = Relay::One(Box::new(link));
-    relay.from_client(&text, &mut out).await;
-    loop {
-        let mut done = false;
-        for msg in out.drain(..) {
-            let answer = matches!(classify(&msg), Ok((Kind::Response(i), _)) if i == id);
-            if !sink.send(&msg) {
-                done = true;
-            }
-            done |= answer;
-        }
-        if done {
-            break;
-        }
-        tokio::select! {
-            wake = relay.wait() => relay.handle(wake, &mut out).await,
-            () = sink.0.closed() => break,
-        }
-    }
-    relay.close();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::loopback_origin;
-
-    #[test]
-    fn loopback_origins_are_told_from_others() {
-        for o in [
-            "http://localhost:6274",
-            "http://localhost",
-            "https://127.0.0.1:8443",
-            "http://[::1]:3000",
-        ] {
-            assert!(loopback_origin(o), "{o}");
-        }
-        for o in [
-            "null",
-            "http://evil.example",
-            "http://localhost.evil.example",
-            "http://127.0.0.1.evil.example:80",
-            "http://localhost@evil.example",
-            "http://evil.example/localhost:80",
-            "file://localhost",
-            "localhost:80",
-        ] {
-            assert!(!loopback_origin(o), "{o}");
-        }
-    }
 }
