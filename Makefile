@@ -115,7 +115,7 @@ test-python: deps
 
 # The official conformance suite's server scenarios, straight to its reference server and
 # through `mcpgw mcp --http` into a Docker container (stdio and HTTP upstreams): every check the
-# same, and README.md's table the run's (tests/conformance/run.py).
+# same, and docs/mcp-on-the-host.md's table the run's (tests/conformance/run.py).
 test-conformance: build static $(NODE_CONFORMANCE) $(CONFORMANCE_SERVER)
 	MCPGW_CONFORMANCE_SERVER=$(CONFORMANCE_SERVER) $(PYTHON) tests/conformance/run.py
 

