@@ -1,6 +1,7 @@
 //! The REST surface: small handlers that parse, call one method of the registry or an upstream,
 //! and answer; every error goes through [`Error`].
 
+use mcpgw::wire::jsonrpc::method;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -712,7 +713,7 @@ async fn list_resources(
     Path(name): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, Error> {
-    list_of(&state, &name, raw, "resources/list", "resources").await
+    list_of(&state, &name, raw, method::RESOURCES_LIST, "resources").await
 }
 
 async fn list_resource_templates(
@@ -724,7 +725,7 @@ async fn list_resource_templates(
         &state,
         &name,
         raw,
-        "resources/templates/list",
+        method::RESOURCE_TEMPLATES_LIST,
         "resourceTemplates",
     )
     .await
@@ -735,7 +736,7 @@ async fn list_prompts(
     Path(name): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, Error> {
-    list_of(&state, &name, raw, "prompts/list", "prompts").await
+    list_of(&state, &name, raw, method::PROMPTS_LIST, "prompts").await
 }
 
 async fn read_resource(
@@ -749,7 +750,7 @@ async fn read_resource(
     let upstream = state.registry.get(&scope(&q), &name)?;
     let mut params = serde_json::Map::new();
     params.insert("uri".into(), serde_json::json!(uri));
-    let result = upstream.ask("resources/read", params).await?;
+    let result = upstream.ask(method::RESOURCES_READ, params).await?;
     Ok(raw_json(result.get().as_bytes().to_vec()))
 }
 
@@ -767,7 +768,7 @@ async fn get_prompt(
     if let Some(arguments) = arguments {
         params.insert("arguments".into(), serde_json::json!(arguments));
     }
-    let result = upstream.ask("prompts/get", params).await?;
+    let result = upstream.ask(method::PROMPTS_GET, params).await?;
     Ok(raw_json(result.get().as_bytes().to_vec()))
 }
 
@@ -830,7 +831,7 @@ async fn open_connection(
                 .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
         })
     };
-    if !has(header::CONNECTION, "upgrade") || !has(header::UPGRADE, crate::connection::UPGRADE) {
+    if !has(header::CONNECTION, "upgrade") || !has(header::UPGRADE, mcpgw::wire::rest::UPGRADE) {
         return Err(Error::UpgradeRequired);
     }
     let limits = state.connection_limits;
@@ -856,7 +857,7 @@ async fn open_connection(
         StatusCode::SWITCHING_PROTOCOLS,
         [
             (header::CONNECTION, "upgrade"),
-            (header::UPGRADE, crate::connection::UPGRADE),
+            (header::UPGRADE, mcpgw::wire::rest::UPGRADE),
         ],
     )
         .into_response())

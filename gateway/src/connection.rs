@@ -25,7 +25,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use mcpgw::wire::jsonrpc::{self, MODERN, Message, code};
+use mcpgw::wire::jsonrpc::{self, MODERN, Message, code, method};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -44,9 +44,6 @@ mod bridge;
 mod downstream;
 mod filter;
 mod request;
-
-/// The upgrade token of a connection's HTTP/1.1 upgrade.
-pub const UPGRADE: &str = "mcpgw-jsonrpc";
 
 /// The bounds of virtual connections.
 #[derive(Debug, Clone, Copy)]
@@ -335,7 +332,7 @@ impl Connection {
             .and_then(|t| serde_json::from_str::<Value>(t).ok())
             .unwrap_or_default();
         let declared = match first["method"].as_str() {
-            Some("initialize") => first["params"]["capabilities"].clone(),
+            Some(method::INITIALIZE) => first["params"]["capabilities"].clone(),
             _ => first["params"]["_meta"][jsonrpc::META_CLIENT_CAPABILITIES].clone(),
         };
         let declared = if declared.is_object() {
@@ -382,11 +379,11 @@ impl Connection {
 
     /// Queues one message for the host; a host that has not read the last
     /// [`Limits::max_queued`] is cut off.
-    fn send(&self, message: Vec<u8>) {
+    fn send(&self, message: impl Into<Vec<u8>>) {
         if self.ended.is_cancelled() {
             return;
         }
-        match self.out.try_send(message) {
+        match self.out.try_send(message.into()) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => self.end(&format!(
                 "the client read none of the last {} messages: the connection was cut off",
@@ -412,7 +409,7 @@ impl Connection {
         }
         *slot = Some(reason.to_string());
         drop(slot);
-        let last = json!({"mcpgw": "closed", "reason": reason}).to_string();
+        let last = mcpgw::wire::rest::closed_line(reason);
         let _ = self.out.try_send(last.into_bytes());
         self.ended.cancel();
     }
@@ -481,11 +478,11 @@ impl Connection {
         }
         let modern_upstream = self.session().handshake.is_modern();
         match method {
-            "initialize" => return self.initialize(id_text, params),
-            "server/discover" => return self.discover(id_text, params),
-            "ping" if modern_upstream => return self.reply(Some(id_text), Ok("{}")),
-            "logging/setLevel" => return self.set_level(id_text, params),
-            "resources/subscribe" | "resources/unsubscribe" if !modern_upstream => {
+            method::INITIALIZE => return self.initialize(id_text, params),
+            method::DISCOVER => return self.discover(id_text, params),
+            method::PING if modern_upstream => return self.reply(Some(id_text), Ok("{}")),
+            method::SET_LEVEL => return self.set_level(id_text, params),
+            method::RESOURCES_SUBSCRIBE | method::RESOURCES_UNSUBSCRIBE if !modern_upstream => {
                 return self.subscription(id_text, method, params);
             }
             _ => {}
@@ -510,14 +507,14 @@ impl Connection {
         // The `Mcp-Param-*` headers the host endpoint took over HTTP, checked here (the
         // gateway has the tools' schemas) and never passed on.
         if let Some(given) = param_headers::take_given(&mut params)
-            && method == "tools/call"
+            && method == method::TOOLS_CALL
             && let Err(why) = param_headers::check(&self.upstream.cached_tools(), &params, &given)
         {
             return self.reply_error(Some(id_text), code::HEADER_MISMATCH, &why);
         }
         let gw_id = self.session().peer.next_id();
         let progress = self.upstream_meta(&mut params, gw_id);
-        let listen = method == "subscriptions/listen";
+        let listen = method == method::SUBSCRIPTIONS_LISTEN;
         {
             let mut state = self.state.lock().unwrap();
             state.host_ids.insert(id_text.to_string(), gw_id);
@@ -557,15 +554,15 @@ impl Connection {
         match method {
             // A session of the host's own waits for it, as a server does for its client; the
             // shared session is initialized already.
-            "notifications/initialized" => {
+            method::INITIALIZED => {
                 if self.own_upstream && !self.session().handshake.is_modern() {
                     let peer = self.session().peer.clone();
                     tokio::spawn(async move {
-                        let _ = peer.notify("notifications/initialized", None).await;
+                        let _ = peer.notify(method::INITIALIZED, None).await;
                     });
                 }
             }
-            "notifications/cancelled" => {
+            method::CANCELLED => {
                 #[derive(Deserialize)]
                 struct Cancel<'a> {
                     #[serde(borrow, rename = "requestId")]

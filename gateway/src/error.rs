@@ -217,7 +217,7 @@ impl fmt::Display for Error {
             Error::UpgradeRequired => write!(
                 f,
                 "an MCP connection is an HTTP/1.1 upgrade: send Connection: Upgrade and Upgrade: {}",
-                crate::connection::UPGRADE
+                mcpgw::wire::rest::UPGRADE
             ),
             Error::TooManyConnections { max } => write!(
                 f,

@@ -51,13 +51,78 @@ pub const META_PARAM_HEADERS: &str = "io.mcpgw/paramHeaders";
 /// The key of the tasks extension (SEP-2663) in a capabilities' `extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
+/// MCP's method names, one constant each: what the gateway and the endpoint match on and
+/// write (as [`crate::wire::rest::route`] is for the REST paths).
+pub mod method {
+    /// The handshake of the revisions before 2026-07-28.
+    pub const INITIALIZE: &str = "initialize";
+    /// The client's answer to the handshake.
+    pub const INITIALIZED: &str = "notifications/initialized";
+    /// Liveness.
+    pub const PING: &str = "ping";
+    /// 2026-07-28: what a server offers, in place of the handshake.
+    pub const DISCOVER: &str = "server/discover";
+    /// The log level a client asks for.
+    pub const SET_LEVEL: &str = "logging/setLevel";
+    /// Tools.
+    pub const TOOLS_LIST: &str = "tools/list";
+    /// A tool call.
+    pub const TOOLS_CALL: &str = "tools/call";
+    /// Resources.
+    pub const RESOURCES_LIST: &str = "resources/list";
+    /// Resource templates.
+    pub const RESOURCE_TEMPLATES_LIST: &str = "resources/templates/list";
+    /// A resource's contents.
+    pub const RESOURCES_READ: &str = "resources/read";
+    /// Updates of a resource, asked for.
+    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+    /// Updates of a resource, no longer asked for.
+    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+    /// Prompts.
+    pub const PROMPTS_LIST: &str = "prompts/list";
+    /// A prompt.
+    pub const PROMPTS_GET: &str = "prompts/get";
+    /// Completions of an argument.
+    pub const COMPLETE: &str = "completion/complete";
+    /// 2026-07-28: the stream of a client's subscriptions.
+    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+    /// A task's state.
+    pub const TASKS_GET: &str = "tasks/get";
+    /// Input for a task.
+    pub const TASKS_UPDATE: &str = "tasks/update";
+    /// A task cancelled.
+    pub const TASKS_CANCEL: &str = "tasks/cancel";
+    /// A request cancelled.
+    pub const CANCELLED: &str = "notifications/cancelled";
+    /// Progress of a request.
+    pub const PROGRESS: &str = "notifications/progress";
+    /// A log message of the server's.
+    pub const MESSAGE: &str = "notifications/message";
+    /// A subscribed resource changed.
+    pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";
+    /// The server's tools changed.
+    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    /// The server's resources changed.
+    pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+    /// The server's prompts changed.
+    pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+    /// A server's request for a model's completion.
+    pub const CREATE_MESSAGE: &str = "sampling/createMessage";
+    /// A server's request for the user's input.
+    pub const ELICIT: &str = "elicitation/create";
+    /// A server's request for the client's roots.
+    pub const ROOTS_LIST: &str = "roots/list";
+}
+
 /// The params member a 2026-07-28 request's `Mcp-Name` header carries, for the methods that
 /// have one: the tool's or prompt's `name`, the resource's `uri`, the task's `taskId`.
 pub fn mcp_name_member(method: &str) -> Option<&'static str> {
     match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        method::TOOLS_CALL | method::PROMPTS_GET => Some("name"),
+        method::RESOURCES_READ | method::RESOURCES_SUBSCRIBE | method::RESOURCES_UNSUBSCRIBE => {
+            Some("uri")
+        }
+        method::TASKS_GET | method::TASKS_UPDATE | method::TASKS_CANCEL => Some("taskId"),
         _ => None,
     }
 }
@@ -65,11 +130,11 @@ pub fn mcp_name_member(method: &str) -> Option<&'static str> {
 /// The methods of the 2025 revisions that 2026-07-28 removed: a request of 2026-07-28 for one
 /// is answered `METHOD_NOT_FOUND` (over HTTP with 404).
 pub const REMOVED_IN_MODERN: [&str; 5] = [
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
+    method::INITIALIZE,
+    method::PING,
+    method::SET_LEVEL,
+    method::RESOURCES_SUBSCRIBE,
+    method::RESOURCES_UNSUBSCRIBE,
 ];
 
 /// Every revision this implementation speaks, newest first: what `server/discover` lists and
@@ -148,6 +213,51 @@ pub struct Invalid<'a> {
     pub code: i64,
     /// What is wrong.
     pub message: String,
+}
+
+impl Invalid<'_> {
+    /// The error response that answers the text: to its id when it had one, else to `null`.
+    pub fn answer(&self) -> String {
+        error_response(self.id.map(RawValue::get), self.code, &self.message)
+    }
+}
+
+/// The text an id or a progress token is known by: as its sender wrote it, unless a string
+/// with escapes (which a peer that reads and writes it again writes without them).
+pub fn id_key(raw: &RawValue) -> Cow<'_, str> {
+    let text = raw.get();
+    if !text.contains('\\') {
+        return Cow::Borrowed(text);
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v) => Cow::Owned(v.to_string()),
+        Err(_) => Cow::Borrowed(text),
+    }
+}
+
+#[derive(Deserialize)]
+struct Token<'a> {
+    #[serde(rename = "progressToken", borrow, default)]
+    token: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct WithMeta<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<Token<'a>>,
+}
+
+/// The `progressToken` a request's `params._meta` carries, as written.
+pub fn request_progress_token(params: Option<&RawValue>) -> Option<&RawValue> {
+    serde_json::from_str::<WithMeta<'_>>(params?.get())
+        .ok()?
+        .meta?
+        .token
+}
+
+/// The `progressToken` of a `notifications/progress`'s `params`, as written.
+pub fn progress_token(params: Option<&RawValue>) -> Option<&RawValue> {
+    serde_json::from_str::<Token<'_>>(params?.get()).ok()?.token
 }
 
 #[derive(Deserialize)]
@@ -292,17 +402,17 @@ fn key(out: &mut Vec<u8>, name: &str) {
 }
 
 /// A request as one JSON text (no newline).
-pub fn request(id: &str, method: &str, params: Option<&str>) -> Vec<u8> {
+pub fn request(id: &str, method: &str, params: Option<&str>) -> String {
     call(Some(id), method, params)
 }
 
 /// A notification as one JSON text (no newline).
-pub fn notification(method: &str, params: Option<&str>) -> Vec<u8> {
+pub fn notification(method: &str, params: Option<&str>) -> String {
     call(None, method, params)
 }
 
 /// A request (with an id) or a notification.
-fn call(id: Option<&str>, method: &str, params: Option<&str>) -> Vec<u8> {
+fn call(id: Option<&str>, method: &str, params: Option<&str>) -> String {
     let mut out = Vec::with_capacity(64 + params.map_or(0, str::len));
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",");
     if let Some(id) = id {
@@ -318,13 +428,18 @@ fn call(id: Option<&str>, method: &str, params: Option<&str>) -> Vec<u8> {
         out.extend_from_slice(params.as_bytes());
     }
     out.push(b'}');
-    out
+    text(out)
+}
+
+/// The bytes written here, all of them from `&str`s and JSON serializations: UTF-8.
+fn text(out: Vec<u8>) -> String {
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// A response as one JSON text (no newline): `outcome` is the `result` (Ok) or the `error`
 /// (Err), written as given. `id` is `null` only for an error about a message whose id could
 /// not be read.
-pub fn response(id: Option<&str>, outcome: Result<&str, &str>) -> Vec<u8> {
+pub fn response(id: Option<&str>, outcome: Result<&str, &str>) -> String {
     let body = match outcome {
         Ok(b) | Err(b) => b,
     };
@@ -336,11 +451,11 @@ pub fn response(id: Option<&str>, outcome: Result<&str, &str>) -> Vec<u8> {
     key(&mut out, if outcome.is_ok() { "result" } else { "error" });
     out.extend_from_slice(body.as_bytes());
     out.push(b'}');
-    out
+    text(out)
 }
 
 /// An error response as one JSON text.
-pub fn error_response(id: Option<&str>, code: i64, message: &str) -> Vec<u8> {
+pub fn error_response(id: Option<&str>, code: i64, message: &str) -> String {
     response(id, Err(error_object(code, message, None).get()))
 }
 
@@ -360,9 +475,7 @@ mod tests {
             r#"{"name":"x","arguments":{"n":1.50}}"#
         );
         let again = request("\"g-1\"", method, params.map(RawValue::get));
-        let Message::Request { id, params: p2, .. } =
-            parse(std::str::from_utf8(&again).unwrap()).unwrap()
-        else {
+        let Message::Request { id, params: p2, .. } = parse(&again).unwrap() else {
             panic!()
         };
         assert_eq!(id.get(), "\"g-1\"");
@@ -386,7 +499,7 @@ mod tests {
         ));
         let err = response(Some("3"), Err(r#"{"code":-1,"message":"m"}"#));
         assert_eq!(
-            std::str::from_utf8(&err).unwrap(),
+            err,
             r#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m"}}"#
         );
     }
@@ -438,6 +551,38 @@ mod tests {
             assert_eq!(e.code, code, "{text}: {}", e.message);
             assert_eq!(e.id.map(RawValue::get), id, "{text}");
         }
+    }
+
+    #[test]
+    fn ids_and_tokens_are_known_by_their_text_without_escapes() {
+        fn raw(t: &str) -> &RawValue {
+            serde_json::from_str(t).unwrap()
+        }
+        assert_eq!(id_key(raw("7")), "7");
+        assert_eq!(id_key(raw(r#""a-1""#)), r#""a-1""#);
+        assert_eq!(id_key(raw(r#""\u0041b""#)), r#""Ab""#);
+        assert_eq!(id_key(raw(r#""a\"b""#)), r#""a\"b""#);
+        let params = raw(r#"{"name":"x","_meta":{"progressToken":"t\u0031"}}"#);
+        let token = request_progress_token(Some(params)).unwrap();
+        assert_eq!(id_key(token), r#""t1""#);
+        assert!(request_progress_token(Some(raw(r#"{"_meta":{}}"#))).is_none());
+        assert!(request_progress_token(None).is_none());
+        let note = raw(r#"{"progressToken":5,"progress":1}"#);
+        assert_eq!(progress_token(Some(note)).unwrap().get(), "5");
+    }
+
+    #[test]
+    fn an_invalid_message_is_answered_to_its_id() {
+        let answer = parse(r#"{"jsonrpc":"1.0","id":"q","method":"x"}"#)
+            .unwrap_err()
+            .answer();
+        let Message::Response { id, outcome } = parse(&answer).unwrap() else {
+            panic!("{answer}")
+        };
+        assert_eq!(id.get(), r#""q""#);
+        assert_eq!(error_parts(outcome.unwrap_err()).0, code::INVALID_REQUEST);
+        let answer = parse("nope").unwrap_err().answer();
+        assert!(answer.contains(r#""id":null"#), "{answer}");
     }
 
     #[test]

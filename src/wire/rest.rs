@@ -153,6 +153,25 @@ pub struct Query {
 /// The value of `format` that asks for the upstream's own `CallToolResult`.
 pub const FORMAT_MCP: &str = "mcp";
 
+/// The HTTP upgrade token of `/mcps/{name}/connection`: after the upgrade the stream carries
+/// one JSON-RPC message a line both ways.
+pub const UPGRADE: &str = "mcpgw-jsonrpc";
+
+/// The gateway's last line on a virtual MCP connection before it closes it:
+/// `{"mcpgw":"closed","reason":...}` (every other line is a JSON-RPC message, `{"jsonrpc":...`).
+pub fn closed_line(reason: &str) -> String {
+    serde_json::json!({"mcpgw": "closed", "reason": reason}).to_string()
+}
+
+/// The reason a [`closed_line`] gives; `None` for a line that is not one.
+pub fn closed_reason(line: &str) -> Option<String> {
+    if !line.starts_with("{\"mcpgw\":") {
+        return None;
+    }
+    let control: serde_json::Value = serde_json::from_str(line).ok()?;
+    (control["mcpgw"] == "closed").then(|| control["reason"].as_str().unwrap_or_default().into())
+}
+
 /// The query parameter of `/mcps/{name}/connection` that gives the connection an upstream
 /// session of its own (`upstream=own`): opened with its host's own handshake (its revision,
 /// capabilities and name), carrying what that session sends to it alone, closed with it; the

@@ -139,8 +139,8 @@ impl<R> Bounded<R> {
                         jsonrpc::code::INVALID_REQUEST,
                         &format!("the message is longer than {MAX_LINE_BYTES} bytes: skipped"),
                     );
-                    refusal.push(b'\n');
-                    self.injector.inject(&refusal);
+                    refusal.push('\n');
+                    self.injector.inject(refusal.as_bytes());
                 }
             }
         }

@@ -16,6 +16,7 @@ use http::uri::{Authority, PathAndQuery, Scheme, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use mcpgw::wire::frame::GatewayFrame;
+use mcpgw::wire::rest;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -30,9 +31,6 @@ const QUEUE: usize = 1024;
 
 /// How long a closing connection waits for the gateway's last lines.
 const DRAIN: Duration = Duration::from_secs(2);
-
-/// The upgrade token (the gateway's `connection::UPGRADE`).
-const TOKEN: &str = "mcpgw-jsonrpc";
 
 /// The connections of one session channel.
 pub struct Connections {
@@ -165,7 +163,7 @@ impl Connections {
         let uri = Uri::from_parts(uri).map_err(|e| (format!("invalid path: {e}"), None))?;
         let mut request = http::Request::get(uri)
             .header(CONNECTION, "upgrade")
-            .header(UPGRADE, TOKEN);
+            .header(UPGRADE, rest::UPGRADE);
         if let Some(auth) = &self.authorization {
             request = request.header(AUTHORIZATION, auth.clone());
         }
@@ -266,13 +264,8 @@ impl Connections {
             );
             return None;
         };
-        // The gateway writes its control line as {"mcpgw":...}, every message as
-        // {"jsonrpc":...}.
-        if line.starts_with("{\"mcpgw\":")
-            && let Ok(control) = serde_json::from_str::<serde_json::Value>(line)
-            && control["mcpgw"] == "closed"
-        {
-            return Some(control["reason"].as_str().unwrap_or_default().to_string());
+        if let Some(reason) = rest::closed_reason(line) {
+            return Some(reason);
         }
         self.send(&GatewayFrame::Message { id, msg }).await;
         None

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use mcpgw::wire::jsonrpc::{self, LEGACY, MODERN, code};
+use mcpgw::wire::jsonrpc::{self, LEGACY, MODERN, code, method};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -140,7 +140,7 @@ impl Connection {
                 &format!("{method} needs a uri"),
             );
         };
-        let subscribe = method == "resources/subscribe";
+        let subscribe = method == method::RESOURCES_SUBSCRIBE;
         let changed = {
             let mut state = self.state.lock().unwrap();
             if subscribe {

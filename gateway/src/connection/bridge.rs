@@ -6,6 +6,7 @@
 //! until the upstream completes it. The host sees one request and the server's requests it
 //! knows; the upstream sees a client of its own revision.
 
+use mcpgw::wire::jsonrpc::method;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -20,7 +21,11 @@ use crate::upstream::hub::Downstream;
 pub const MAX_ROUNDS: usize = 10;
 
 /// The methods whose results may be `input_required`.
-const MULTI_ROUND_TRIP: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
+const MULTI_ROUND_TRIP: [&str; 3] = [
+    method::TOOLS_CALL,
+    method::PROMPTS_GET,
+    method::RESOURCES_READ,
+];
 
 /// What an `input_required` result asks for.
 pub struct Asks {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpgw::wire::jsonrpc::{self, code};
+use mcpgw::wire::jsonrpc::{self, code, method};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -69,7 +69,7 @@ impl Connection {
     pub(super) fn withdraw(&self, ours: u64, reason: &str) {
         let params = json!({"requestId": ours, "reason": reason});
         self.send(jsonrpc::notification(
-            "notifications/cancelled",
+            method::CANCELLED,
             Some(&params.to_string()),
         ));
     }
@@ -83,7 +83,7 @@ impl Downstream for Connection {
     fn notification(&self, method: &str, params: Option<&RawValue>, origin: Origin) {
         let Some(host) = self.host() else { return };
         let own_origin = origin.is_some_and(|o| self.owns(o));
-        if origin.is_some() && !own_origin && method == "notifications/message" {
+        if origin.is_some() && !own_origin && method == method::MESSAGE {
             return;
         }
         // A notification of a subscription stream is the subscriber's alone.
@@ -100,7 +100,7 @@ impl Downstream for Connection {
             }
         };
         match method {
-            "notifications/message" if !own_origin => {
+            method::MESSAGE if !own_origin => {
                 #[derive(Deserialize)]
                 struct Level {
                     #[serde(default)]
@@ -115,7 +115,7 @@ impl Downstream for Connection {
                     return;
                 }
             }
-            "notifications/resources/updated" if rewritten.is_none() => {
+            method::RESOURCE_UPDATED if rewritten.is_none() => {
                 #[derive(Deserialize)]
                 struct Uri {
                     #[serde(default)]
@@ -129,7 +129,7 @@ impl Downstream for Connection {
                     return;
                 }
             }
-            "notifications/cancelled" => {
+            method::CANCELLED => {
                 // The upstream withdrew a request it asked this host (or another one).
                 #[derive(Deserialize)]
                 struct Cancel<'a> {
@@ -181,7 +181,7 @@ impl Downstream for Connection {
         };
         value["progressToken"] = serde_json::from_str(host_token.get()).unwrap_or_default();
         self.send(jsonrpc::notification(
-            "notifications/progress",
+            method::PROGRESS,
             Some(&value.to_string()),
         ));
     }
@@ -205,9 +205,9 @@ impl Downstream for Connection {
         }
         let caps = &host.capabilities;
         match method {
-            "sampling/createMessage" => caps.get("sampling").is_some(),
-            "roots/list" => caps.get("roots").is_some(),
-            "elicitation/create" => {
+            method::CREATE_MESSAGE => caps.get("sampling").is_some(),
+            method::ROOTS_LIST => caps.get("roots").is_some(),
+            method::ELICIT => {
                 let url_mode = params
                     .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
                     .is_some_and(|p| p["mode"] == "url");

@@ -4,6 +4,7 @@
 //! reaches the host without the tools they exclude. Nothing more is parsed for an MCP whose
 //! spec has no filter.
 
+use mcpgw::wire::jsonrpc::method;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -21,7 +22,7 @@ impl Connection {
         params: &Map<String, Value>,
     ) -> Option<String> {
         let spec = &self.upstream.spec;
-        if method != "tools/call" || !spec.filters_tools() {
+        if method != method::TOOLS_CALL || !spec.filters_tools() {
             return None;
         }
         spec.tool_refusal(params.get("name")?.as_str()?)
@@ -32,7 +33,7 @@ impl Connection {
     /// goes as the upstream wrote it.
     pub(super) fn filtered_result(&self, method: &str, result: &RawValue) -> Option<String> {
         let spec = &self.upstream.spec;
-        if method != "tools/list" || !spec.filters_tools() {
+        if method != method::TOOLS_LIST || !spec.filters_tools() {
             return None;
         }
         let mut page: Map<String, Value> = serde_json::from_str(result.get()).ok()?;

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use mcpgw::wire::JsonObject;
-use mcpgw::wire::jsonrpc;
+use mcpgw::wire::jsonrpc::{self, method};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -62,7 +62,11 @@ impl Upstream {
                 };
                 let pending = session
                     .peer
-                    .request_with_id(id, "tools/call", Some(&session.handshake.params(params)))
+                    .request_with_id(
+                        id,
+                        method::TOOLS_CALL,
+                        Some(&session.handshake.params(params)),
+                    )
                     .await;
                 let outcome = tokio::time::timeout(limit, pending.reply()).await;
                 let reply = match outcome {

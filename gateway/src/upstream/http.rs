@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use mcpgw::wire::jsonrpc;
+use mcpgw::wire::jsonrpc::{self, method};
 use mcpgw::wire::{HttpConfig, spec};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio::task::AbortHandle;
@@ -190,7 +190,7 @@ impl Inner {
             headers.insert("mcp-session-id", id);
         }
         let version = match method {
-            "server/discover" => Some(jsonrpc::MODERN.to_string()),
+            method::DISCOVER => Some(jsonrpc::MODERN.to_string()),
             _ => self.version.read().unwrap().clone(),
         };
         if let Some(v) = version
@@ -213,7 +213,7 @@ impl Inner {
             {
                 headers.insert("mcp-name", v);
             }
-            if method == "tools/call"
+            if method == method::TOOLS_CALL
                 && let Some(params) = &named
             {
                 let tools = self.tools.get();

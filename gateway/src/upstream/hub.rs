@@ -14,7 +14,7 @@ use super::logs::UpstreamLog;
 use super::rpc::{Inbound, Origin, Peer};
 use super::session::Handshake;
 use super::tools::{ToolCache, fetch_tools};
-use mcpgw::wire::jsonrpc::{self, code};
+use mcpgw::wire::jsonrpc::{self, code, method};
 
 /// A progress update of a running REST call.
 #[derive(Debug, Clone, Deserialize)]
@@ -192,7 +192,7 @@ impl Inbound for Hub {
         params: Option<&RawValue>,
         origin: Origin,
     ) {
-        if method == "ping" {
+        if method == method::PING {
             let (peer, id) = (peer.clone(), id.get().to_owned());
             tokio::spawn(async move { peer.respond(&id, Ok("{}")).await });
             return;
@@ -240,7 +240,7 @@ impl Inbound for Hub {
         origin: Origin,
     ) {
         match method {
-            "notifications/progress" => {
+            method::PROGRESS => {
                 let Some(token) = params
                     .and_then(|p| serde_json::from_str::<Token>(p.get()).ok())
                     .and_then(|t| t.progress_token)
@@ -264,14 +264,14 @@ impl Inbound for Hub {
                 }
                 return;
             }
-            "notifications/message" => {
+            method::MESSAGE => {
                 if let Some(m) =
                     params.and_then(|p| serde_json::from_str::<LogMessage>(p.get()).ok())
                 {
                     self.log.message(&m.level, &m.data);
                 }
             }
-            "notifications/tools/list_changed" => self.refresh_tools(peer),
+            method::TOOLS_LIST_CHANGED => self.refresh_tools(peer),
             _ => {}
         }
         for c in self.connections() {

@@ -27,6 +27,7 @@ pub mod supervisor;
 pub mod tls;
 pub mod tools;
 
+use mcpgw::wire::jsonrpc::method;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -249,7 +250,7 @@ impl Upstream {
             });
         }
         let host_initialize =
-            (era == Era::Legacy && first["method"] == "initialize").then(|| &first["params"]);
+            (era == Era::Legacy && first["method"] == method::INITIALIZE).then(|| &first["params"]);
         let session = session::open(session::Opening {
             name: &self.name,
             config: &self.spec.mcp_config,

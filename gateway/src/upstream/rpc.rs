@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use futures::future::BoxFuture;
-use mcpgw::wire::jsonrpc::{self, Message};
+use mcpgw::wire::jsonrpc::{self, Message, method};
 use serde_json::value::RawValue;
 use tokio::sync::{oneshot, watch};
 
@@ -220,7 +220,11 @@ impl Peer {
         }
         self.pending.lock().unwrap().insert(id, tx);
         let message = jsonrpc::request(&id.to_string(), method, params);
-        if let Err(e) = self.wire.send(message, Some(id), method, params).await {
+        if let Err(e) = self
+            .wire
+            .send(message.into(), Some(id), method, params)
+            .await
+        {
             self.fail(id, Reply::Closed(format!("sending {method} failed: {e}")));
         }
         pending
@@ -234,13 +238,13 @@ impl Peer {
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<&str>) -> Result<(), String> {
         let message = jsonrpc::notification(method, params);
-        self.wire.send(message, None, method, params).await
+        self.wire.send(message.into(), None, method, params).await
     }
 
     /// Answers request `id` of the upstream.
     pub async fn respond(&self, id: &str, outcome: Result<&str, &str>) {
         let message = jsonrpc::response(Some(id), outcome);
-        if let Err(e) = self.wire.send(message, None, "", None).await {
+        if let Err(e) = self.wire.send(message.into(), None, "", None).await {
             tracing::debug!(mcp = %self.name, "answering the upstream's request {id} failed: {e}");
         }
     }
@@ -253,7 +257,7 @@ impl Peer {
             return;
         }
         let params = serde_json::json!({"requestId": id, "reason": reason}).to_string();
-        let _ = self.notify("notifications/cancelled", Some(&params)).await;
+        let _ = self.notify(method::CANCELLED, Some(&params)).await;
     }
 
     /// Answers request `id` with `reply` (a reply the gateway made in the upstream's stead).

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpgw::wire::McpConfig;
-use mcpgw::wire::jsonrpc::{self, LEGACY, MODERN, code};
+use mcpgw::wire::jsonrpc::{self, LEGACY, MODERN, code, method};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -58,8 +58,8 @@ impl Era {
             .as_str()
             .is_some_and(jsonrpc::is_modern);
         match method {
-            Some("initialize") => Era::Legacy,
-            Some("server/discover") => Era::Modern,
+            Some(method::INITIALIZE) => Era::Legacy,
+            Some(method::DISCOVER) => Era::Modern,
             _ if modern_meta => Era::Modern,
             _ => Era::Legacy,
         }
@@ -199,7 +199,7 @@ impl Session {
         let params = json!({"uri": uri}).to_string();
         match self
             .peer
-            .request("resources/subscribe", Some(&params))
+            .request(method::RESOURCES_SUBSCRIBE, Some(&params))
             .await
             .reply()
             .await
@@ -230,7 +230,7 @@ impl Session {
             let params = json!({"uri": uri}).to_string();
             let _ = self
                 .peer
-                .request("resources/unsubscribe", Some(&params))
+                .request(method::RESOURCES_UNSUBSCRIBE, Some(&params))
                 .await
                 .reply()
                 .await;
@@ -266,7 +266,7 @@ impl Session {
         let params = json!({"level": wanted}).to_string();
         match self
             .peer
-            .request("logging/setLevel", Some(&params))
+            .request(method::SET_LEVEL, Some(&params))
             .await
             .reply()
             .await
@@ -476,8 +476,11 @@ async fn open_listen(peer: &Arc<Peer>, handshake: &Handshake) -> Option<Pending>
     let mut params = Map::new();
     params.insert("notifications".into(), Value::Object(filter));
     Some(
-        peer.request("subscriptions/listen", Some(&handshake.params(params)))
-            .await,
+        peer.request(
+            method::SUBSCRIPTIONS_LISTEN,
+            Some(&handshake.params(params)),
+        )
+        .await,
     )
 }
 
@@ -552,7 +555,7 @@ async fn handshake(
         return match legacy_handshake(peer, capabilities, host_initialize).await {
             Err(LegacyFailure::Refused(e)) if probe => {
                 let asked = peer
-                    .request("server/discover", Some(&discover_params()))
+                    .request(method::DISCOVER, Some(&discover_params()))
                     .await;
                 match asked.reply().await {
                     Reply::Ok(raw) => discovered(raw).ok_or(Failure::Failed(e)),
@@ -571,7 +574,7 @@ async fn handshake(
     let mut refused = None;
     if probe {
         let asked = peer
-            .request("server/discover", Some(&discover_params()))
+            .request(method::DISCOVER, Some(&discover_params()))
             .await;
         let mut reply = Box::pin(asked.reply());
         match tokio::time::timeout(PROBE_LIMIT, &mut reply).await {
@@ -643,7 +646,7 @@ async fn legacy_handshake(
         .to_string(),
     };
     let raw = match peer
-        .request("initialize", Some(&params))
+        .request(method::INITIALIZE, Some(&params))
         .await
         .reply()
         .await
@@ -663,7 +666,7 @@ async fn legacy_handshake(
         )));
     }
     if host_initialize.is_none() {
-        peer.notify("notifications/initialized", None)
+        peer.notify(method::INITIALIZED, None)
             .await
             .map_err(LegacyFailure::Failed)?;
     }

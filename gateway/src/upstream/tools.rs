@@ -5,7 +5,7 @@
 use std::sync::{Arc, RwLock};
 
 use mcpgw::wire::Tool;
-use mcpgw::wire::jsonrpc;
+use mcpgw::wire::jsonrpc::{self, method};
 use serde::Deserialize;
 use serde_json::{Map, json};
 
@@ -51,7 +51,7 @@ pub async fn fetch_tools(peer: &Arc<Peer>, handshake: &Handshake) -> Result<Vec<
             params.insert("cursor".into(), json!(c));
         }
         let page = match peer
-            .request("tools/list", Some(&handshake.params(params)))
+            .request(method::TOOLS_LIST, Some(&handshake.params(params)))
             .await
             .reply()
             .await
