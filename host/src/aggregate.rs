@@ -13,11 +13,11 @@
 
 use std::collections::HashMap;
 
-use mcpgw::wire::jsonrpc::code;
+use mcpgw::wire::jsonrpc::{self, Message, code, method};
 use serde_json::{Map, Value, json};
 
 use crate::cli::Level;
-use crate::endpoint::{Kind, Link, Wake, classify, error_response, log};
+use crate::endpoint::{Link, Wake, log};
 use crate::{ConnectionEvent, Host};
 
 /// The separator between a server's name and a tool's or prompt's.
@@ -27,17 +27,17 @@ pub const URI_PREFIX: &str = "mcpgw://";
 
 /// Lists gathered from every server: the method, and the member holding its items.
 const LISTS: [(&str, &str); 4] = [
-    ("tools/list", "tools"),
-    ("prompts/list", "prompts"),
-    ("resources/list", "resources"),
-    ("resources/templates/list", "resourceTemplates"),
+    (method::TOOLS_LIST, "tools"),
+    (method::PROMPTS_LIST, "prompts"),
+    (method::RESOURCES_LIST, "resources"),
+    (method::RESOURCE_TEMPLATES_LIST, "resourceTemplates"),
 ];
 
 /// The list changes a server's coming or going makes.
 const LIST_CHANGES: [&str; 3] = [
-    "notifications/tools/list_changed",
-    "notifications/prompts/list_changed",
-    "notifications/resources/list_changed",
+    method::TOOLS_LIST_CHANGED,
+    method::PROMPTS_LIST_CHANGED,
+    method::RESOURCES_LIST_CHANGED,
 ];
 
 /// A request of the client's sent to every server, waiting for their answers.
@@ -76,6 +76,15 @@ pub struct Aggregate {
     /// Whether the client finished its handshake (list changes are sent from then on).
     initialized: bool,
     level: Level,
+}
+
+/// A message read once: its envelope, and (the aggregate rewrites what it relays) its JSON
+/// value; `Err` with the answer that refuses it.
+fn read(text: &str) -> Result<(Message<'_>, Value), String> {
+    let msg = jsonrpc::parse(text).map_err(|e| e.answer())?;
+    let value = serde_json::from_str(text)
+        .map_err(|e| jsonrpc::error_response(None, code::PARSE_ERROR, &e.to_string()))?;
+    Ok((msg, value))
 }
 
 /// `name` of server `server`, prefixed.
@@ -157,14 +166,18 @@ impl Aggregate {
 
     /// A message from the client; `out` receives what goes to the client.
     pub async fn from_client(&mut self, text: &str, out: &mut Vec<String>) {
-        let (kind, msg) = match classify(text) {
+        let (kind, msg) = match read(text) {
             Ok(k) => k,
             Err(reply) => return out.push(reply),
         };
         match kind {
-            Kind::Request(id, method) => self.request(id, &method, msg, out).await,
-            Kind::Notification(method) => self.notification(&method, msg, out).await,
-            Kind::Response(id) => {
+            Message::Request { method, .. } => {
+                let id = msg["id"].clone();
+                self.request(id, method, msg, out).await
+            }
+            Message::Notification { method, .. } => self.notification(method, msg, out).await,
+            Message::Response { .. } => {
+                let id = &msg["id"];
                 let Some((server, original)) = self.asked.remove(&id.to_string()) else {
                     return log(
                         self.level,
@@ -172,7 +185,7 @@ impl Aggregate {
                         &format!("an answer to no request of a server's: {id}"),
                     );
                 };
-                let mut msg = msg;
+                let mut msg = msg.clone();
                 msg["id"] = original;
                 self.send_to(server, msg, out).await;
             }
@@ -181,54 +194,66 @@ impl Aggregate {
 
     async fn send_to(&mut self, server: usize, msg: Value, out: &mut Vec<String>) {
         let text = msg.to_string();
-        let (kind, msg) = classify(&text).expect("made here");
-        self.links[server].send(kind, &msg, &text, out).await;
+        match jsonrpc::parse(&text) {
+            Ok(m) => self.links[server].send(&m, &text, out).await,
+            Err(e) => log(
+                self.level,
+                Level::Error,
+                &format!(
+                    "a message for {} is not valid: {}",
+                    self.links[server].mcp(),
+                    e.message
+                ),
+            ),
+        }
     }
 
     async fn request(&mut self, id: Value, method: &str, mut msg: Value, out: &mut Vec<String>) {
         let key = id.to_string();
         if self.routed.contains_key(&key) || self.fanouts.contains_key(&key) {
-            return out.push(error_response(
-                &id,
+            return out.push(jsonrpc::error_response(
+                Some(&key),
                 code::INVALID_REQUEST,
                 &format!("request id {key} is already in flight: this request was refused"),
             ));
         }
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         let target = match method {
-            "initialize" | "logging/setLevel" => {
+            method::INITIALIZE | method::SET_LEVEL => {
                 return self.fan_out(id, method, params, out).await;
             }
             m if LISTS.iter().any(|(l, _)| *l == m) => {
                 if params.get("cursor").is_some_and(|c| !c.is_null()) {
-                    return out.push(error_response(
-                        &id,
+                    return out.push(jsonrpc::error_response(
+                        Some(&key),
                         code::INVALID_PARAMS,
                         "invalid cursor: a prefixed endpoint lists everything in one page",
                     ));
                 }
                 return self.fan_out(id, method, params, out).await;
             }
-            "ping" => {
+            method::PING => {
                 return out.push(json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string());
             }
-            "server/discover" => {
-                return out.push(error_response(
-                    &id,
+            method::DISCOVER => {
+                return out.push(jsonrpc::error_response(
+                    Some(&key),
                     code::METHOD_NOT_FOUND,
                     "method not found: server/discover (a prefixed endpoint speaks the \
                      revisions with initialize)",
                 ));
             }
-            "tools/call" | "prompts/get" => {
+            method::TOOLS_CALL | method::PROMPTS_GET => {
                 let name = params["name"].as_str().unwrap_or_default();
                 self.by_name(name).map(|(i, n)| (i, "name", json!(n)))
             }
-            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            method::RESOURCES_READ
+            | method::RESOURCES_SUBSCRIBE
+            | method::RESOURCES_UNSUBSCRIBE => {
                 let uri = params["uri"].as_str().unwrap_or_default();
                 self.by_uri(uri).map(|(i, u)| (i, "uri", json!(u)))
             }
-            "completion/complete" => {
+            method::COMPLETE => {
                 let r = &params["ref"];
                 match r["type"].as_str() {
                     Some("ref/prompt") => self
@@ -241,8 +266,8 @@ impl Aggregate {
                 }
             }
             other => {
-                return out.push(error_response(
-                    &id,
+                return out.push(jsonrpc::error_response(
+                    Some(&key),
                     code::METHOD_NOT_FOUND,
                     &format!("method not found: {other} (through a prefixed endpoint)"),
                 ));
@@ -250,8 +275,8 @@ impl Aggregate {
         };
         let Some((server, member, value)) = target else {
             let servers: Vec<&str> = self.links.iter().map(Link::mcp).collect();
-            return out.push(error_response(
-                &id,
+            return out.push(jsonrpc::error_response(
+                Some(&key),
                 code::INVALID_PARAMS,
                 &format!(
                     "{method}: no server of this endpoint has that name; names are prefixed \
@@ -260,7 +285,7 @@ impl Aggregate {
                 ),
             ));
         };
-        if method == "completion/complete" {
+        if method == method::COMPLETE {
             msg["params"]["ref"][member] = value;
         } else {
             msg["params"][member] = value;
@@ -294,7 +319,7 @@ impl Aggregate {
             },
         );
         for server in 0..n {
-            if up.contains(&server) || method == "initialize" {
+            if up.contains(&server) || method == method::INITIALIZE {
                 self.send_part(&key, server, params.clone(), out).await;
             }
         }
@@ -318,7 +343,7 @@ impl Aggregate {
 
     async fn notification(&mut self, method: &str, msg: Value, out: &mut Vec<String>) {
         match method {
-            "notifications/cancelled" => {
+            method::CANCELLED => {
                 let key = msg["params"]["requestId"].to_string();
                 if let Some(r) = self.routed.get(&key) {
                     let server = r.server;
@@ -340,7 +365,7 @@ impl Aggregate {
                 }
             }
             _ => {
-                if method == "notifications/initialized" {
+                if method == method::INITIALIZED {
                     self.initialized = true;
                 }
                 for server in 0..self.links.len() {
@@ -398,7 +423,7 @@ impl Aggregate {
         }
         if changed && self.initialized {
             for method in LIST_CHANGES {
-                out.push(json!({"jsonrpc": "2.0", "method": method}).to_string());
+                out.push(jsonrpc::notification(method, None));
             }
         }
     }
@@ -406,12 +431,12 @@ impl Aggregate {
     /// Messages of server `server`'s for the client.
     async fn take(&mut self, server: usize, raw: Vec<String>, out: &mut Vec<String>) {
         for text in raw {
-            let Ok((kind, mut msg)) = classify(&text) else {
+            let Ok((kind, mut msg)) = read(&text) else {
                 continue;
             };
             match kind {
-                Kind::Response(id) => {
-                    let key = id.to_string();
+                Message::Response { .. } => {
+                    let key = msg["id"].to_string();
                     if let Some((fanout, _)) = self.parts.remove(&key) {
                         self.part_answered(&fanout, server, msg, out).await;
                     } else if let Some(r) = self.routed.remove(&key) {
@@ -421,29 +446,30 @@ impl Aggregate {
                         out.push(msg.to_string());
                     }
                 }
-                Kind::Request(id, _) => {
+                Message::Request { .. } => {
+                    let id = msg["id"].clone();
                     let ours = self.fresh_id("ask");
                     self.asked.insert(json!(ours).to_string(), (server, id));
                     msg["id"] = json!(ours);
                     out.push(msg.to_string());
                 }
-                Kind::Notification(method) => {
+                Message::Notification { method, .. } => {
                     let name = self.links[server].mcp().to_owned();
                     let params = msg.get_mut("params");
-                    match (method.as_str(), params) {
-                        ("notifications/resources/updated", Some(p)) => {
+                    match (method, params) {
+                        (method::RESOURCE_UPDATED, Some(p)) => {
                             if let Some(uri) = p["uri"].as_str() {
                                 p["uri"] = json!(prefixed_uri(&name, uri));
                             }
                         }
-                        ("notifications/message", Some(p)) => {
+                        (method::MESSAGE, Some(p)) => {
                             let logger = match p["logger"].as_str() {
                                 Some(l) => format!("{name}/{l}"),
                                 None => name,
                             };
                             p["logger"] = json!(logger);
                         }
-                        ("notifications/cancelled", Some(p)) => {
+                        (method::CANCELLED, Some(p)) => {
                             // The server gave up a request of its own: the client knows it by
                             // the id it got.
                             let theirs = p["requestId"].clone();
@@ -545,7 +571,7 @@ fn merged(f: &Fanout, names: &[String]) -> Value {
             .collect();
         return reply(json!({ *member: items }));
     }
-    if f.method != "initialize" {
+    if f.method != method::INITIALIZE {
         return reply(json!({}));
     }
     let any = |cap: &str, key: Option<&str>| {
@@ -617,17 +643,17 @@ fn prefix_result(server: &str, method: &str, result: &mut Value) {
         _ => {}
     };
     match method {
-        "resources/read" => {
+        method::RESOURCES_READ => {
             for c in result["contents"].as_array_mut().into_iter().flatten() {
                 prefix_uri(&mut c["uri"]);
             }
         }
-        "tools/call" => {
+        method::TOOLS_CALL => {
             for b in result["content"].as_array_mut().into_iter().flatten() {
                 prefix_block(b);
             }
         }
-        "prompts/get" => {
+        method::PROMPTS_GET => {
             for m in result["messages"].as_array_mut().into_iter().flatten() {
                 prefix_block(&mut m["content"]);
             }

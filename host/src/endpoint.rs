@@ -11,10 +11,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use mcpgw::ErrorKind;
-use mcpgw::wire::jsonrpc;
+use mcpgw::wire::jsonrpc::{self, Message, method};
 use mcpgw::wire::lines::{self, Line, Splitter};
-use serde_json::value::RawValue;
-use serde_json::{Value, json};
 
 use tokio::time::Instant;
 
@@ -65,42 +63,27 @@ pub fn host_gateway_binary(args: &McpArgs) -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
-/// A JSON-RPC error response to `id`.
-pub fn error_response(id: &Value, code: i64, message: &str) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+/// The answer to request `id` (its JSON text) that the endpoint or the sandbox could not
+/// serve, `why` naming the cause.
+pub fn sandbox_error(id: &str, why: &str) -> String {
+    jsonrpc::error_response(Some(id), jsonrpc::code::SANDBOX_ERROR, why)
 }
 
-/// What a client's message is, for the relay's bookkeeping.
-#[derive(Debug, PartialEq)]
-pub enum Kind {
-    /// A request (with its id and method).
-    Request(Value, String),
-    /// A notification.
-    Notification(String),
-    /// A response (with its id).
-    Response(Value),
+/// The id (as [`jsonrpc::id_key`] knows it) of a message that is a request.
+pub fn request_id(msg: &Message<'_>) -> Option<String> {
+    match msg {
+        Message::Request { id, .. } => Some(jsonrpc::id_key(id).into_owned()),
+        _ => None,
+    }
 }
 
-/// Classifies a JSON-RPC message; `Err` with the JSON-RPC error to answer for one that is not
-/// (the checks of [`jsonrpc::parse`]: `"jsonrpc":"2.0"`, an id that is a number or a string,
-/// `params` an object or an array, one of `method`, `result` and `error`).
-pub fn classify(text: &str) -> Result<(Kind, Value), String> {
-    let id_of = |id: &RawValue| serde_json::from_str::<Value>(id.get()).unwrap_or(Value::Null);
-    let kind = match jsonrpc::parse(text) {
-        Ok(jsonrpc::Message::Request { id, method, .. }) => Kind::Request(id_of(id), method.into()),
-        Ok(jsonrpc::Message::Notification { method, .. }) => Kind::Notification(method.into()),
-        Ok(jsonrpc::Message::Response { id, .. }) => Kind::Response(id_of(id)),
-        Err(e) => {
-            let id = e.id.map_or(Value::Null, id_of);
-            let message = match e.code {
-                jsonrpc::code::PARSE_ERROR => format!("parse error: {}", e.message),
-                _ => format!("invalid request: {}", e.message),
-            };
-            return Err(error_response(&id, e.code, &message));
-        }
-    };
-    let msg = serde_json::from_str(text).expect("parsed as JSON above");
-    Ok((kind, msg))
+/// A message waiting for the connection.
+struct Queued {
+    text: String,
+    /// Its id, when it is a request.
+    request: Option<String>,
+    /// Whether it is the client's `initialize`.
+    handshake: bool,
 }
 
 /// One MCP client's link to one server of the sandbox: its virtual connection, and what it
@@ -109,19 +92,19 @@ pub struct Link {
     host: Host,
     mcp: String,
     conn: Option<Connection>,
-    /// The client's `initialize`, replayed on a new connection.
-    initialize: Option<Value>,
+    /// The client's `initialize` (its text), replayed on a new connection.
+    initialize: Option<String>,
     /// Whether the client sent `notifications/initialized`.
     initialized: bool,
     /// Whether the client's `initialize` went out on a connection (a new one then gets it
     /// replayed).
     handshake_sent: bool,
-    /// The id of the replayed `initialize`, whose answer the client never sees.
-    replay_id: Option<Value>,
+    /// The id (JSON text) of the replayed `initialize`, whose answer the client never sees.
+    replay_id: Option<String>,
     /// The client's requests the server has not answered (their ids' JSON text).
     in_flight: HashSet<String>,
-    /// Messages waiting for the connection, and whether each is the client's `initialize`.
-    queue: VecDeque<(String, bool)>,
+    /// Messages waiting for the connection.
+    queue: VecDeque<Queued>,
     /// Since when the link has been trying to connect, and when it tries next.
     lost_at: Option<Instant>,
     retry_at: Option<Instant>,
@@ -216,14 +199,13 @@ impl Link {
     /// The link is dead for good: every request still waiting (queued for a connection that
     /// will not come, or in flight) is answered with `why`, and every later one at once.
     fn die(&mut self, why: String, out: &mut Vec<String>) {
-        for (msg, _) in self.queue.drain(..) {
-            if let Ok((Kind::Request(id, _), _)) = classify(&msg) {
-                out.push(error_response(&id, jsonrpc::code::SANDBOX_ERROR, &why));
+        for queued in self.queue.drain(..) {
+            if let Some(id) = queued.request {
+                out.push(sandbox_error(&id, &why));
             }
         }
         for id in self.in_flight.drain() {
-            let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
-            out.push(error_response(&id, jsonrpc::code::SANDBOX_ERROR, &why));
+            out.push(sandbox_error(&id, &why));
         }
         self.dead = Some(why);
     }
@@ -273,28 +255,33 @@ impl Link {
             }
             _ => return Ok(false),
         }
-        if let Some(mut init) = self.initialize.clone().filter(|_| self.handshake_sent) {
-            let id = json!(format!("mcpgw-replay-{}", mcpgw::random::hex_id()));
-            init["id"] = id.clone();
+        if let Some(init) = self.initialize.as_deref().filter(|_| self.handshake_sent) {
+            let id = format!("\"mcpgw-replay-{}\"", mcpgw::random::hex_id());
+            let replay = match jsonrpc::parse(init) {
+                Ok(Message::Request { params, .. }) => {
+                    jsonrpc::request(&id, method::INITIALIZE, params.map(|p| p.get()))
+                }
+                _ => return Err("the client's initialize cannot be read again".into()),
+            };
             self.replay_id = Some(id);
-            if conn.send(&init.to_string()).await.is_err() {
+            if conn.send(&replay).await.is_err() {
                 return Ok(false);
             }
             if self.initialized
                 && conn
-                    .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+                    .send(&jsonrpc::notification(method::INITIALIZED, None))
                     .await
                     .is_err()
             {
                 return Ok(false);
             }
         }
-        while let Some((msg, handshake)) = self.queue.pop_front() {
-            if conn.send(&msg).await.is_err() {
-                self.queue.push_front((msg, handshake));
+        while let Some(queued) = self.queue.pop_front() {
+            if conn.send(&queued.text).await.is_err() {
+                self.queue.push_front(queued);
                 return Ok(false);
             }
-            self.handshake_sent |= handshake;
+            self.handshake_sent |= queued.handshake;
         }
         self.conn = Some(conn);
         Ok(true)
@@ -302,58 +289,52 @@ impl Link {
 
     /// A message from the client; `out` receives what to answer the client at once.
     pub async fn from_client(&mut self, text: &str, out: &mut Vec<String>) {
-        match classify(text) {
-            Ok((kind, msg)) => self.send(kind, &msg, text.trim(), out).await,
-            Err(reply) => out.push(reply),
+        match jsonrpc::parse(text) {
+            Ok(msg) => self.send(&msg, text.trim(), out).await,
+            Err(invalid) => out.push(invalid.answer()),
         }
     }
 
-    /// Sends a classified message (`text` is `msg`'s JSON).
-    pub async fn send(&mut self, kind: Kind, msg: &Value, text: &str, out: &mut Vec<String>) {
-        let handshake = matches!(&kind, Kind::Request(_, m) if m == "initialize");
-        match &kind {
-            Kind::Request(id, _) => {
-                if let Some(why) = &self.dead {
-                    return out.push(error_response(id, jsonrpc::code::SANDBOX_ERROR, why));
-                }
-                if handshake {
-                    self.initialize = Some(msg.clone());
-                }
-                self.in_flight.insert(id.to_string());
+    /// Sends a message read by [`jsonrpc::parse`] (`text` is its JSON).
+    pub async fn send(&mut self, msg: &Message<'_>, text: &str, out: &mut Vec<String>) {
+        let handshake =
+            matches!(msg, Message::Request { method, .. } if *method == method::INITIALIZE);
+        if matches!(msg, Message::Notification { method, .. } if *method == method::INITIALIZED) {
+            self.initialized = true;
+        }
+        let request = request_id(msg);
+        if let Some(id) = &request {
+            if let Some(why) = &self.dead {
+                return out.push(sandbox_error(id, why));
             }
-            Kind::Notification(m) if m == "notifications/initialized" => self.initialized = true,
-            _ => {}
+            if handshake {
+                self.initialize = Some(text.to_owned());
+            }
+            self.in_flight.insert(id.clone());
         }
         if self.dead.is_some() {
             return;
         }
-        match &self.conn {
+        let refused = match &self.conn {
             Some(conn) => match conn.send(text).await {
-                Ok(()) => self.handshake_sent |= handshake,
-                Err(e) => {
-                    if let Kind::Request(id, _) = &kind {
-                        self.in_flight.remove(&id.to_string());
-                        out.push(error_response(
-                            id,
-                            jsonrpc::code::SANDBOX_ERROR,
-                            &e.to_string(),
-                        ));
-                    }
+                Ok(()) => {
+                    self.handshake_sent |= handshake;
+                    return;
                 }
+                Err(e) => e.to_string(),
             },
             None if self.queue.len() < MAX_QUEUED => {
-                self.queue.push_back((text.to_owned(), handshake))
+                return self.queue.push_back(Queued {
+                    text: text.to_owned(),
+                    request,
+                    handshake,
+                });
             }
-            None => {
-                if let Kind::Request(id, _) = kind {
-                    self.in_flight.remove(&id.to_string());
-                    out.push(error_response(
-                        &id,
-                        jsonrpc::code::SANDBOX_ERROR,
-                        "too many messages wait for the sandbox",
-                    ));
-                }
-            }
+            None => "too many messages wait for the sandbox".to_owned(),
+        };
+        if let Some(id) = request {
+            self.in_flight.remove(&id);
+            out.push(sandbox_error(&id, &refused));
         }
     }
 
@@ -371,15 +352,15 @@ impl Link {
     pub async fn on_event(&mut self, event: Option<ConnectionEvent>, out: &mut Vec<String>) {
         match event {
             Some(ConnectionEvent::Message(raw)) => {
-                let text = raw.get();
-                if let Ok((Kind::Response(id), _)) = classify(text) {
-                    if self.replay_id.as_ref() == Some(&id) {
+                if let Ok(Message::Response { id, .. }) = jsonrpc::parse(raw.get()) {
+                    let id = jsonrpc::id_key(id);
+                    if self.replay_id.as_deref() == Some(&*id) {
                         self.replay_id = None;
                         return;
                     }
-                    self.in_flight.remove(&id.to_string());
+                    self.in_flight.remove(&*id);
                 }
-                out.push(text.to_owned());
+                out.push(Box::<str>::from(raw).into());
             }
             Some(ConnectionEvent::Opened) => {}
             closed => {
@@ -395,16 +376,11 @@ impl Link {
                     Level::Warn,
                     &format!("{}: the connection was lost: {reason}", self.mcp),
                 );
+                let why = format!(
+                    "the connection to the sandbox was lost ({reason}); the request may have run"
+                );
                 for id in self.in_flight.drain() {
-                    let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
-                    out.push(error_response(
-                        &id,
-                        jsonrpc::code::SANDBOX_ERROR,
-                        &format!(
-                            "the connection to the sandbox was lost ({reason}); the request may \
-                             have run"
-                        ),
-                    ));
+                    out.push(sandbox_error(&id, &why));
                 }
                 let now = Instant::now();
                 if self.opened_at.is_some_and(|t| now - t < STEADY) {
@@ -549,23 +525,24 @@ pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
 /// One line of a client's as text, or the JSON-RPC error that refuses it: a line that is not
 /// UTF-8 (-32700) or longer than `max` bytes (-32600), with its id when that can be read.
 pub fn message_of(line: Line, max: usize) -> Result<String, String> {
+    // The id as written, when it is JSON (it is spliced into the answer as it is).
     let id_in = |head: &[u8]| {
         lines::top_level_id(head)
-            .and_then(|id| serde_json::from_str(id).ok())
-            .unwrap_or(Value::Null)
+            .filter(|id| serde_json::from_str::<serde_json::Value>(id).is_ok())
+            .map(str::to_owned)
     };
     match line {
         Line::Whole(bytes) => String::from_utf8(bytes).map_err(|e| {
-            error_response(
-                &id_in(e.as_bytes()),
+            jsonrpc::error_response(
+                id_in(e.as_bytes()).as_deref(),
                 jsonrpc::code::PARSE_ERROR,
-                "parse error: the message is not UTF-8",
+                "the message is not UTF-8",
             )
         }),
-        Line::TooLong { head } => Err(error_response(
-            &id_in(&head),
+        Line::TooLong { head } => Err(jsonrpc::error_response(
+            id_in(&head).as_deref(),
             jsonrpc::code::INVALID_REQUEST,
-            &format!("invalid request: the message is longer than {max} bytes: skipped"),
+            &format!("the message is longer than {max} bytes: skipped"),
         )),
     }
 }
@@ -574,8 +551,8 @@ pub fn message_of(line: Line, max: usize) -> Result<String, String> {
 /// up) when it could not be: an error naming the cause for each request.
 pub fn refuse_all(lines: &[String], why: &str, out: &mut Vec<String>) {
     for line in lines {
-        if let Ok((Kind::Request(id, _), _)) = classify(line) {
-            out.push(error_response(&id, jsonrpc::code::SANDBOX_ERROR, why));
+        if let Some(id) = jsonrpc::parse(line).ok().as_ref().and_then(request_id) {
+            out.push(sandbox_error(&id, why));
         }
     }
 }

@@ -6,7 +6,6 @@ use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use hyper::{Request, Response, StatusCode};
 use mcpgw::wire::jsonrpc;
-use serde_json::Value;
 
 use super::{Out, Server, header, rpc_error};
 
@@ -38,7 +37,7 @@ pub(super) fn refused(server: &Server, req: &Request<Incoming>) -> Option<Respon
         if !ok {
             return Some(rpc_error(
                 StatusCode::FORBIDDEN,
-                &Value::Null,
+                None,
                 jsonrpc::code::INVALID_REQUEST,
                 "forbidden: this Origin is not allowed (start the endpoint with --allow-origin \
                  ORIGIN to allow it)",
@@ -48,7 +47,7 @@ pub(super) fn refused(server: &Server, req: &Request<Incoming>) -> Option<Respon
     if server.tcp && !header(req, "host").is_some_and(loopback_host) {
         return Some(rpc_error(
             StatusCode::FORBIDDEN,
-            &Value::Null,
+            None,
             jsonrpc::code::INVALID_REQUEST,
             "forbidden: the Host header must name this machine's loopback",
         ));
@@ -59,7 +58,7 @@ pub(super) fn refused(server: &Server, req: &Request<Incoming>) -> Option<Respon
     if !mcpgw::random::constant_time_eq(given.as_bytes(), server.token.as_bytes()) {
         let mut r = rpc_error(
             StatusCode::UNAUTHORIZED,
-            &Value::Null,
+            None,
             jsonrpc::code::INVALID_REQUEST,
             "unauthorized: send Authorization: Bearer with the token of the endpoint's token file",
         );

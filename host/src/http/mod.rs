@@ -33,12 +33,12 @@ use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming};
 use hyper::header::HeaderValue;
 use hyper::{Method, Request, Response, StatusCode};
-use mcpgw::wire::jsonrpc;
+use mcpgw::wire::jsonrpc::{self, Message, method};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::cli::{Level, McpArgs};
-use crate::endpoint::{Kind, classify, error_response, log, terminated};
+use crate::endpoint::{log, request_id, terminated};
 use crate::sandbox::Sandbox;
 
 mod guard;
@@ -136,8 +136,8 @@ fn json_reply(status: StatusCode, msg: String) -> Response<Out> {
 }
 
 /// A JSON-RPC error (with `id` when it is known) as an HTTP error.
-fn rpc_error(status: StatusCode, id: &Value, code: i64, message: &str) -> Response<Out> {
-    json_reply(status, error_response(id, code, message))
+fn rpc_error(status: StatusCode, id: Option<&str>, code: i64, message: &str) -> Response<Out> {
+    json_reply(status, jsonrpc::error_response(id, code, message))
 }
 
 fn empty(status: StatusCode) -> Response<Out> {
@@ -383,7 +383,7 @@ async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Out> {
     }
     // A POST's refusal carries its request's id: it is read first.
     if req.method() != Method::POST
-        && let Some(r) = unsupported_version(&req, &Value::Null)
+        && let Some(r) = unsupported_version(&req, None)
     {
         return r;
     }
@@ -396,14 +396,14 @@ async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Out> {
                 (None, _) => method_not_allowed(),
                 (Some(_), false) => rpc_error(
                     StatusCode::NOT_ACCEPTABLE,
-                    &Value::Null,
+                    None,
                     jsonrpc::code::INVALID_REQUEST,
                     "the GET stream is text/event-stream: accept it",
                 ),
                 (Some(id), true) => {
                     let (tx, rx) = mpsc::unbounded_channel();
                     if !server.command(&id, Cmd::Listen(Sink(tx))) {
-                        return no_session(&Value::Null);
+                        return no_session(None);
                     }
                     sse(None, rx)
                 }
@@ -413,7 +413,7 @@ async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Out> {
             None => method_not_allowed(),
             Some(id) => match server.sessions.lock().unwrap().remove(&id) {
                 Some(_) => empty(StatusCode::OK),
-                None => no_session(&Value::Null),
+                None => no_session(None),
             },
         },
         _ => method_not_allowed(),
@@ -423,7 +423,7 @@ async fn handle(server: &Arc<Server>, req: Request<Incoming>) -> Response<Out> {
 fn method_not_allowed() -> Response<Out> {
     let mut r = rpc_error(
         StatusCode::METHOD_NOT_ALLOWED,
-        &Value::Null,
+        None,
         jsonrpc::code::INVALID_REQUEST,
         "method not allowed: POST messages; GET and DELETE need an Mcp-Session-Id",
     );
@@ -434,7 +434,7 @@ fn method_not_allowed() -> Response<Out> {
     r
 }
 
-fn no_session(id: &Value) -> Response<Out> {
+fn no_session(id: Option<&str>) -> Response<Out> {
     rpc_error(
         StatusCode::NOT_FOUND,
         id,
@@ -444,26 +444,20 @@ fn no_session(id: &Value) -> Response<Out> {
 }
 
 /// The one JSON-RPC message a POST's body carries, or the JSON-RPC error (for a 400) that
-/// refuses it: not UTF-8 (-32700), a batch, or not a valid message (see [`classify`]).
-pub fn read_message(body: &[u8]) -> Result<(&str, Kind, Value), String> {
+/// refuses it: not UTF-8 (-32700), a batch, or not a valid message (see [`jsonrpc::parse`]).
+pub fn read_message(body: &[u8]) -> Result<(&str, Message<'_>), String> {
     let text = std::str::from_utf8(body)
-        .map_err(|_| {
-            error_response(
-                &Value::Null,
-                jsonrpc::code::PARSE_ERROR,
-                "parse error: not UTF-8",
-            )
-        })?
+        .map_err(|_| jsonrpc::error_response(None, jsonrpc::code::PARSE_ERROR, "not UTF-8"))?
         .trim();
     if text.starts_with('[') {
-        return Err(error_response(
-            &Value::Null,
+        return Err(jsonrpc::error_response(
+            None,
             jsonrpc::code::INVALID_REQUEST,
-            "invalid request: JSON-RPC batches are not part of MCP: send one message a POST",
+            "JSON-RPC batches are not part of MCP: send one message a POST",
         ));
     }
-    let (kind, msg) = classify(text)?;
-    Ok((text, kind, msg))
+    let msg = jsonrpc::parse(text).map_err(|e| e.answer())?;
+    Ok((text, msg))
 }
 
 async fn post(
@@ -479,45 +473,36 @@ async fn post(
         Err(_) => {
             return rpc_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                &Value::Null,
+                None,
                 jsonrpc::code::INVALID_REQUEST,
                 &format!("the body is larger than {MAX_BODY} bytes, or could not be read"),
             );
         }
     };
     let req = Request::from_parts(parts, ());
-    let (text, kind, msg) = match read_message(&bytes) {
+    let (text, msg) = match read_message(&bytes) {
         Ok(m) => m,
         Err(refusal) => return json_reply(StatusCode::BAD_REQUEST, refusal),
     };
-    let asked = match &kind {
-        Kind::Request(id, _) => id.clone(),
-        _ => Value::Null,
-    };
-    if let Some(r) = unsupported_version(&req, &asked) {
+    if let Some(r) = unsupported_version(&req, request_id(&msg).as_deref()) {
         return r;
     }
-    let (id, method) = match &kind {
-        Kind::Request(id, m) => (id.clone(), m.clone()),
+    let (id, method, params) = match msg {
+        Message::Request { id, method, params } => {
+            (jsonrpc::id_key(id).into_owned(), method, params)
+        }
         _ => {
             // A notification or a response: for its session (a stateless client has nothing
             // to say but requests).
             if let Some(sid) = &session_id
                 && !server.command(sid, Cmd::Forward(text.to_owned()))
             {
-                return no_session(&Value::Null);
+                return no_session(None);
             }
             return empty(StatusCode::ACCEPTED);
         }
     };
-    let token = msg["params"]["_meta"]["progressToken"]
-        .as_str()
-        .map(str::to_owned)
-        .or_else(|| {
-            msg["params"]["_meta"]["progressToken"]
-                .as_i64()
-                .map(|n| n.to_string())
-        });
+    let token = jsonrpc::request_progress_token(params).map(|t| jsonrpc::id_key(t).into_owned());
     let (tx, rx) = mpsc::unbounded_channel();
     let sink = Sink(tx);
     let cmd = Cmd::Request {
@@ -528,18 +513,23 @@ async fn post(
         json: json_only,
     };
     let mut new_session = None;
-    // A request of 2026-07-28 (there is no session in that revision).
-    let modern = session_id.is_none() && is_modern(&req, &msg);
-    if modern && let Some(r) = removed(&method, &id) {
+    // Without a session, the whole request is read: a request of 2026-07-28 (there is no
+    // session in that revision) carries in its `_meta` what is checked before it goes on.
+    let whole: Option<Value> = match session_id {
+        None => serde_json::from_str(text).ok(),
+        Some(_) => None,
+    };
+    let modern = whole.as_ref().is_some_and(|w| is_modern(&req, w));
+    if modern && let Some(r) = removed(method, &id) {
         return r;
     }
-    match (&session_id, method.as_str()) {
-        (_, "initialize") => {
+    match (&session_id, method) {
+        (_, method::INITIALIZE) => {
             let sid = mcpgw::random::hex_id();
             if !server.start_session(&sid, cmd) {
                 return rpc_error(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    &id,
+                    Some(&id),
                     jsonrpc::code::SANDBOX_ERROR,
                     &format!("too many sessions ({MAX_SESSIONS}): end one (DELETE) first"),
                 );
@@ -548,24 +538,24 @@ async fn post(
         }
         (Some(sid), _) => {
             if !server.command(sid, cmd) {
-                return no_session(&id);
+                return no_session(Some(&id));
             }
         }
         (None, _) => {
-            if !modern || server.prefixed {
+            let Some(whole) = whole.filter(|_| modern && !server.prefixed) else {
                 return rpc_error(
                     StatusCode::BAD_REQUEST,
-                    &id,
+                    Some(&id),
                     jsonrpc::code::INVALID_REQUEST,
-                    "bad request: no Mcp-Session-Id: initialize a session first (or speak \
-                     2026-07-28, per request, to an endpoint of one server)",
+                    "no Mcp-Session-Id: initialize a session first (or speak 2026-07-28, per \
+                     request, to an endpoint of one server)",
                 );
-            }
-            if let Some(r) = refusal(&req, &method, &msg, &id) {
+            };
+            if let Some(r) = refusal(&req, method, &whole, &id) {
                 return r;
             }
-            let text = match method.as_str() {
-                "tools/call" => with_param_headers(&req, msg),
+            let text = match method {
+                method::TOOLS_CALL => with_param_headers(&req, whole),
                 _ => text.to_owned(),
             };
             tokio::spawn(stateless(server.clone(), text, id.clone(), sink.clone()));
@@ -592,11 +582,7 @@ async fn post(
 /// The one response a JSON answer carries: the answer to `id` on the stream meant for it (what
 /// else a JSON answer's stream is given, it cannot carry). 202 when the stream ends without one.
 /// A 2026-07-28 request's answer (`modern`) has the status [`answer_status`] gives it.
-async fn json_of(
-    mut rx: mpsc::UnboundedReceiver<Bytes>,
-    id: &Value,
-    modern: bool,
-) -> Response<Out> {
+async fn json_of(mut rx: mpsc::UnboundedReceiver<Bytes>, id: &str, modern: bool) -> Response<Out> {
     while let Some(b) = rx.recv().await {
         if let Some(msg) = event_text(&b)
             && answers(msg, id)

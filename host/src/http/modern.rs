@@ -14,11 +14,11 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{Out, Server, Sink, empty, header, json_reply, rpc_error, sse};
-use crate::endpoint::{Kind, Link, Relay, classify, error_response};
+use crate::endpoint::{Link, Relay, sandbox_error};
 
 /// A request whose `MCP-Protocol-Version` names a revision this endpoint does not speak: 400
 /// with `UNSUPPORTED_PROTOCOL_VERSION`, its `data` the revisions spoken and the one asked for.
-pub(super) fn unsupported_version<B>(req: &Request<B>, id: &Value) -> Option<Response<Out>> {
+pub(super) fn unsupported_version<B>(req: &Request<B>, id: Option<&str>) -> Option<Response<Out>> {
     let v = req.headers().get("mcp-protocol-version")?;
     if v.to_str().is_ok_and(jsonrpc::is_known_revision) {
         return None;
@@ -35,8 +35,8 @@ pub(super) fn unsupported_version<B>(req: &Request<B>, id: &Value) -> Option<Res
         &message,
         Some(&data),
     );
-    let body = json!({"jsonrpc": "2.0", "id": id, "error": error});
-    Some(json_reply(StatusCode::BAD_REQUEST, body.to_string()))
+    let body = jsonrpc::response(id, Err(error.get()));
+    Some(json_reply(StatusCode::BAD_REQUEST, body))
 }
 
 /// Whether a request without a session is of 2026-07-28: its `_meta` or its
@@ -49,7 +49,7 @@ pub(super) fn is_modern<B>(req: &Request<B>, msg: &Value) -> bool {
 }
 
 /// A request of 2026-07-28 for a method that revision removed: 404 with `METHOD_NOT_FOUND`.
-pub(super) fn removed(method: &str, id: &Value) -> Option<Response<Out>> {
+pub(super) fn removed(method: &str, id: &str) -> Option<Response<Out>> {
     jsonrpc::REMOVED_IN_MODERN.contains(&method).then(|| {
         let why = format!(
             "method not found: {method} is not a method of {}",
@@ -57,7 +57,7 @@ pub(super) fn removed(method: &str, id: &Value) -> Option<Response<Out>> {
         );
         rpc_error(
             StatusCode::NOT_FOUND,
-            id,
+            Some(id),
             jsonrpc::code::METHOD_NOT_FOUND,
             &why,
         )
@@ -71,12 +71,12 @@ pub(super) fn refusal<B>(
     req: &Request<B>,
     method: &str,
     msg: &Value,
-    id: &Value,
+    id: &str,
 ) -> Option<Response<Out>> {
     if let Some(why) = meta_refusal(msg) {
         return Some(rpc_error(
             StatusCode::BAD_REQUEST,
-            id,
+            Some(id),
             jsonrpc::code::INVALID_PARAMS,
             &why,
         ));
@@ -84,7 +84,7 @@ pub(super) fn refusal<B>(
     let why = header_mismatch(req, method, msg)?;
     Some(rpc_error(
         StatusCode::BAD_REQUEST,
-        id,
+        Some(id),
         jsonrpc::code::HEADER_MISMATCH,
         &why,
     ))
@@ -161,10 +161,10 @@ pub(super) fn event_text(event: &[u8]) -> Option<&str> {
         .map(str::trim_end)
 }
 
-/// Whether `msg` is the answer to request `id`.
-pub(super) fn answers(msg: &str, id: &Value) -> bool {
+/// Whether `msg` is the answer to request `id` (as [`jsonrpc::id_key`] knows it).
+pub(super) fn answers(msg: &str, id: &str) -> bool {
     matches!(jsonrpc::parse(msg), Ok(jsonrpc::Message::Response { id: answered, .. })
-        if serde_json::from_str::<Value>(answered.get()).is_ok_and(|a| a == *id))
+        if jsonrpc::id_key(answered) == id)
 }
 
 /// The request metadata headers of 2026-07-28 against the body: the mismatch, if any.
@@ -202,7 +202,7 @@ pub fn header_mismatch<B>(req: &Request<B>, method: &str, msg: &Value) -> Option
 /// with that status; else the SSE stream, from that first message on.
 pub(super) async fn stateless_stream(
     mut rx: mpsc::UnboundedReceiver<Bytes>,
-    id: &Value,
+    id: &str,
 ) -> Response<Out> {
     let Some(first) = rx.recv().await else {
         return empty(StatusCode::ACCEPTED);
@@ -220,7 +220,7 @@ pub(super) async fn stateless_stream(
 
 /// A request of 2026-07-28 without a session: a connection of its own while its stream is
 /// open.
-pub(super) async fn stateless(server: Arc<Server>, text: String, id: Value, sink: Sink) {
+pub(super) async fn stateless(server: Arc<Server>, text: String, id: String, sink: Sink) {
     // A request of its own needs no server session of its own: it shares the MCP's.
     let mut link = Link::new(
         server.sandbox.host.clone(),
@@ -234,7 +234,7 @@ pub(super) async fn stateless(server: Arc<Server>, text: String, id: Value, sink
             .dead()
             .unwrap_or("the sandbox cannot be reached")
             .to_owned();
-        sink.send(&error_response(&id, jsonrpc::code::SANDBOX_ERROR, &why));
+        sink.send(&sandbox_error(&id, &why));
         return;
     }
     let mut relay = Relay::One(Box::new(link));
@@ -242,7 +242,7 @@ pub(super) async fn stateless(server: Arc<Server>, text: String, id: Value, sink
     loop {
         let mut done = false;
         for msg in out.drain(..) {
-            let answer = matches!(classify(&msg), Ok((Kind::Response(i), _)) if i == id);
+            let answer = answers(&msg, &id);
             if !sink.send(&msg) {
                 done = true;
             }

@@ -5,21 +5,20 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use mcpgw::wire::jsonrpc;
-use serde_json::Value;
+use mcpgw::wire::jsonrpc::{self, Message, method};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{KEEP_ALIVE, MAX_BACKLOG, MAX_SESSIONS, SESSION_IDLE, Server, Sink};
 use crate::cli::Level;
-use crate::endpoint::{Kind, Relay, classify, error_response, log};
+use crate::endpoint::{Relay, log};
 
 /// What a session's task is told.
 pub(super) enum Cmd {
     /// A request: its id, progress token, text, and where its answer goes (only the response
     /// when `json`).
     Request {
-        id: Value,
+        id: String,
         token: Option<String>,
         text: String,
         sink: Sink,
@@ -80,9 +79,9 @@ pub(super) struct Routes {
 }
 
 impl Routes {
-    fn add(&mut self, id: &Value, token: Option<String>, sink: Sink, json: bool) {
+    fn add(&mut self, id: &str, token: Option<String>, sink: Sink, json: bool) {
         self.next += 1;
-        let key = id.to_string();
+        let key = id.to_owned();
         self.by_id.insert(key.clone(), self.next);
         if let Some(t) = &token {
             self.by_token.insert(t.clone(), self.next);
@@ -105,16 +104,17 @@ impl Routes {
     /// message (an error answering a message whose id could not be read): on HTTP it would
     /// land on the stream of some other request.
     fn route(&mut self, msg: String) -> Result<(), String> {
-        let (n, is_response) = match classify(&msg) {
+        let (n, is_response) = match jsonrpc::parse(&msg) {
             Err(_) => return Err(msg),
-            Ok((Kind::Response(id), _)) => (self.by_id.get(&id.to_string()).copied(), true),
-            Ok((Kind::Notification(m), v)) if m == "notifications/progress" => {
-                let t = &v["params"]["progressToken"];
-                let t = t
-                    .as_str()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| t.to_string());
-                match self.by_token.get(&t) {
+            Ok(Message::Response { id, .. }) => {
+                (self.by_id.get(&*jsonrpc::id_key(id)).copied(), true)
+            }
+            Ok(Message::Notification {
+                method: method::PROGRESS,
+                params,
+            }) => {
+                let t = jsonrpc::progress_token(params).map(jsonrpc::id_key);
+                match t.and_then(|t| self.by_token.get(&*t)) {
                     Some(n) if self.streams.get(n).is_some_and(|s| !s.2) => (Some(*n), false),
                     Some(_) => (None, false),
                     // The progress of a request already answered, which a client over stdio
@@ -187,13 +187,12 @@ pub(super) async fn run_session(
             cmd = rx.recv() => match cmd {
                 None => break,
                 Some(Cmd::Request { id, token, text, sink, json }) => {
-                    if routes.by_id.contains_key(&id.to_string()) {
+                    if routes.by_id.contains_key(&id) {
                         // Its answer could not be told from the first one's.
-                        sink.send(&error_response(
-                            &id,
+                        sink.send(&jsonrpc::error_response(
+                            Some(&id),
                             jsonrpc::code::INVALID_REQUEST,
-                            "invalid request: a request with this id is in flight in this \
-                             session: use another id",
+                            "a request with this id is in flight in this session: use another id",
                         ));
                         continue;
                     }
