@@ -47,11 +47,11 @@ static:
 	RUSTFLAGS='$(STATIC_RUSTFLAGS)' $(CARGO) build --release -p mcpgw-gateway -p mcpgw-testserver --target $(STATIC_TARGET)
 	@ls -l $(STATIC_GATEWAY) $(STATIC_TESTSERVER) | awk '{printf "static: %s (%.1f MiB)\n", $$NF, $$5/1048576}'
 
-# The host endpoint `mcpgw` (crate host/) built the same way, for the packages: one file that
+# The host endpoint `mcpgw` (crate cli/) built the same way, for the packages: one file that
 # runs on any Linux x86_64 host. A cargo run of its own, so that its dependencies' features do
 # not change the gateway's build.
 static-host:
-	RUSTFLAGS='$(STATIC_RUSTFLAGS)' $(CARGO) build --release -p mcpgw-host --bin mcpgw --target $(STATIC_TARGET)
+	RUSTFLAGS='$(STATIC_RUSTFLAGS)' $(CARGO) build --release -p mcpgw-cli --bin mcpgw --target $(STATIC_TARGET)
 	@ls -l $(STATIC_HOST) | awk '{printf "static: %s (%.1f MiB)\n", $$NF, $$5/1048576}'
 
 # The busybox-only Docker image the docker-sandbox tests run in, tagged by content.
@@ -148,7 +148,7 @@ bench: deps
 # then 5,000 through `mcpgw mcp --http` into Docker with hostile clients alongside and the
 # container killed once.
 soak: static
-	$(CARGO) build --quiet --release -p mcpgw-testserver -p mcpgw-bench -p mcpgw-host
+	$(CARGO) build --quiet --release -p mcpgw-testserver -p mcpgw-bench -p mcpgw-cli
 	target/release/mcpgw-soak
 	target/release/mcpgw-endpoint-soak
 

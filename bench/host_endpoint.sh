@@ -8,7 +8,7 @@ if ! why=$(sh tests/docker/sandbox.sh check); then
     echo "host mcp endpoint: SKIPPED: $why"
     exit 0
 fi
-cargo build --quiet --release -p mcpgw-host
+cargo build --quiet --release -p mcpgw-cli
 image=$(sh tests/docker/sandbox.sh image --node)
 box=$(sh tests/docker/sandbox.sh start "$image")
 trap 'sh tests/docker/sandbox.sh stop "$box"' EXIT

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::host::backend::BackendFailure;
+use crate::driver::backend::BackendFailure;
 
 /// Declares [`ErrorKind`] and [`CODES`] from one table: every result code of the library, its C
 /// name (after `MCPGW_RESULT_`), its value and its message. The C enum of `include/mcpgw.h`, the

@@ -4,18 +4,18 @@
 //! every gateway request as a POSIX shell command for the host's "exec in sandbox" channel, or as
 //! a frame for a long-lived session channel, and decodes what comes back. It does no I/O of its
 //! own: an [`Operation`] and a [`session::Session`] are sans-IO state machines, and the host
-//! driver ([`host::Host`]) decides over them, for one sandbox, what to run, what goes over the
+//! driver ([`driver::Host`]) decides over them, for one sandbox, what to run, what goes over the
 //! session and what to reopen or resume. [`exec::run`] drives an [`Operation`] through any
-//! [`Exec`]; the `mcpgw-host` crate drives a [`host::Host`] on tokio; the C ABI (the separate
+//! [`Exec`]; the `mcpgw-runner` crate drives a [`driver::Host`] on tokio; the C ABI (the separate
 //! crate in `src/ffi`) hands it to any event loop.
 #![forbid(unsafe_code)]
 
 pub mod civil;
 pub mod client;
 pub mod command;
+pub mod driver;
 pub mod error;
 pub mod exec;
-pub mod host;
 pub mod local;
 pub mod policy;
 pub mod quote;

@@ -438,7 +438,7 @@ mod tests {
 
     #[test]
     fn a_host_keeps_given_secrets_out_of_its_configuration_echo_and_off_one_shot_commands() {
-        use crate::host::{Action, Host, HostConfig, Op, Submit};
+        use crate::driver::{Action, Host, HostConfig, Op, Submit};
         let config = HostConfig::from_json(
             r#"{"backend":{"kind":"local"},"secrets":{"MCPGW_T_CONF":"conf-value-123"}}"#,
         )

@@ -1,7 +1,7 @@
-//! The session channel end to end, driven by the host driver (`mcpgw-host`'s tokio runner):
+//! The session channel end to end, driven by the host driver (`mcpgw-runner`'s tokio runner):
 //! a real `mcpgw-gateway attach` process spawned the way the driver's backends spawn it (a
 //! local `sh -c`, `nsenter` into a namespace sandbox), relaying to a real gateway and the
-//! project's test MCP server. (Docker and podman: `host/tests/e2e.rs`.)
+//! project's test MCP server. (Docker and podman: `cli/tests/e2e.rs`.)
 
 mod common;
 
@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use mcpgw::client::Output;
-use mcpgw::host::{Backend, HostConfig, Op, Prefix, Submit};
+use mcpgw::driver::{Backend, HostConfig, Op, Prefix, Submit};
 use mcpgw::wire::ToolChunk;
 use mcpgw::{Error, ErrorKind};
-use mcpgw_host::Host;
+use mcpgw_runner::Host;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 

@@ -1,4 +1,4 @@
-//! The exec channel, through the host driver (`mcpgw-host`): one-shot commands against the
+//! The exec channel, through the host driver (`mcpgw-runner`): one-shot commands against the
 //! session channel, through a real Docker container (`docker exec` per call against one
 //! `docker exec -i` channel) and locally; REST over the session against a virtual MCP connection
 //! on the same channel; and the gateway binary's upload with stdin against staged pieces.
@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mcpgw::client::Output;
-use mcpgw::host::{Backend, Container as Target, HostConfig, Op, Submit};
+use mcpgw::driver::{Backend, Container as Target, HostConfig, Op, Submit};
 use mcpgw::{CallOptions, Client, Config, ExecOutput, ExecResult};
-use mcpgw_host::{ConnectionEvent, Host};
+use mcpgw_runner::{ConnectionEvent, Host};
 use serde_json::{Value, json};
 
 use crate::{Paths, median, verdict};
@@ -268,7 +268,7 @@ fn staged_upload(paths: &Paths, container: &str) -> f64 {
 /// A virtual MCP connection to the test server `ts` over a host's session channel: one
 /// `tools/call` of `echo` at a time, or many in flight.
 struct McpConnection {
-    conn: mcpgw_host::Connection,
+    conn: mcpgw_runner::Connection,
     next: u64,
 }
 

@@ -13,7 +13,7 @@ import (
 
 // The README's vocabulary table names what this package exports: every Go name in it exists (a
 // method of *Client, or a package-level function), and every operation libmcpgw's host driver
-// takes (OP_NAMES in src/host/config.rs, in a checkout) has a row.
+// takes (OP_NAMES in src/driver/config.rs, in a checkout) has a row.
 func TestVocabularyTable(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -36,7 +36,7 @@ func TestVocabularyTable(t *testing.T) {
 	}
 	start := strings.Index(string(config), "pub const OP_NAMES")
 	if start < 0 {
-		t.Fatal("src/host/config.rs has no OP_NAMES")
+		t.Fatal("src/driver/config.rs has no OP_NAMES")
 	}
 	body := string(config[start:])
 	body = body[:strings.Index(body, "];")]

@@ -371,7 +371,7 @@ pub fn jsonrpc(data: &[u8]) {
 /// opened exactly one CONNECTION_CLOSED, and once every process has ended and time has run
 /// out, nothing is left in flight.
 pub fn host(data: &[u8]) {
-    use mcpgw::host::{Action, Exit, Host, HostConfig};
+    use mcpgw::driver::{Action, Exit, Host, HostConfig};
     use std::collections::{BTreeMap, VecDeque};
     use std::time::Instant;
 
@@ -528,8 +528,8 @@ pub fn host(data: &[u8]) {
 pub fn endpoint(data: &[u8]) {
     use mcpgw::wire::jsonrpc;
     use mcpgw::wire::lines::Splitter;
-    use mcpgw_host::endpoint::message_of;
-    use mcpgw_host::http::{header_mismatch, read_message};
+    use mcpgw_cli::endpoint::message_of;
+    use mcpgw_cli::http::{header_mismatch, read_message};
 
     let is_error = |text: &str| {
         let v: serde_json::Value = serde_json::from_str(text).expect("a refusal is JSON");

@@ -29,7 +29,7 @@ use super::error::{mcpgw_error, report, report_code, report_error};
 use super::{
     cstring_lossy, ffi_boundary, mcpgw_result, millis_u32, program_cstrings, required_text,
 };
-use mcpgw::host::{Action, Exit, Host, HostConfig, Program, Stdin};
+use mcpgw::driver::{Action, Exit, Host, HostConfig, Program, Stdin};
 
 /// One sandbox's gateway and its session channel: the host driver. It turns submitted
 /// operations and what the host reports (exits, channel bytes, time) into actions.

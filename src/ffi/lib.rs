@@ -241,10 +241,12 @@ pub(crate) fn cstring_lossy(s: &str) -> CString {
 }
 
 /// A command's program as C strings: its argv (empty for shell text), or its `sh -c` text.
-pub(crate) fn program_cstrings(program: mcpgw::host::Program) -> (Vec<CString>, Option<CString>) {
+pub(crate) fn program_cstrings(program: mcpgw::driver::Program) -> (Vec<CString>, Option<CString>) {
     match program {
-        mcpgw::host::Program::Argv(argv) => (argv.iter().map(|a| cstring_lossy(a)).collect(), None),
-        mcpgw::host::Program::Shell(text) => (Vec::new(), Some(cstring_lossy(&text))),
+        mcpgw::driver::Program::Argv(argv) => {
+            (argv.iter().map(|a| cstring_lossy(a)).collect(), None)
+        }
+        mcpgw::driver::Program::Shell(text) => (Vec::new(), Some(cstring_lossy(&text))),
     }
 }
 

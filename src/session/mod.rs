@@ -4,7 +4,7 @@
 //! ([`crate::wire::frame`]), many at once, with live progress and real cancellation; virtual MCP
 //! connections carry raw JSON-RPC over the same channel.
 //!
-//! A [`Session`] does no I/O and keeps no policy: the host driver ([`crate::host`]) decides what
+//! A [`Session`] does no I/O and keeps no policy: the host driver ([`crate::driver`]) decides what
 //! goes over it, when to ping, when to give up and what to resume. The host runs
 //! [`Session::open`]'s command with its stdin and stdout piped, writes [`Session::take_output`]
 //! to the channel's stdin, feeds what it reads from the channel's stdout to [`Session::feed`]

@@ -103,7 +103,7 @@ def vocabulary(readme: Path, column: str = "Python") -> dict[str, str]:
 
 
 def test_the_vocabulary_tables_name_what_the_binding_exports() -> None:
-    ops = re.search(r"pub const OP_NAMES: &\[&str\] = &\[(.*?)\];", (REPO / "src/host/config.rs").read_text(), re.S)
+    ops = re.search(r"pub const OP_NAMES: &\[&str\] = &\[(.*?)\];", (REPO / "src/driver/config.rs").read_text(), re.S)
     assert ops is not None
     op_names = re.findall(r'"(\w+)"', ops[1])
     ours = vocabulary(REPO / "bindings" / "python" / "README.md")

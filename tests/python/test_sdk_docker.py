@@ -2,7 +2,7 @@
 tests/clients/python/everything.py runs every feature of server-everything inside the container
 (`binding docker`, the SDK's ClientSession over `mcpgw_client.sdk.client_streams`) and straight to
 a server-everything on this machine (`stdio`), and the two answers must be the same but for ids
-and times, compared as host/tests/clients.rs compares (testkit's `mcpgw-same-answers`). Then the README's
+and times, compared as cli/tests/clients.rs compares (testkit's `mcpgw-same-answers`). Then the README's
 example, as written, into a container. Skipped, saying why, only where Docker cannot run."""
 
 from __future__ import annotations

@@ -8,10 +8,10 @@
 
 use std::time::Instant;
 
-use mcpgw::host::{Backend, HostConfig, Op, Submit};
+use mcpgw::driver::{Backend, HostConfig, Op, Submit};
 use mcpgw::policy::Policy;
 use mcpgw_bench::median;
-use mcpgw_host::{Connection, ConnectionEvent, Host};
+use mcpgw_runner::{Connection, ConnectionEvent, Host};
 use serde_json::{Value, json};
 
 fn config(gateway: &str, state: &str) -> HostConfig {
@@ -148,7 +148,7 @@ fn main() {
             "MCPGW_BENCH_KEY".into(),
             format!("bench-secret-{}", mcpgw::random::uuid4_hex()),
         );
-        let sink = mcpgw_host::audit::open_log(&audit_path).unwrap();
+        let sink = mcpgw_runner::audit::open_log(&audit_path).unwrap();
         let governed = Host::start_audited(governed_config, Some(sink)).unwrap();
         governed.op(Op::OpenSession {}).await.unwrap();
         // A server registered with a secret: from then on every line the governed host reads

@@ -9,8 +9,8 @@
 use std::time::{Duration, Instant};
 
 use mcpgw::client::Output;
-use mcpgw::host::{Backend, HostConfig, Op, Submit};
-use mcpgw_host::Host;
+use mcpgw::driver::{Backend, HostConfig, Op, Submit};
+use mcpgw_runner::Host;
 use serde_json::json;
 
 fn rss_kib() -> u64 {

@@ -17,7 +17,7 @@ import (
 // progress, cancel, and sampling, elicitation and roots answered by the SDK's handlers) against
 // the server inside a Docker container, through this package's transport over the binding's
 // Docker session; every answer is compared with the same client's run straight to a
-// server-everything on this machine, as host/tests/clients.rs compares the endpoint's runs.
+// server-everything on this machine, as cli/tests/clients.rs compares the endpoint's runs.
 func TestEverythingInDockerThroughTheTransport(t *testing.T) {
 	t.Parallel()
 	sandboxSh := filepath.Join(repoRoot, "tests", "docker", "sandbox.sh")

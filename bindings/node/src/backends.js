@@ -1,5 +1,5 @@
 // How commands and channels reach the sandbox: the backends of the library's host driver
-// (`Backend` in src/host/backend.rs), which builds every argv, wraps commands so that a cancel
+// (`Backend` in src/driver/backend.rs), which builds every argv, wraps commands so that a cancel
 // ends them in the sandbox, and tells a backend's failure from the command's. The binding only
 // names them here; the library checks every value (an empty or `-`-leading container name, a
 // pod name with shell metacharacters are refused with the reason when the client is made).

@@ -1,6 +1,6 @@
 // The official SDK client's script of tests/clients (tests/clients/ts/everything.mjs: every
 // feature of server-everything), run as a process, and the comparison of two of its runs by
-// testkit's `mcpgw-same-answers`, the rules of the endpoint's tests (host/tests/clients.rs), so
+// testkit's `mcpgw-same-answers`, the rules of the endpoint's tests (cli/tests/clients.rs), so
 // that a run through this binding's transport is held to what a run straight to the server gets.
 
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 // The one vocabulary: the README's table (operation x Node) names what this package exports,
-// and its operations are exactly the library's (`OP_NAMES` in src/host/config.rs).
+// and its operations are exactly the library's (`OP_NAMES` in src/driver/config.rs).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

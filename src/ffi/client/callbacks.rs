@@ -8,8 +8,8 @@ use std::time::Duration;
 use crate::chunk::mcpgw_tool_chunk;
 use crate::host::mcpgw_stdin_kind;
 use crate::{c_str, cstring_lossy, ffi_boundary, mcpgw_result, millis_u32, program_cstrings};
+use mcpgw::driver::{Program, Stdin};
 use mcpgw::error::Error;
-use mcpgw::host::{Program, Stdin};
 
 /// One command for `exec`, or the channel's command for `channel_open`. Written by the library and
 /// borrowed by the callback for the call; fields may be added at its end.

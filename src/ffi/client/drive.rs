@@ -9,8 +9,8 @@ use super::*;
 use crate::chunk::mcpgw_tool_chunk;
 use crate::error::{mcpgw_error, report_error};
 use crate::{cstring_lossy, give_string, mcpgw_result};
+use mcpgw::driver::{Action, Exit, Host, Op, ProcId, SessionState, Stdin, Submit};
 use mcpgw::error::Error;
-use mcpgw::host::{Action, Exit, Host, Op, ProcId, SessionState, Stdin, Submit};
 use mcpgw::wire::ToolChunk;
 
 /// How long a channel's `channel_read` waits when the driver keeps no timer.

@@ -29,8 +29,8 @@ use std::ffi::{c_char, c_void};
 use crate::chunk::mcpgw_tool_chunk;
 use crate::error::{mcpgw_error, report, report_code, report_error};
 use crate::{ffi_boundary, mcpgw_result, required_text};
+use mcpgw::driver::{Host, HostConfig, Op, Submit};
 use mcpgw::error::Error;
-use mcpgw::host::{Host, HostConfig, Op, Submit};
 
 /// Runs `f` on the client behind `client` unless it is NULL or already running a call (a
 /// callback calling back), which are reported.

@@ -27,7 +27,7 @@ DISTRIBUTION = "mcpgw-client"
 
 LIBRARY_NAME = "libmcpgw.so"
 GATEWAY_NAME = "mcpgw-gateway"
-#: The host endpoint's command (crate host/).
+#: The host endpoint's command (crate cli/).
 HOST_NAME = "mcpgw"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcpgw::host::{Backend, HostConfig, Op, Submit};
+use mcpgw::driver::{Backend, HostConfig, Op, Submit};
 use mcpgw::policy::Policy;
 use mcpgw::{Error, ErrorKind};
-use mcpgw_host::Host;
+use mcpgw_runner::Host;
 use mcpgw_testkit::{TempDir, gateway_bin, processes_where, testserver_bin};
 use serde_json::{Value, json};
 
@@ -70,7 +70,7 @@ async fn one_record_per_call_under_load_with_the_channel_cut() {
     config.audit = true;
     config.policy =
         Policy::from_json(r#"{"servers": {"ts": {"tools": {"deny": ["crash"]}}}}"#).unwrap();
-    let sink = mcpgw_host::audit::open_log(&log).unwrap();
+    let sink = mcpgw_runner::audit::open_log(&log).unwrap();
     let host = Host::start_audited(config, Some(sink)).unwrap();
     host.op(Op::OpenSession {}).await.unwrap();
     host.op(Op::AddMcp {

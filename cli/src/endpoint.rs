@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use crate::aggregate::Aggregate;
 use crate::cli::{Level, McpArgs};
 use crate::sandbox::Sandbox;
-use crate::{Connection, ConnectionEvent, Host};
+use mcpgw_runner::{Connection, ConnectionEvent, Host};
 
 /// How long a lost connection is tried again before the endpoint gives up.
 const RECONNECT_FOR: Duration = Duration::from_secs(60);

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use mcpgw_host::cli::{self, Command};
+use mcpgw_cli::cli::{self, Command};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     };
     // A log that cannot be written is said before anything starts.
     if let Some(path) = &args.audit_log
-        && let Err(e) = mcpgw_host::audit::open_log(path)
+        && let Err(e) = mcpgw_runner::audit::open_log(path)
     {
         eprintln!("mcpgw: {}", e.message());
         return ExitCode::from(2);
@@ -44,9 +44,9 @@ fn main() -> ExitCode {
     };
     let status = runtime.block_on(async move {
         if args.http.is_some() {
-            mcpgw_host::http::serve(args).await
+            mcpgw_cli::http::serve(args).await
         } else {
-            mcpgw_host::endpoint::serve_stdio(args).await
+            mcpgw_cli::endpoint::serve_stdio(args).await
         }
     });
     // A read of stdin may still block a thread of the runtime's (it ends only with the

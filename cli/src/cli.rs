@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use mcpgw::host::{Backend, Container, Pod, Prefix};
+use mcpgw::driver::{Backend, Container, Pod, Prefix};
 use serde_json::{Map, Value, json};
 
 /// The usage text.

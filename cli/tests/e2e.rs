@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use mcpgw::client::Output;
-use mcpgw::host::{Backend, Container as Target, HostConfig, Op, Submit};
+use mcpgw::driver::{Backend, Container as Target, HostConfig, Op, Submit};
 use mcpgw::{Error, ErrorKind};
-use mcpgw_host::Host;
+use mcpgw_runner::Host;
 use mcpgw_testkit::container::{self, Container, Engine};
 use mcpgw_testkit::{TempDir, gateway_bin, processes_where, testserver_bin};
 use serde_json::{Value, json};
@@ -271,7 +271,7 @@ async fn a_container_that_does_not_exist_is_the_backends_failure() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_virtual_connection_carries_json_rpc_both_ways() {
-    use mcpgw_host::ConnectionEvent;
+    use mcpgw_runner::ConnectionEvent;
     let dir = TempDir::new("host-conn");
     let host = Host::start(local(&dir)).unwrap();
     host.op(Op::OpenSession {}).await.unwrap();

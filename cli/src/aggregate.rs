@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 
 use crate::cli::Level;
 use crate::endpoint::{Link, Wake, log};
-use crate::{ConnectionEvent, Host};
+use mcpgw_runner::{ConnectionEvent, Host};
 
 /// The separator between a server's name and a tool's or prompt's.
 pub const SEPARATOR: &str = "__";

@@ -1,5 +1,5 @@
-//! The host side of mcpgw in Rust: [`Host`], a tokio driver for the sans-IO host driver
-//! [`mcpgw::host::Host`], and (in `main.rs`) the `mcpgw` command.
+//! The tokio runner of the host driver: [`Host`] runs a sans-IO [`mcpgw::driver::Host`] on a
+//! tokio runtime (the `mcpgw` command, the benches and the Rust tests use it).
 //!
 //! One task owns each host driver and does its I/O: it spawns the processes the driver asks for
 //! (one-shot commands in a process group of their own, the session channel with its pipes),
@@ -8,26 +8,20 @@
 //! timers) is the driver's; this crate only moves bytes. Many hosts share one runtime: no thread
 //! is made per host or per session.
 
-pub mod aggregate;
 pub mod audit;
-pub mod cli;
-pub mod endpoint;
-pub mod http;
-pub mod sandbox;
-pub mod stdio;
 
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use mcpgw::client::Output;
-use mcpgw::host::{self as driver, Action, Exit, HostConfig, Id, ProcId, Program, Stdin, Submit};
+use mcpgw::driver::{self, Action, Exit, HostConfig, Id, ProcId, Program, Stdin, Submit};
 use mcpgw::{Error, ErrorKind};
 use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
-pub use mcpgw::host::{Backend, Container, Op, Pod, Prefix};
+pub use mcpgw::driver::{Backend, Container, Op, Pod, Prefix};
 
 /// Bytes read from a channel at a time.
 const READ_BYTES: usize = 64 * 1024;
@@ -184,7 +178,7 @@ impl Host {
 
     /// Opens a virtual MCP connection to `mcp` in scope (`agent_id`, `session_id`) over the
     /// session channel, with an upstream session of its own when `own_upstream` (see
-    /// [`mcpgw::host::Host::open_connection`]); its events come on the returned receiver.
+    /// [`mcpgw::driver::Host::open_connection`]); its events come on the returned receiver.
     pub async fn connect(
         &self,
         mcp: &str,
@@ -212,7 +206,7 @@ impl Host {
         })
     }
 
-    /// What the driver knows (see [`mcpgw::host::Host::state_json`]).
+    /// What the driver knows (see [`mcpgw::driver::Host::state_json`]).
     pub async fn state(&self) -> Result<serde_json::Value, Error> {
         let (tx, rx) = oneshot::channel();
         self.tx().send(Msg::State(tx)).map_err(|_| gone())?;

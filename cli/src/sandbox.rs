@@ -3,11 +3,11 @@
 
 use mcpgw::Error;
 use mcpgw::client::Output;
-use mcpgw::host::{Backend, HostConfig, Op, Submit};
+use mcpgw::driver::{Backend, HostConfig, Op, Submit};
 
-use crate::Host;
 use crate::cli::{Level, McpArgs};
 use crate::endpoint::{host_gateway_binary, log};
+use mcpgw_runner::Host;
 
 /// The time limit of each step of the tear-down.
 const TEAR_DOWN_STEP_MS: u64 = 10_000;
@@ -36,7 +36,7 @@ impl Sandbox {
         let audit = args
             .audit_log
             .as_deref()
-            .map(crate::audit::open_log)
+            .map(mcpgw_runner::audit::open_log)
             .transpose()?;
         let mut config = HostConfig::new(args.backend.clone());
         config.audit = audit.is_some();
