@@ -1,4 +1,5 @@
-//! One-shot processes: commands, the follow-up questions of a silent exit, and what their exits mean.
+//! One-shot processes: commands, the follow-up questions of a silent exit, and what their exits
+//! mean.
 
 use super::*;
 
