@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::driver::backend::BackendFailure;
+use serde::{Deserialize, Serialize};
 
 /// Declares [`ErrorKind`] and [`CODES`] from one table: every result code of the library, its C
 /// name (after `MCPGW_RESULT_`), its value and its message. The C enum of `include/mcpgw.h`, the
@@ -168,14 +168,15 @@ impl Error {
         self
     }
 
-    /// The error with every secret value `redactor` covers replaced in its texts.
-    pub fn redacted(mut self, redactor: &crate::secret::Redactor) -> Error {
-        redactor.redact_in_place(&mut self.message);
+    /// The error with `redact` run over each of its texts (the message, the detail, the
+    /// backend's reason): a redactor replaces the secret values in them.
+    pub fn redacted(mut self, redact: impl Fn(&mut String)) -> Error {
+        redact(&mut self.message);
         if let Some(d) = self.detail.as_mut() {
-            redactor.redact_in_place(d);
+            redact(d);
         }
         if let Some(b) = self.backend.as_mut() {
-            redactor.redact_in_place(&mut b.reason);
+            redact(&mut b.reason);
         }
         self
     }
@@ -269,6 +270,45 @@ pub(crate) fn head(text: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}...", &text[..end])
+}
+
+/// Why a run was the backend's failure rather than the command's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureState {
+    /// The container or pod does not exist, or it was killed or removed during the command.
+    Gone,
+    /// It exists but is not running (stopped, paused).
+    NotRunning,
+    /// The daemon or API server cannot be reached.
+    Unreachable,
+    /// The backend could not start the command (no `sh` in the image, a refused option).
+    CannotRun,
+}
+
+/// A failure of the backend, for messages and for the bindings' one backend-error type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendFailure {
+    /// `docker`, `podman`, `kubectl`, or the prefix's program.
+    pub backend: String,
+    /// The container or pod.
+    pub target: String,
+    /// The backend client's exit status.
+    pub exit_code: i32,
+    /// What kind of failure.
+    pub state: FailureState,
+    /// What the backend said, or what was found out.
+    pub reason: String,
+}
+
+impl std::fmt::Display for BackendFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} exec in {} failed (exit {}): {}",
+            self.backend, self.target, self.exit_code, self.reason
+        )
+    }
 }
 
 #[cfg(test)]

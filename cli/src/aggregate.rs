@@ -17,7 +17,8 @@ use mcpgw::wire::jsonrpc::{self, Message, code, method};
 use serde_json::{Map, Value, json};
 
 use crate::cli::Level;
-use crate::endpoint::{Link, Wake, log};
+use crate::cli::log;
+use crate::link::{Link, Wake};
 use mcpgw_runner::{ConnectionEvent, Host};
 
 /// The separator between a server's name and a tool's or prompt's.
@@ -375,7 +376,7 @@ impl Aggregate {
         }
     }
 
-    /// Handles what [`crate::endpoint::Relay::wait`] returned.
+    /// Handles what [`crate::relay::Relay::wait`] returned.
     pub async fn handle(&mut self, wake: Wake, out: &mut Vec<String>) {
         let mut raw = Vec::new();
         let mut changed = false;

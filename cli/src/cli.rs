@@ -408,6 +408,19 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     Ok(Command::Mcp(Box::new(out)))
 }
 
+/// Writes a log line to stderr at `level` (stdout carries the MCP stream).
+pub fn log(threshold: Level, level: Level, message: &str) {
+    if level <= threshold {
+        let tag = match level {
+            Level::Error => "error",
+            Level::Warn => "warn",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        };
+        eprintln!("mcpgw mcp: {tag}: {message}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

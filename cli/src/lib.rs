@@ -8,5 +8,7 @@ pub mod aggregate;
 pub mod cli;
 pub mod endpoint;
 pub mod http;
+pub mod link;
+pub mod relay;
 pub mod sandbox;
 pub mod stdio;

@@ -4,9 +4,10 @@
 use mcpgw::Error;
 use mcpgw::client::Output;
 use mcpgw::driver::{Backend, HostConfig, Op, Submit};
+use std::path::PathBuf;
 
+use crate::cli::log;
 use crate::cli::{Level, McpArgs};
-use crate::endpoint::{host_gateway_binary, log};
 use mcpgw_runner::Host;
 
 /// The time limit of each step of the tear-down.
@@ -130,4 +131,22 @@ impl Sandbox {
         }
         let _ = op(Op::CloseSession {}).await;
     }
+}
+
+/// The static gateway on this machine to install into the sandbox, if one is known.
+pub fn host_gateway_binary(args: &McpArgs) -> Option<PathBuf> {
+    if let Some(p) = &args.gateway_binary {
+        return Some(p.clone());
+    }
+    if let Some(p) = std::env::var_os("MCPGW_GATEWAY_BINARY") {
+        return Some(p.into());
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        dir.join("mcpgw-gateway"),
+        dir.join("../libexec/mcpgw/mcpgw-gateway"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
 }

@@ -22,7 +22,8 @@ use crate::auth::{Token, constant_time_eq};
 use crate::calls::{Answer, Calls};
 use crate::chunk;
 use crate::error::Error;
-use crate::registry::{Registry, Scope};
+use crate::registry::Registry;
+use crate::scope::Scope;
 
 mod surface;
 pub use surface::surface;

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use mcpgw::wire::ErrorBody;
 use mcpgw::wire::output::seconds;
 
-use crate::registry::Scope;
+use crate::scope::{Scope, py_repr};
 
 /// Everything that can go wrong in a request, in the domain's terms.
 #[derive(Debug, Clone, PartialEq)]
@@ -368,36 +368,6 @@ impl IntoResponse for Error {
         let body = serde_json::to_vec(&ErrorBody { detail }).expect("a string always serializes");
         (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
     }
-}
-
-/// A string as Python's `repr()` writes it, for details worded as AgentScope words them
-/// (`'fs' not found for agent='' session=''`).
-pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod metrics;
 mod openapi;
 mod ready_file;
 mod registry;
+mod scope;
 mod serve;
 mod upstream;
 

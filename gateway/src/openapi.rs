@@ -27,7 +27,7 @@ use utoipa::openapi::{
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{DeadlineSource, Error};
-use crate::registry::Scope;
+use crate::scope::Scope;
 
 /// The text of `401`, the one answer not in the JSON error shape (AgentScope's).
 pub const UNAUTHORIZED: &str = "invalid gateway token";

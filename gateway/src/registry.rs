@@ -16,36 +16,9 @@ use mcpgw::wire::{McpEntry, McpSpec};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{Error, py_repr};
+use crate::error::Error;
+use crate::scope::Scope;
 use crate::upstream::{Settings, Upstream};
-
-/// `(agent_id, session_id)`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Scope {
-    /// The agent.
-    pub agent_id: String,
-    /// The session.
-    pub session_id: String,
-}
-
-impl Scope {
-    /// The default scope, `("", "")`.
-    pub fn default_scope() -> Self {
-        Scope {
-            agent_id: String::new(),
-            session_id: String::new(),
-        }
-    }
-
-    /// `agent='a' session=''`, as AgentScope's details name a scope.
-    pub fn describe(&self) -> String {
-        format!(
-            "agent={} session={}",
-            py_repr(&self.agent_id),
-            py_repr(&self.session_id)
-        )
-    }
-}
 
 /// A name reserved by a registration still connecting.
 struct Pending {

@@ -12,7 +12,8 @@ use crate::api::{self, AppState};
 use crate::auth;
 use crate::cli::{LogFormat, ServeArgs};
 use crate::config;
-use crate::registry::{Registry, Scope};
+use crate::registry::Registry;
+use crate::scope::Scope;
 use crate::upstream::Settings;
 
 /// How long a launch waits for the detached gateway to answer its /health.

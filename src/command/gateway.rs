@@ -76,8 +76,17 @@ pub fn attach(l: &Launch<'_>, launch: bool) -> Result<String, Error> {
     Ok(text)
 }
 
+/// How `attach` is asked to behave, beyond which gateway it reaches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttachOptions {
+    /// `--heartbeat`: how often attach pings when idle (`None`: its default).
+    pub heartbeat: Option<Duration>,
+    /// `--heartbeat-timeout`: how long attach waits for the host before it ends the session.
+    pub heartbeat_timeout: Option<Duration>,
+}
+
 /// The options of `attach` beyond the gateway it reaches, as words to append to its command.
-pub fn attach_options(options: &crate::session::AttachOptions) -> String {
+pub fn attach_options(options: &AttachOptions) -> String {
     let mut text = String::new();
     if let Some(h) = options.heartbeat {
         let _ = write!(text, " --heartbeat {}", seconds(h));

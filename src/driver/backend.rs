@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+pub use crate::error::{BackendFailure, FailureState};
 use crate::quote::quote;
 
 /// How commands and channels reach the sandbox.
@@ -152,45 +153,6 @@ pub enum Stdin {
     /// A pipe the host keeps open (and writes nothing to) until the process exits: its end
     /// tells the sandbox that the host gave up, so the command is killed there too.
     Hold,
-}
-
-/// Why a run was the backend's failure rather than the command's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureState {
-    /// The container or pod does not exist, or it was killed or removed during the command.
-    Gone,
-    /// It exists but is not running (stopped, paused).
-    NotRunning,
-    /// The daemon or API server cannot be reached.
-    Unreachable,
-    /// The backend could not start the command (no `sh` in the image, a refused option).
-    CannotRun,
-}
-
-/// A failure of the backend, for messages and for the bindings' one backend-error type.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BackendFailure {
-    /// `docker`, `podman`, `kubectl`, or the prefix's program.
-    pub backend: String,
-    /// The container or pod.
-    pub target: String,
-    /// The backend client's exit status.
-    pub exit_code: i32,
-    /// What kind of failure.
-    pub state: FailureState,
-    /// What the backend said, or what was found out.
-    pub reason: String,
-}
-
-impl std::fmt::Display for BackendFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} exec in {} failed (exit {}): {}",
-            self.backend, self.target, self.exit_code, self.reason
-        )
-    }
 }
 
 /// What a finished run says about the backend.

@@ -493,7 +493,7 @@ impl Host {
         Some(match action {
             Action::Done { op, result: Err(e) } => Action::Done {
                 op,
-                result: Err(e.redacted(r)),
+                result: Err(e.redacted(|text| r.redact_in_place(text))),
             },
             Action::Notice(t) => Action::Notice(text(t)),
             Action::Audit(t) => Action::Audit(text(t)),

@@ -23,6 +23,7 @@ use serde_json::value::RawValue;
 
 use crate::client::response::{HttpResponse, kind_of_status};
 use crate::client::{Client, GatewayInfo, Operation, SessionRequest, Shared};
+pub use crate::command::gateway::AttachOptions;
 use crate::command::{Command, gateway as text};
 use crate::error::{Error, ErrorKind, tail};
 use crate::secret::Redactor;
@@ -171,15 +172,6 @@ pub struct Session {
     events: VecDeque<Event>,
     /// Replaces the values of the host's secrets in every line before it is read.
     redactor: Redactor,
-}
-
-/// How `attach` is asked to behave, beyond which gateway it reaches.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AttachOptions {
-    /// `--heartbeat`: how often attach pings when idle (`None`: its default).
-    pub heartbeat: Option<Duration>,
-    /// `--heartbeat-timeout`: how long attach waits for the host before it ends the session.
-    pub heartbeat_timeout: Option<Duration>,
 }
 
 impl Session {

@@ -37,8 +37,10 @@ use mcpgw::wire::jsonrpc::{self, Message, method};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::cli::log;
 use crate::cli::{Level, McpArgs};
-use crate::endpoint::{log, request_id, terminated};
+use crate::endpoint::terminated;
+use crate::link::request_id;
 use crate::sandbox::Sandbox;
 
 mod guard;

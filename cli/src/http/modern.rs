@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{Out, Server, Sink, empty, header, json_reply, rpc_error, sse};
-use crate::endpoint::{Link, Relay, sandbox_error};
+use crate::link::{Link, sandbox_error};
+use crate::relay::Relay;
 
 /// A request whose `MCP-Protocol-Version` names a revision this endpoint does not speak: 400
 /// with `UNSUPPORTED_PROTOCOL_VERSION`, its `data` the revisions spoken and the one asked for.

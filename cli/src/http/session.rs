@@ -11,7 +11,8 @@ use tokio::time::Instant;
 
 use super::{KEEP_ALIVE, MAX_BACKLOG, MAX_SESSIONS, SESSION_IDLE, Server, Sink};
 use crate::cli::Level;
-use crate::endpoint::{Relay, log};
+use crate::cli::log;
+use crate::relay::Relay;
 
 /// What a session's task is told.
 pub(super) enum Cmd {

@@ -14,7 +14,8 @@ use super::hub::{Progress, ProgressSender};
 use super::rpc::Reply;
 use super::session::Session;
 use super::{Upstream, stdio};
-use crate::error::{DeadlineSource, Error, py_repr};
+use crate::error::{DeadlineSource, Error};
+use crate::scope::py_repr;
 
 /// Progress notifications of one call waiting for its caller; beyond, intermediate ones are
 /// dropped (never the result).

@@ -13,6 +13,7 @@
 //! upstream, so a slow or crashing upstream never stalls another.
 
 pub mod call;
+pub mod counters;
 pub mod http;
 pub mod hub;
 pub mod lines;
@@ -121,7 +122,7 @@ pub struct Upstream {
     /// The sessions of connections of their own (`upstream=own`), to close with the MCP.
     own: Mutex<Vec<std::sync::Weak<Session>>>,
     /// Calls, errors and latency, for `/metrics`.
-    pub metrics: crate::metrics::UpstreamMetrics,
+    pub metrics: counters::UpstreamMetrics,
 }
 
 impl Upstream {

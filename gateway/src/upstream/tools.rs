@@ -12,7 +12,8 @@ use serde_json::{Map, json};
 use super::Upstream;
 use super::rpc::{Peer, Reply};
 use super::session::{Handshake, Session};
-use crate::error::{Error, py_repr};
+use crate::error::Error;
+use crate::scope::py_repr;
 
 /// Pages of a tool list followed at most: a server whose cursors never end is cut off.
 pub(super) const MAX_PAGES: usize = 1000;
