@@ -172,43 +172,10 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             ));
         }
     }
-    let mut backend: Option<Backend> = None;
-    let mut kube = (None, None, None);
-    let mut name = "mcp".to_owned();
-    let mut env = Map::new();
-    let mut cwd: Option<String> = None;
-    let mut url: Option<String> = None;
-    let mut headers = Map::new();
-    let mut config: Option<String> = None;
-    let mut command: Vec<String> = Vec::new();
-    let mut out = McpArgs {
-        backend: Backend::Local { cwd: None },
-        servers: Vec::new(),
-        prefixed: false,
-        gateway: None,
-        gateway_binary: None,
-        http: None,
-        token_file: None,
-        origins: Vec::new(),
-        timeout_ms: 600_000,
-        log_level: Level::Warn,
-        policy: Default::default(),
-        audit_log: None,
-        audit_arguments: false,
-    };
-    let mut set_backend = |b: Backend| -> Result<(), String> {
-        if backend.replace(b).is_some() {
-            return Err(
-                "give one sandbox (--local, --docker, --podman, --kubectl, --exec-prefix or \
-                 --backend)"
-                    .into(),
-            );
-        }
-        Ok(())
-    };
+    let mut p = Parsing::default();
     while let Some(arg) = it.next() {
         if arg == "--" {
-            command.extend(it.by_ref().cloned());
+            p.command.extend(it.by_ref().cloned());
             break;
         }
         let (flag, inline) = match arg.split_once('=') {
@@ -221,9 +188,91 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 .or_else(|| it.next().cloned())
                 .ok_or_else(|| format!("{what} needs a value"))
         };
+        if matches!(flag, "-h" | "--help") {
+            return Ok(Command::Help);
+        }
+        if p.sandbox_flag(flag, &mut value)?
+            || p.server_flag(flag, &mut value)?
+            || p.endpoint_flag(flag, &mut value)?
+        {
+            continue;
+        }
+        if flag.starts_with('-') {
+            return Err(format!("unknown option {flag} (try `mcpgw mcp --help`)"));
+        }
+        // The command may also follow the options without `--`.
+        p.command.push(arg.clone());
+        p.command.extend(it.by_ref().cloned());
+        break;
+    }
+    p.finish().map(|args| Command::Mcp(Box::new(args)))
+}
+
+/// What the command line has said so far.
+struct Parsing {
+    backend: Option<Backend>,
+    /// `--namespace`, `--container`, `--context` (with `--kubectl`).
+    kube: (Option<String>, Option<String>, Option<String>),
+    name: String,
+    env: Map<String, Value>,
+    cwd: Option<String>,
+    url: Option<String>,
+    headers: Map<String, Value>,
+    config: Option<String>,
+    command: Vec<String>,
+    out: McpArgs,
+}
+
+impl Default for Parsing {
+    fn default() -> Parsing {
+        Parsing {
+            backend: None,
+            kube: (None, None, None),
+            name: "mcp".to_owned(),
+            env: Map::new(),
+            cwd: None,
+            url: None,
+            headers: Map::new(),
+            config: None,
+            command: Vec::new(),
+            out: McpArgs {
+                backend: Backend::Local { cwd: None },
+                servers: Vec::new(),
+                prefixed: false,
+                gateway: None,
+                gateway_binary: None,
+                http: None,
+                token_file: None,
+                origins: Vec::new(),
+                timeout_ms: 600_000,
+                log_level: Level::Warn,
+                policy: Default::default(),
+                audit_log: None,
+                audit_arguments: false,
+            },
+        }
+    }
+}
+
+/// A flag's value, taken from `--flag=VALUE` or the next argument.
+type ValueOf<'a> = dyn FnMut(&str) -> Result<String, String> + 'a;
+
+impl Parsing {
+    fn set_backend(&mut self, b: Backend) -> Result<(), String> {
+        if self.backend.replace(b).is_some() {
+            return Err(
+                "give one sandbox (--local, --docker, --podman, --kubectl, --exec-prefix or \
+                 --backend)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The sandbox's flags; false for another flag.
+    fn sandbox_flag(&mut self, flag: &str, value: &mut ValueOf<'_>) -> Result<bool, String> {
         match flag {
-            "-h" | "--help" => return Ok(Command::Help),
-            "--local" => set_backend(Backend::Local { cwd: None })?,
+            "--local" => self.set_backend(Backend::Local { cwd: None })?,
             "--docker" | "--podman" => {
                 let c = Container {
                     container: value(flag)?,
@@ -231,23 +280,23 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                     options: vec![],
                     program: None,
                 };
-                set_backend(if flag == "--docker" {
+                self.set_backend(if flag == "--docker" {
                     Backend::Docker(c)
                 } else {
                     Backend::Podman(c)
                 })?;
             }
-            "--kubectl" => set_backend(Backend::Kubectl(Pod {
+            "--kubectl" => self.set_backend(Backend::Kubectl(Pod {
                 pod: value(flag)?,
                 namespace: None,
                 container: None,
                 options: vec![],
                 program: None,
             }))?,
-            "--namespace" => kube.0 = Some(value(flag)?),
-            "--container" => kube.1 = Some(value(flag)?),
-            "--context" => kube.2 = Some(value(flag)?),
-            "--exec-prefix" => set_backend(Backend::Argv(Prefix {
+            "--namespace" => self.kube.0 = Some(value(flag)?),
+            "--container" => self.kube.1 = Some(value(flag)?),
+            "--context" => self.kube.2 = Some(value(flag)?),
+            "--exec-prefix" => self.set_backend(Backend::Argv(Prefix {
                 prefix: value(flag)?.split_whitespace().map(String::from).collect(),
                 joins_arguments: false,
                 channel_args: Vec::new(),
@@ -266,18 +315,33 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                         b.name()
                     ));
                 }
-                set_backend(b)?;
+                self.set_backend(b)?;
             }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The server's flags; false for another flag.
+    fn server_flag(&mut self, flag: &str, value: &mut ValueOf<'_>) -> Result<bool, String> {
+        let pair = |v: &str| -> Result<(String, Value), String> {
+            let (k, val) = v
+                .split_once('=')
+                .ok_or_else(|| format!("{flag} {v:?}: give NAME=VALUE"))?;
+            Ok((k.to_owned(), Value::String(val.to_owned())))
+        };
+        match flag {
             "--name" => {
-                name = value(flag)?;
-                name_ok(&name)?;
+                self.name = value(flag)?;
+                name_ok(&self.name)?;
             }
             "--env" => {
-                let v = value(flag)?;
-                let (k, val) = v
-                    .split_once('=')
-                    .ok_or_else(|| format!("--env {v:?}: give NAME=VALUE"))?;
-                env.insert(k.to_owned(), Value::String(val.to_owned()));
+                let (k, v) = pair(&value(flag)?)?;
+                self.env.insert(k, v);
+            }
+            "--header" => {
+                let (k, v) = pair(&value(flag)?)?;
+                self.headers.insert(k, v);
             }
             "--secret-env" | "--secret-header" => {
                 let v = value(flag)?;
@@ -288,22 +352,24 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 };
                 mcpgw::wire::spec::check_secret_name(secret).map_err(|e| format!("{flag}: {e}"))?;
                 let into = if flag == "--secret-env" {
-                    &mut env
+                    &mut self.env
                 } else {
-                    &mut headers
+                    &mut self.headers
                 };
                 into.insert(k.to_owned(), json!({"secret": secret}));
             }
-            "--cwd" => cwd = Some(value(flag)?),
-            "--url" => url = Some(value(flag)?),
-            "--header" => {
-                let v = value(flag)?;
-                let (k, val) = v
-                    .split_once('=')
-                    .ok_or_else(|| format!("--header {v:?}: give NAME=VALUE"))?;
-                headers.insert(k.to_owned(), Value::String(val.to_owned()));
-            }
-            "--config" => config = Some(value(flag)?),
+            "--cwd" => self.cwd = Some(value(flag)?),
+            "--url" => self.url = Some(value(flag)?),
+            "--config" => self.config = Some(value(flag)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The endpoint's own flags; false for another flag.
+    fn endpoint_flag(&mut self, flag: &str, value: &mut ValueOf<'_>) -> Result<bool, String> {
+        let out = &mut self.out;
+        match flag {
             "--audit-log" => out.audit_log = Some(value(flag)?.into()),
             "--audit-arguments" => out.audit_arguments = true,
             "--policy" => {
@@ -340,72 +406,73 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                     }
                 }
             }
-            other if other.starts_with('-') => {
-                return Err(format!("unknown option {other} (try `mcpgw mcp --help`)"));
-            }
-            // The command may also follow the options without `--`.
-            _ => {
-                command.push(arg.clone());
-                command.extend(it.by_ref().cloned());
-                break;
-            }
+            _ => return Ok(false),
         }
+        Ok(true)
     }
-    out.backend = backend.unwrap_or(Backend::Local { cwd: None });
-    if let Backend::Kubectl(p) = &mut out.backend {
-        p.namespace = kube.0;
-        p.container = kube.1;
-        if let Some(ctx) = kube.2 {
-            p.options = vec!["--context".into(), ctx];
+
+    /// The arguments, once every flag is read: the sandbox completed and checked, the servers
+    /// built from the one source given and checked.
+    fn finish(self) -> Result<McpArgs, String> {
+        let mut out = self.out;
+        out.backend = self.backend.unwrap_or(Backend::Local { cwd: None });
+        if let Backend::Kubectl(p) = &mut out.backend {
+            p.namespace = self.kube.0;
+            p.container = self.kube.1;
+            if let Some(ctx) = self.kube.2 {
+                p.options = vec!["--context".into(), ctx];
+            }
+        } else if self.kube != (None, None, None) {
+            return Err("--namespace, --container and --context go with --kubectl".into());
         }
-    } else if kube != (None, None, None) {
-        return Err("--namespace, --container and --context go with --kubectl".into());
+        out.backend.validate().map_err(|e| e.message().to_owned())?;
+        let sources = usize::from(!self.command.is_empty())
+            + usize::from(self.url.is_some())
+            + usize::from(self.config.is_some());
+        if out.audit_arguments && out.audit_log.is_none() {
+            return Err("--audit-arguments needs --audit-log FILE".into());
+        }
+        if sources != 1 {
+            return Err(
+                "give the server: a COMMAND after --, or --url, or --config (one of them)".into(),
+            );
+        }
+        let name = self.name;
+        if let Some(path) = self.config {
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("--config {path}: {e}"))?;
+            out.servers = servers_of_config(&text).map_err(|e| format!("--config {path}: {e}"))?;
+            out.prefixed = true;
+        } else if let Some(url) = self.url {
+            out.servers = vec![(
+                name.clone(),
+                json!({"name": name, "is_stateful": true,
+                       "mcp_config": {"type": "http_mcp", "url": url, "headers": self.headers}}),
+            )];
+        } else {
+            let (program, args) = self.command.split_first().expect("not empty");
+            out.servers = vec![(
+                name.clone(),
+                json!({"name": name, "is_stateful": true, "mcp_config": {
+                    "type": "stdio_mcp", "command": program, "args": args, "env": self.env,
+                    "cwd": self.cwd}}),
+            )];
+        }
+        for (name, spec) in &out.servers {
+            // The secrets it names must be set here (resolved on a copy: the driver resolves
+            // them again when it registers the server).
+            let mut spec = spec.clone();
+            mcpgw::secret::Secrets::default()
+                .resolve_spec(&mut spec)
+                .map_err(|e| format!("server {name:?}: {e}"))?;
+            let parsed: mcpgw::wire::McpSpec =
+                serde_json::from_value(spec).map_err(|e| format!("server {name:?}: {e}"))?;
+            parsed
+                .validate()
+                .map_err(|e| format!("server {name:?}: {e}"))?;
+        }
+        Ok(out)
     }
-    out.backend.validate().map_err(|e| e.message().to_owned())?;
-    let sources = usize::from(!command.is_empty())
-        + usize::from(url.is_some())
-        + usize::from(config.is_some());
-    if out.audit_arguments && out.audit_log.is_none() {
-        return Err("--audit-arguments needs --audit-log FILE".into());
-    }
-    if sources != 1 {
-        return Err(
-            "give the server: a COMMAND after --, or --url, or --config (one of them)".into(),
-        );
-    }
-    if let Some(path) = config {
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("--config {path}: {e}"))?;
-        out.servers = servers_of_config(&text).map_err(|e| format!("--config {path}: {e}"))?;
-        out.prefixed = true;
-    } else if let Some(url) = url {
-        out.servers = vec![(
-            name.clone(),
-            json!({"name": name, "is_stateful": true,
-                   "mcp_config": {"type": "http_mcp", "url": url, "headers": headers}}),
-        )];
-    } else {
-        let (program, args) = command.split_first().expect("not empty");
-        out.servers = vec![(
-            name.clone(),
-            json!({"name": name, "is_stateful": true, "mcp_config": {
-                "type": "stdio_mcp", "command": program, "args": args, "env": env,
-                "cwd": cwd}}),
-        )];
-    }
-    for (name, spec) in &out.servers {
-        // The secrets it names must be set here (resolved on a copy: the driver resolves them
-        // again when it registers the server).
-        let mut spec = spec.clone();
-        mcpgw::secret::Secrets::default()
-            .resolve_spec(&mut spec)
-            .map_err(|e| format!("server {name:?}: {e}"))?;
-        let parsed: mcpgw::wire::McpSpec =
-            serde_json::from_value(spec).map_err(|e| format!("server {name:?}: {e}"))?;
-        parsed
-            .validate()
-            .map_err(|e| format!("server {name:?}: {e}"))?;
-    }
-    Ok(Command::Mcp(Box::new(out)))
 }
 
 /// Writes a log line to stderr at `level` (stdout carries the MCP stream).
