@@ -5,7 +5,7 @@
 //! `mcpgw-http-status:NNN`.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -91,18 +91,70 @@ pub fn confirm_health(
 
 /// Sends the request and copies the response body to `out` as it arrives; returns the status.
 fn exchange(args: &RequestArgs, out: &mut dyn Write) -> Result<u16, Failure> {
-    let started = Instant::now();
-    let remaining = || -> Result<Option<Duration>, Failure> {
-        match args.max_time {
+    let deadline = Deadline {
+        started: Instant::now(),
+        max: args.max_time,
+    };
+    let body = request_body(args)?;
+    let token = token(args)?;
+    let (mut stream, addr) = connect(args, &deadline)?;
+    let head = request_head(args, addr, token.as_deref(), body.as_deref())?;
+    stream
+        .set_write_timeout(deadline.remaining()?)
+        .map_err(|e| io_failure("setting a timeout", e))?;
+    stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(body.as_deref().unwrap_or_default()))
+        .map_err(|e| io_failure("sending the request", e))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, stream);
+    let (status, length, chunked) = read_head(&mut reader, &deadline)?;
+    if chunked {
+        loop {
+            let mut size_line = String::new();
+            reader
+                .read_line(&mut size_line)
+                .map_err(|e| io_failure("reading a chunk size", e))?;
+            let size = usize::from_str_radix(size_line.trim().split(';').next().unwrap_or(""), 16)
+                .map_err(|_| fail(EXIT_OTHER, format!("bad chunk size {size_line:?}")))?;
+            if size == 0 {
+                break;
+            }
+            copy(&mut reader, out, Some(size), &deadline)?;
+            // Streamed answers (NDJSON progress) reach the caller as they come.
+            let _ = out.flush();
+            let mut crlf = [0u8; 2];
+            reader
+                .read_exact(&mut crlf)
+                .map_err(|e| io_failure("reading a chunk end", e))?;
+        }
+    } else {
+        copy(&mut reader, out, length, &deadline)?;
+    }
+    Ok(status)
+}
+
+/// `--max-time` counted from the start of the exchange.
+struct Deadline {
+    started: Instant,
+    max: Option<Duration>,
+}
+
+impl Deadline {
+    /// The time left (`None`: no limit); an error once it has run out.
+    fn remaining(&self) -> Result<Option<Duration>, Failure> {
+        match self.max {
             None => Ok(None),
-            Some(max) => match max.checked_sub(started.elapsed()) {
+            Some(max) => match max.checked_sub(self.started.elapsed()) {
                 Some(left) if !left.is_zero() => Ok(Some(left)),
                 _ => Err(fail(EXIT_TIMEOUT, format!("timed out after {max:?}"))),
             },
         }
-    };
+    }
+}
 
-    let body = match (&args.data, &args.body_file) {
+/// The body to send: `--data`, or `--body-file` (`-` for stdin).
+fn request_body(args: &RequestArgs) -> Result<Option<Vec<u8>>, Failure> {
+    Ok(match (&args.data, &args.body_file) {
         (Some(data), _) => Some(data.clone().into_bytes()),
         (None, Some(file)) if file == "-" => {
             let mut buf = Vec::new();
@@ -116,8 +168,12 @@ fn exchange(args: &RequestArgs, out: &mut dyn Write) -> Result<u16, Failure> {
                 .map_err(|e| fail(EXIT_OTHER, format!("cannot read the body file {file}: {e}")))?,
         ),
         (None, None) => None,
-    };
-    let token = match &args.token_file {
+    })
+}
+
+/// The token: from `--token-file`, else the environment.
+fn token(args: &RequestArgs) -> Result<Option<String>, Failure> {
+    match &args.token_file {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| {
                 fail(
@@ -125,21 +181,24 @@ fn exchange(args: &RequestArgs, out: &mut dyn Write) -> Result<u16, Failure> {
                     format!("cannot read the token file {}: {e}", path.display()),
                 )
             })?;
-            Some(text.trim().to_string())
+            Ok(Some(text.trim().to_string()))
         }
-        None => std::env::var(crate::auth::TOKEN_ENV).ok(),
-    };
+        None => Ok(std::env::var(crate::auth::TOKEN_ENV).ok()),
+    }
+}
 
+/// A connection to the gateway, within the time left.
+fn connect(args: &RequestArgs, deadline: &Deadline) -> Result<(TcpStream, SocketAddr), Failure> {
     let addr = (args.host.as_str(), args.port)
         .to_socket_addrs()
         .map_err(|e| fail(EXIT_CONNECT, format!("cannot resolve {}: {e}", args.host)))?
         .next()
         .ok_or_else(|| fail(EXIT_CONNECT, format!("{} has no address", args.host)))?;
-    let connect = match remaining()? {
+    let connect = match deadline.remaining()? {
         Some(limit) => TcpStream::connect_timeout(&addr, limit),
         None => TcpStream::connect(addr),
     };
-    let mut stream = connect.map_err(|e| match e.kind() {
+    let stream = connect.map_err(|e| match e.kind() {
         std::io::ErrorKind::TimedOut => {
             fail(EXIT_TIMEOUT, format!("timed out connecting to {addr}"))
         }
@@ -149,7 +208,16 @@ fn exchange(args: &RequestArgs, out: &mut dyn Write) -> Result<u16, Failure> {
         ),
     })?;
     let _ = stream.set_nodelay(true);
+    Ok((stream, addr))
+}
 
+/// The request line and headers.
+fn request_head(
+    args: &RequestArgs,
+    addr: SocketAddr,
+    token: Option<&str>,
+    body: Option<&[u8]>,
+) -> Result<String, Failure> {
     let host_header = if addr.is_ipv6() {
         format!("[{}]:{}", addr.ip(), addr.port())
     } else {
@@ -161,7 +229,7 @@ fn exchange(args: &RequestArgs, out: &mut dyn Write) -> Result<u16, Failure> {
         args.path,
         env!("CARGO_PKG_VERSION")
     );
-    if let Some(token) = &token {
+    if let Some(token) = token {
         head.push_str(&format!("Authorization: Bearer {token}\r\n"));
     }
     for h in &args.headers {
@@ -171,7 +239,7 @@ fn exchange(args: &RequestArgs, out: &mut dyn Write) -> Result<u16, Failure> {
         head.push_str(h);
         head.push_str("\r\n");
     }
-    if let Some(body) = &body {
+    if let Some(body) = body {
         if !args
             .headers
             .iter()
@@ -182,36 +250,39 @@ fn exchange(args: &RequestArgs, out: &mut dyn Write) -> Result<u16, Failure> {
         head.push_str(&format!("Content-Length: {}\r\n", body.len()));
     }
     head.push_str("\r\n");
+    Ok(head)
+}
 
-    stream
-        .set_write_timeout(remaining()?)
+/// One line of the response's head, within the time left.
+fn read_line(
+    reader: &mut BufReader<TcpStream>,
+    deadline: &Deadline,
+    what: &str,
+) -> Result<String, Failure> {
+    reader
+        .get_ref()
+        .set_read_timeout(deadline.remaining()?)
         .map_err(|e| io_failure("setting a timeout", e))?;
-    stream
-        .write_all(head.as_bytes())
-        .and_then(|()| stream.write_all(body.as_deref().unwrap_or_default()))
-        .map_err(|e| io_failure("sending the request", e))?;
+    let mut line = Vec::new();
+    reader
+        .take(64 * 1024)
+        .read_until(b'\n', &mut line)
+        .map_err(|e| io_failure(what, e))?;
+    if !line.ends_with(b"\n") {
+        return Err(fail(
+            EXIT_OTHER,
+            format!("the gateway closed the connection while sending {what}"),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&line).trim_end().to_string())
+}
 
-    let mut reader = BufReader::with_capacity(64 * 1024, stream);
-    let mut read_line = |what: &str| -> Result<String, Failure> {
-        reader
-            .get_ref()
-            .set_read_timeout(remaining()?)
-            .map_err(|e| io_failure("setting a timeout", e))?;
-        let mut line = Vec::new();
-        (&mut reader)
-            .take(64 * 1024)
-            .read_until(b'\n', &mut line)
-            .map_err(|e| io_failure(what, e))?;
-        if !line.ends_with(b"\n") {
-            return Err(fail(
-                EXIT_OTHER,
-                format!("the gateway closed the connection while sending {what}"),
-            ));
-        }
-        Ok(String::from_utf8_lossy(&line).trim_end().to_string())
-    };
-
-    let status_line = read_line("the status line")?;
+/// The response's status, its `Content-Length` and whether it is chunked.
+fn read_head(
+    reader: &mut BufReader<TcpStream>,
+    deadline: &Deadline,
+) -> Result<(u16, Option<usize>, bool), Failure> {
+    let status_line = read_line(reader, deadline, "the status line")?;
     let status: u16 = status_line
         .split_whitespace()
         .nth(1)
@@ -220,7 +291,7 @@ fn exchange(args: &RequestArgs, out: &mut dyn Write) -> Result<u16, Failure> {
     let mut length: Option<usize> = None;
     let mut chunked = false;
     loop {
-        let line = read_line("the headers")?;
+        let line = read_line(reader, deadline, "the headers")?;
         if line.is_empty() {
             break;
         }
@@ -233,62 +304,40 @@ fn exchange(args: &RequestArgs, out: &mut dyn Write) -> Result<u16, Failure> {
             }
         }
     }
+    Ok((status, length, chunked))
+}
 
-    let emit = |out: &mut dyn Write, bytes: &[u8]| {
-        out.write_all(bytes)
-            .map_err(|e| fail(EXIT_OTHER, format!("cannot write to stdout: {e}")))
-    };
-    let copy = |reader: &mut BufReader<TcpStream>,
-                out: &mut dyn Write,
-                mut left: Option<usize>|
-     -> Result<(), Failure> {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            if left == Some(0) {
-                return Ok(());
-            }
-            reader
-                .get_ref()
-                .set_read_timeout(remaining()?)
-                .map_err(|e| io_failure("setting a timeout", e))?;
-            let want = left.map_or(buf.len(), |l| l.min(buf.len()));
-            let n = reader
-                .read(&mut buf[..want])
-                .map_err(|e| io_failure("reading the body", e))?;
-            if n == 0 {
-                return match left {
-                    None => Ok(()),
-                    Some(_) => Err(fail(
-                        EXIT_OTHER,
-                        "the gateway closed the connection mid-body",
-                    )),
-                };
-            }
-            emit(out, &buf[..n])?;
-            left = left.map(|l| l - n);
+/// Copies `left` bytes of the body (all of it until the end when `None`) to `out`.
+fn copy(
+    reader: &mut BufReader<TcpStream>,
+    out: &mut dyn Write,
+    mut left: Option<usize>,
+    deadline: &Deadline,
+) -> Result<(), Failure> {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        if left == Some(0) {
+            return Ok(());
         }
-    };
-    if chunked {
-        loop {
-            let mut size_line = String::new();
-            reader
-                .read_line(&mut size_line)
-                .map_err(|e| io_failure("reading a chunk size", e))?;
-            let size = usize::from_str_radix(size_line.trim().split(';').next().unwrap_or(""), 16)
-                .map_err(|_| fail(EXIT_OTHER, format!("bad chunk size {size_line:?}")))?;
-            if size == 0 {
-                break;
-            }
-            copy(&mut reader, out, Some(size))?;
-            // Streamed answers (NDJSON progress) reach the caller as they come.
-            let _ = out.flush();
-            let mut crlf = [0u8; 2];
-            reader
-                .read_exact(&mut crlf)
-                .map_err(|e| io_failure("reading a chunk end", e))?;
+        reader
+            .get_ref()
+            .set_read_timeout(deadline.remaining()?)
+            .map_err(|e| io_failure("setting a timeout", e))?;
+        let want = left.map_or(buf.len(), |l| l.min(buf.len()));
+        let n = reader
+            .read(&mut buf[..want])
+            .map_err(|e| io_failure("reading the body", e))?;
+        if n == 0 {
+            return match left {
+                None => Ok(()),
+                Some(_) => Err(fail(
+                    EXIT_OTHER,
+                    "the gateway closed the connection mid-body",
+                )),
+            };
         }
-    } else {
-        copy(&mut reader, out, length)?;
+        out.write_all(&buf[..n])
+            .map_err(|e| fail(EXIT_OTHER, format!("cannot write to stdout: {e}")))?;
+        left = left.map(|l| l - n);
     }
-    Ok(status)
 }
