@@ -187,14 +187,28 @@ fn violation(schema: &Value, value: &Value, at: &str) -> Option<String> {
         Value::Object(s) => s,
         _ => return None,
     };
-    let fail = |why: String| Some(format!("{at} {why}"));
+    let own = match value {
+        Value::Object(o) => object_violation(s, o, at),
+        Value::Array(items) => array_violation(s, items, at),
+        Value::String(text) => string_violation(s, text).map(|why| format!("{at} {why}")),
+        Value::Number(num) => number_violation(s, num).map(|why| format!("{at} {why}")),
+        _ => None,
+    };
+    value_violation(s, value)
+        .map(|why| format!("{at} {why}"))
+        .or(own)
+        .or_else(|| combined_violation(s, value, at))
+}
+
+/// What `type`, `enum` and `const` say of `value`.
+fn value_violation(s: &Map<String, Value>, value: &Value) -> Option<String> {
     if let Some(t) = s.get("type") {
         let names: Vec<&str> = match t {
             Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
             one => one.as_str().into_iter().collect(),
         };
         if !names.iter().any(|n| is_type(value, n)) {
-            return fail(format!(
+            return Some(format!(
                 "must be {}, not {}",
                 names.join(" or "),
                 type_name(value)
@@ -204,129 +218,139 @@ fn violation(schema: &Value, value: &Value, at: &str) -> Option<String> {
     if let Some(Value::Array(options)) = s.get("enum")
         && !options.contains(value)
     {
-        return fail(format!("must be one of {}", Value::Array(options.clone())));
+        return Some(format!("must be one of {}", Value::Array(options.clone())));
     }
     if let Some(c) = s.get("const")
         && c != value
     {
-        return fail(format!("must be {c}"));
+        return Some(format!("must be {c}"));
     }
-    match value {
-        Value::Object(o) => {
-            for name in s
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(name) = name.as_str()
-                    && !o.contains_key(name)
-                {
-                    return fail(format!("lacks the required member {name:?}"));
-                }
-            }
-            let props = s.get("properties").and_then(Value::as_object);
-            for (k, v) in o {
-                let path = format!("{at}.{k}");
-                match props.and_then(|p| p.get(k)) {
-                    Some(p) => {
-                        if let Some(why) = violation(p, v, &path) {
-                            return Some(why);
-                        }
-                    }
-                    None => {
-                        if let Some(extra) = s.get("additionalProperties")
-                            && let Some(why) = violation(extra, v, &path)
-                        {
-                            return Some(why);
-                        }
-                    }
-                }
-            }
-            let n = o.len() as u64;
-            if let Some(min) = s.get("minProperties").and_then(Value::as_u64)
-                && n < min
-            {
-                return fail(format!("must have at least {min} members"));
-            }
-            if let Some(max) = s.get("maxProperties").and_then(Value::as_u64)
-                && n > max
-            {
-                return fail(format!("must have at most {max} members"));
-            }
+    None
+}
+
+/// An object's `required`, `properties`, `additionalProperties`, `minProperties` and
+/// `maxProperties`.
+fn object_violation(s: &Map<String, Value>, o: &Map<String, Value>, at: &str) -> Option<String> {
+    let fail = |why: String| Some(format!("{at} {why}"));
+    for name in s
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(name) = name.as_str()
+            && !o.contains_key(name)
+        {
+            return fail(format!("lacks the required member {name:?}"));
         }
-        Value::Array(items) => {
-            if let Some(each) = s.get("items") {
-                for (i, item) in items.iter().enumerate() {
-                    if let Some(why) = violation(each, item, &format!("{at}[{i}]")) {
-                        return Some(why);
-                    }
-                }
-            }
-            let n = items.len() as u64;
-            if let Some(min) = s.get("minItems").and_then(Value::as_u64)
-                && n < min
-            {
-                return fail(format!("must have at least {min} items"));
-            }
-            if let Some(max) = s.get("maxItems").and_then(Value::as_u64)
-                && n > max
-            {
-                return fail(format!("must have at most {max} items"));
-            }
-            if s.get("uniqueItems") == Some(&Value::Bool(true))
-                && items
-                    .iter()
-                    .enumerate()
-                    .any(|(i, a)| items[..i].contains(a))
-            {
-                return fail("must not repeat an item".into());
-            }
-        }
-        Value::String(text) => {
-            let n = text.chars().count() as u64;
-            if let Some(min) = s.get("minLength").and_then(Value::as_u64)
-                && n < min
-            {
-                return fail(format!("must be at least {min} characters long"));
-            }
-            if let Some(max) = s.get("maxLength").and_then(Value::as_u64)
-                && n > max
-            {
-                return fail(format!("must be at most {max} characters long"));
-            }
-        }
-        Value::Number(num) => {
-            let x = num.as_f64().unwrap_or(f64::NAN);
-            let bound = |k: &str| s.get(k).and_then(Value::as_f64);
-            if let Some(m) = bound("minimum")
-                && x < m
-            {
-                return fail(format!("must be at least {m}"));
-            }
-            if let Some(m) = bound("maximum")
-                && x > m
-            {
-                return fail(format!("must be at most {m}"));
-            }
-            if let Some(m) = bound("exclusiveMinimum")
-                && x <= m
-            {
-                return fail(format!("must be greater than {m}"));
-            }
-            if let Some(m) = bound("exclusiveMaximum")
-                && x >= m
-            {
-                return fail(format!("must be less than {m}"));
-            }
-            if let Some(m) = bound("multipleOf")
-                && ((x / m) - (x / m).round()).abs() > 1e-9
-            {
-                return fail(format!("must be a multiple of {m}"));
-            }
-        }
-        _ => {}
     }
+    let props = s.get("properties").and_then(Value::as_object);
+    for (k, v) in o {
+        let path = format!("{at}.{k}");
+        let member = props
+            .and_then(|p| p.get(k))
+            .or_else(|| s.get("additionalProperties"));
+        if let Some(why) = member.and_then(|m| violation(m, v, &path)) {
+            return Some(why);
+        }
+    }
+    let n = o.len() as u64;
+    if let Some(min) = s.get("minProperties").and_then(Value::as_u64)
+        && n < min
+    {
+        return fail(format!("must have at least {min} members"));
+    }
+    if let Some(max) = s.get("maxProperties").and_then(Value::as_u64)
+        && n > max
+    {
+        return fail(format!("must have at most {max} members"));
+    }
+    None
+}
+
+/// An array's `items`, `minItems`, `maxItems` and `uniqueItems`.
+fn array_violation(s: &Map<String, Value>, items: &[Value], at: &str) -> Option<String> {
+    let fail = |why: String| Some(format!("{at} {why}"));
+    if let Some(each) = s.get("items") {
+        for (i, item) in items.iter().enumerate() {
+            if let Some(why) = violation(each, item, &format!("{at}[{i}]")) {
+                return Some(why);
+            }
+        }
+    }
+    let n = items.len() as u64;
+    if let Some(min) = s.get("minItems").and_then(Value::as_u64)
+        && n < min
+    {
+        return fail(format!("must have at least {min} items"));
+    }
+    if let Some(max) = s.get("maxItems").and_then(Value::as_u64)
+        && n > max
+    {
+        return fail(format!("must have at most {max} items"));
+    }
+    if s.get("uniqueItems") == Some(&Value::Bool(true))
+        && items
+            .iter()
+            .enumerate()
+            .any(|(i, a)| items[..i].contains(a))
+    {
+        return fail("must not repeat an item".into());
+    }
+    None
+}
+
+/// A string's `minLength` and `maxLength`.
+fn string_violation(s: &Map<String, Value>, text: &str) -> Option<String> {
+    let n = text.chars().count() as u64;
+    if let Some(min) = s.get("minLength").and_then(Value::as_u64)
+        && n < min
+    {
+        return Some(format!("must be at least {min} characters long"));
+    }
+    if let Some(max) = s.get("maxLength").and_then(Value::as_u64)
+        && n > max
+    {
+        return Some(format!("must be at most {max} characters long"));
+    }
+    None
+}
+
+/// A number's bounds and `multipleOf`.
+fn number_violation(s: &Map<String, Value>, num: &serde_json::Number) -> Option<String> {
+    let x = num.as_f64().unwrap_or(f64::NAN);
+    let bound = |k: &str| s.get(k).and_then(Value::as_f64);
+    if let Some(m) = bound("minimum")
+        && x < m
+    {
+        return Some(format!("must be at least {m}"));
+    }
+    if let Some(m) = bound("maximum")
+        && x > m
+    {
+        return Some(format!("must be at most {m}"));
+    }
+    if let Some(m) = bound("exclusiveMinimum")
+        && x <= m
+    {
+        return Some(format!("must be greater than {m}"));
+    }
+    if let Some(m) = bound("exclusiveMaximum")
+        && x >= m
+    {
+        return Some(format!("must be less than {m}"));
+    }
+    if let Some(m) = bound("multipleOf")
+        && ((x / m) - (x / m).round()).abs() > 1e-9
+    {
+        return Some(format!("must be a multiple of {m}"));
+    }
+    None
+}
+
+/// `allOf`, `anyOf`, `oneOf` and `not`.
+fn combined_violation(s: &Map<String, Value>, value: &Value, at: &str) -> Option<String> {
+    let fail = |why: String| Some(format!("{at} {why}"));
     if let Some(Value::Array(all)) = s.get("allOf") {
         for sub in all {
             if let Some(why) = violation(sub, value, at) {
