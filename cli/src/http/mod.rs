@@ -228,47 +228,14 @@ pub async fn serve(args: McpArgs) -> i32 {
         log(level, Level::Error, &message);
         2
     };
-    let addr = match parse_addr(args.http.as_deref().unwrap_or_default()) {
-        Ok(a) => a,
+    let listener = match parse_addr(args.http.as_deref().unwrap_or_default()) {
+        Ok(addr) => match bind(&addr).await {
+            Ok(l) => l,
+            Err(e) => return fail(e),
+        },
         Err(e) => return fail(e),
     };
-    let listener = match &addr {
-        Addr::Tcp(a) => match tokio::net::TcpListener::bind(a).await {
-            Ok(l) => Listener::Tcp(l),
-            Err(e) => return fail(format!("--http {a}: {e}")),
-        },
-        Addr::Unix(path) => {
-            use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-            if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
-                let _ = std::fs::remove_file(path);
-            }
-            // The socket is made inaccessible to others before it can accept anyone.
-            // SAFETY: umask(2) only swaps the process's mask.
-            let old = unsafe { libc::umask(0o177) };
-            let bound = tokio::net::UnixListener::bind(path);
-            // SAFETY: as above.
-            unsafe { libc::umask(old) };
-            match bound {
-                Ok(l) => {
-                    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-                    Listener::Unix(l, path.clone())
-                }
-                Err(e) => return fail(format!("--http unix:{}: {e}", path.display())),
-            }
-        }
-    };
-    let (url, tag) = match &listener {
-        Listener::Tcp(l) => {
-            let a = l.local_addr().expect("bound");
-            (format!("http://{a}{PATH}"), a.port().to_string())
-        }
-        Listener::Unix(_, p) => (
-            format!("http://localhost{PATH}"),
-            p.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        ),
-    };
+    let (url, tag) = listener.url_and_tag();
     let token = mcpgw::random::mint_token();
     let token_file = args
         .token_file
@@ -280,17 +247,16 @@ pub async fn serve(args: McpArgs) -> i32 {
         return fail(e);
     }
     let sandbox = tokio::select! {
-        s = Sandbox::set_up(&args) => s,
-        () = terminated() => {
-            let _ = std::fs::remove_file(&token_file);
-            return 1;
-        }
+        s = Sandbox::set_up(&args) => s.map_err(|e| e.message().to_owned()),
+        () = terminated() => Err(String::new()),
     };
     let sandbox = match sandbox {
         Ok(s) => s,
-        Err(e) => {
+        Err(why) => {
             let _ = std::fs::remove_file(&token_file);
-            log(level, Level::Error, e.message());
+            if !why.is_empty() {
+                log(level, Level::Error, &why);
+            }
             return 1;
         }
     };
@@ -316,6 +282,70 @@ pub async fn serve(args: McpArgs) -> i32 {
             token_file.display()
         ),
     );
+    let socket = match &listener {
+        Listener::Unix(_, p) => Some(p.clone()),
+        Listener::Tcp(_) => None,
+    };
+    run(listener, &server).await;
+    server.sandbox.tear_down().await;
+    let _ = std::fs::remove_file(&token_file);
+    if let Some(p) = socket {
+        let _ = std::fs::remove_file(p);
+    }
+    0
+}
+
+/// The listener at `addr`: a TCP port, or a Unix socket made 0600 before it accepts anyone.
+async fn bind(addr: &Addr) -> Result<Listener, String> {
+    match addr {
+        Addr::Tcp(a) => match tokio::net::TcpListener::bind(a).await {
+            Ok(l) => Ok(Listener::Tcp(l)),
+            Err(e) => Err(format!("--http {a}: {e}")),
+        },
+        Addr::Unix(path) => {
+            use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+                let _ = std::fs::remove_file(path);
+            }
+            // The socket is made inaccessible to others before it can accept anyone.
+            // SAFETY: umask(2) only swaps the process's mask.
+            let old = unsafe { libc::umask(0o177) };
+            let bound = tokio::net::UnixListener::bind(path);
+            // SAFETY: as above.
+            unsafe { libc::umask(old) };
+            match bound {
+                Ok(l) => {
+                    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+                    Ok(Listener::Unix(l, path.clone()))
+                }
+                Err(e) => Err(format!("--http unix:{}: {e}", path.display())),
+            }
+        }
+    }
+}
+
+impl Listener {
+    /// The endpoint's URL, and what names its default token file (the port, or the socket).
+    fn url_and_tag(&self) -> (String, String) {
+        match self {
+            Listener::Tcp(l) => {
+                let a = l.local_addr().expect("bound");
+                (format!("http://{a}{PATH}"), a.port().to_string())
+            }
+            Listener::Unix(_, p) => (
+                format!("http://localhost{PATH}"),
+                p.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            ),
+        }
+    }
+}
+
+/// Accepts and serves connections until the process is asked to end; then ends the sessions
+/// (which ends their streams, so the connections drain at once) and waits for the drain.
+async fn run(listener: Listener, server: &Arc<Server>) {
+    let level = server.level;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = mcpgw_net::conn::Limits {
         header_timeout: HEADER_TIMEOUT,
@@ -334,10 +364,6 @@ pub async fn serve(args: McpArgs) -> i32 {
         })
     };
     let drain = Duration::from_secs(2);
-    let socket = match &listener {
-        Listener::Unix(_, p) => Some(p.clone()),
-        Listener::Tcp(_) => None,
-    };
     let serving = match listener {
         Listener::Tcp(l) => tokio::spawn(mcpgw_net::conn::serve(
             l, service, limits, stop_rx, drain, warn,
@@ -348,7 +374,6 @@ pub async fn serve(args: McpArgs) -> i32 {
     };
     terminated().await;
     let _ = stop_tx.send(true);
-    // Ending the sessions ends their streams, so the connections drain at once.
     let sessions: Vec<Session> = server
         .sessions
         .lock()
@@ -358,12 +383,6 @@ pub async fn serve(args: McpArgs) -> i32 {
         .collect();
     drop(sessions);
     let _ = serving.await;
-    server.sandbox.tear_down().await;
-    let _ = std::fs::remove_file(&token_file);
-    if let Some(p) = socket {
-        let _ = std::fs::remove_file(p);
-    }
-    0
 }
 
 fn header<'a, B>(req: &'a Request<B>, name: &str) -> Option<&'a str> {
@@ -470,17 +489,15 @@ async fn post(
     let accept = header(&req, "accept").unwrap_or_default().to_owned();
     let json_only = !accept.contains("text/event-stream");
     let (parts, body) = req.into_parts();
-    let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return rpc_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                None,
-                jsonrpc::code::INVALID_REQUEST,
-                &format!("the body is larger than {MAX_BODY} bytes, or could not be read"),
-            );
-        }
+    let Ok(bytes) = http_body_util::Limited::new(body, MAX_BODY).collect().await else {
+        return rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            jsonrpc::code::INVALID_REQUEST,
+            &format!("the body is larger than {MAX_BODY} bytes, or could not be read"),
+        );
     };
+    let bytes = bytes.to_bytes();
     let req = Request::from_parts(parts, ());
     let (text, msg) = match read_message(&bytes) {
         Ok(m) => m,
@@ -514,7 +531,6 @@ async fn post(
         sink: sink.clone(),
         json: json_only,
     };
-    let mut new_session = None;
     // Without a session, the whole request is read: a request of 2026-07-28 (there is no
     // session in that revision) carries in its `_meta` what is checked before it goes on.
     let whole: Option<Value> = match session_id {
@@ -525,47 +541,19 @@ async fn post(
     if modern && let Some(r) = removed(method, &id) {
         return r;
     }
-    match (&session_id, method) {
-        (_, method::INITIALIZE) => {
-            let sid = mcpgw::random::hex_id();
-            if !server.start_session(&sid, cmd) {
-                return rpc_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Some(&id),
-                    jsonrpc::code::SANDBOX_ERROR,
-                    &format!("too many sessions ({MAX_SESSIONS}): end one (DELETE) first"),
-                );
-            }
-            new_session = Some(sid);
-        }
-        (Some(sid), _) => {
-            if !server.command(sid, cmd) {
-                return no_session(Some(&id));
-            }
-        }
-        (None, _) => {
-            let Some(whole) = whole.filter(|_| modern && !server.prefixed) else {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    Some(&id),
-                    jsonrpc::code::INVALID_REQUEST,
-                    "no Mcp-Session-Id: initialize a session first (or speak 2026-07-28, per \
-                     request, to an endpoint of one server)",
-                );
-            };
-            if let Some(r) = refusal(&req, method, &whole, &id) {
-                return r;
-            }
-            let text = match method {
-                method::TOOLS_CALL => with_param_headers(&req, whole),
-                _ => text.to_owned(),
-            };
-            tokio::spawn(stateless(server.clone(), text, id.clone(), sink.clone()));
-        }
-    }
-    // The session (or the stateless task) holds the stream's sender from here: the stream ends
-    // when it lets go.
-    drop(sink);
+    let whole = whole.filter(|_| modern);
+    let new_session = match place(
+        server,
+        &req,
+        session_id.as_deref(),
+        (method, text, &id),
+        whole,
+        cmd,
+        sink,
+    ) {
+        Ok(new_session) => new_session,
+        Err(refused) => return *refused,
+    };
     let mut r = if json_only {
         json_of(rx, &id, modern).await
     } else if modern {
@@ -579,6 +567,60 @@ async fn post(
         r.headers_mut().insert("mcp-session-id", v);
     }
     r
+}
+
+/// Hands a request to its session (`initialize` starts one, whose id is returned), or, without
+/// a session, to a connection of its own (a request of 2026-07-28, read whole as `modern`); or
+/// refuses it. Whoever takes
+/// it holds the stream's sender from then on: the stream ends when it lets go.
+fn place(
+    server: &Arc<Server>,
+    req: &Request<()>,
+    session_id: Option<&str>,
+    (method, text, id): (&str, &str, &str),
+    modern: Option<Value>,
+    cmd: Cmd,
+    sink: Sink,
+) -> Result<Option<String>, Box<Response<Out>>> {
+    match (session_id, method) {
+        (_, method::INITIALIZE) => {
+            let sid = mcpgw::random::hex_id();
+            if !server.start_session(&sid, cmd) {
+                return Err(Box::new(rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Some(id),
+                    jsonrpc::code::SANDBOX_ERROR,
+                    &format!("too many sessions ({MAX_SESSIONS}): end one (DELETE) first"),
+                )));
+            }
+            return Ok(Some(sid));
+        }
+        (Some(sid), _) => {
+            if !server.command(sid, cmd) {
+                return Err(Box::new(no_session(Some(id))));
+            }
+        }
+        (None, _) => {
+            let Some(whole) = modern.filter(|_| !server.prefixed) else {
+                return Err(Box::new(rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    Some(id),
+                    jsonrpc::code::INVALID_REQUEST,
+                    "no Mcp-Session-Id: initialize a session first (or speak 2026-07-28, per \
+                     request, to an endpoint of one server)",
+                )));
+            };
+            if let Some(r) = refusal(req, method, &whole, id) {
+                return Err(Box::new(r));
+            }
+            let text = match method {
+                method::TOOLS_CALL => with_param_headers(req, whole),
+                _ => text.to_owned(),
+            };
+            tokio::spawn(stateless(server.clone(), text, id.to_owned(), sink.clone()));
+        }
+    }
+    Ok(None)
 }
 
 /// The one response a JSON answer carries: the answer to `id` on the stream meant for it (what
