@@ -188,93 +188,13 @@ impl Session {
             GatewayFrame::Hello(_) => self
                 .events
                 .push_back(Event::Notice("a second hello frame was ignored".into())),
-            GatewayFrame::Chunk { id, chunk, seq } => {
-                let Some(flight) = self.in_flight.get_mut(&id) else {
-                    return self.unknown(id);
-                };
-                if !flight.stream {
-                    // Only a streamed call answers in chunks.
-                    return self.events.push_back(Event::Notice(format!(
-                        "a chunk frame for operation {id}, which does not stream, was ignored"
-                    )));
-                }
-                match serde_json::from_str::<ToolChunk>(chunk.get()) {
-                    Ok(parsed) if parsed.is_last => flight.last_chunk = Some(chunk.to_owned()),
-                    Ok(_) => {
-                        // A resumed call's chunk the host already has comes again: skipped.
-                        let seq = seq.unwrap_or(flight.chunks + 1);
-                        if seq > flight.chunks {
-                            flight.chunks = seq;
-                            self.events.push_back(Event::Progress {
-                                id,
-                                chunk: chunk.to_owned(),
-                            });
-                        }
-                    }
-                    Err(e) => {
-                        let what = flight.what.clone();
-                        self.cancel(id);
-                        self.events.push_back(Event::Finished {
-                            id,
-                            answer: Err(Error::protocol(format!(
-                                "{what}: the session brought a chunk that is not a ToolChunk: {e}"
-                            ))),
-                        });
-                    }
-                }
-            }
-            GatewayFrame::Response { id, status, body } => {
-                let Some(flight) = self.in_flight.remove(&id) else {
-                    return self.unknown(id);
-                };
-                // The host has the call's answer: the gateway need not keep it. (404, 409 and
-                // 410 say the gateway keeps no answer of that id: nothing to acknowledge.)
-                if let Some(call) = &flight.call
-                    && !matches!(status, 404 | 409 | 410)
-                {
-                    HostFrame::Ack { call: call.clone() }.encode(&mut self.output);
-                }
-                let answer = match (flight.stream, body, flight.last_chunk) {
-                    (true, Body::Empty, Some(last)) => Ok(streamed_answer(&last)),
-                    (true, Body::Empty, None) if (200..300).contains(&status) => {
-                        Err(Error::protocol(format!(
-                            "{}: the streamed call ended without its last chunk",
-                            flight.what
-                        )))
-                    }
-                    (_, body, _) => Ok(HttpResponse {
-                        status,
-                        body: body.as_bytes().to_vec(),
-                    }),
-                };
-                self.events.push_back(Event::Finished { id, answer });
-            }
+            GatewayFrame::Chunk { id, chunk, seq } => self.chunk(id, chunk, seq),
+            GatewayFrame::Response { id, status, body } => self.response(id, status, body),
             GatewayFrame::Cancelled { .. } | GatewayFrame::Ping => {}
             GatewayFrame::Error {
                 id: Some(id),
                 message,
-            } => {
-                if self.connections.remove(&id).is_some() {
-                    return self.events.push_back(Event::ConnectionClosed {
-                        id,
-                        reason: Some(message.into_owned()),
-                        status: None,
-                        kind: Some(ErrorKind::GatewayNotRunning),
-                    });
-                }
-                let Some(flight) = self.in_flight.remove(&id) else {
-                    return self.unknown(id);
-                };
-                let e = Error::new(
-                    ErrorKind::GatewayNotRunning,
-                    format!(
-                        "{}: the session could not relay the request: {message}",
-                        flight.what
-                    ),
-                );
-                self.events
-                    .push_back(Event::Finished { id, answer: Err(e) });
-            }
+            } => self.error_frame(id, &message),
             GatewayFrame::Error { id: None, message } => self.events.push_back(Event::Notice(
                 format!("the gateway's attach says: {message}"),
             )),
@@ -308,6 +228,95 @@ impl Session {
                 // Else: the answer to the host's own close, already reported.
             }
         }
+    }
+
+    /// A chunk of a streamed call: progress, or its last chunk (kept for its answer).
+    fn chunk(&mut self, id: u64, chunk: &RawValue, seq: Option<u64>) {
+        let Some(flight) = self.in_flight.get_mut(&id) else {
+            return self.unknown(id);
+        };
+        if !flight.stream {
+            // Only a streamed call answers in chunks.
+            return self.events.push_back(Event::Notice(format!(
+                "a chunk frame for operation {id}, which does not stream, was ignored"
+            )));
+        }
+        match serde_json::from_str::<ToolChunk>(chunk.get()) {
+            Ok(parsed) if parsed.is_last => flight.last_chunk = Some(chunk.to_owned()),
+            Ok(_) => {
+                // A resumed call's chunk the host already has comes again: skipped.
+                let seq = seq.unwrap_or(flight.chunks + 1);
+                if seq > flight.chunks {
+                    flight.chunks = seq;
+                    self.events.push_back(Event::Progress {
+                        id,
+                        chunk: chunk.to_owned(),
+                    });
+                }
+            }
+            Err(e) => {
+                let what = flight.what.clone();
+                self.cancel(id);
+                self.events.push_back(Event::Finished {
+                    id,
+                    answer: Err(Error::protocol(format!(
+                        "{what}: the session brought a chunk that is not a ToolChunk: {e}"
+                    ))),
+                });
+            }
+        }
+    }
+
+    /// The answer to operation `id`: acknowledged when it is a call's, and delivered.
+    fn response(&mut self, id: u64, status: u16, body: Body<'_>) {
+        let Some(flight) = self.in_flight.remove(&id) else {
+            return self.unknown(id);
+        };
+        // The host has the call's answer: the gateway need not keep it. (404, 409 and
+        // 410 say the gateway keeps no answer of that id: nothing to acknowledge.)
+        if let Some(call) = &flight.call
+            && !matches!(status, 404 | 409 | 410)
+        {
+            HostFrame::Ack { call: call.clone() }.encode(&mut self.output);
+        }
+        let answer = match (flight.stream, body, flight.last_chunk) {
+            (true, Body::Empty, Some(last)) => Ok(streamed_answer(&last)),
+            (true, Body::Empty, None) if (200..300).contains(&status) => {
+                Err(Error::protocol(format!(
+                    "{}: the streamed call ended without its last chunk",
+                    flight.what
+                )))
+            }
+            (_, body, _) => Ok(HttpResponse {
+                status,
+                body: body.as_bytes().to_vec(),
+            }),
+        };
+        self.events.push_back(Event::Finished { id, answer });
+    }
+
+    /// The gateway's attach could not relay request or connection `id`.
+    fn error_frame(&mut self, id: u64, message: &str) {
+        if self.connections.remove(&id).is_some() {
+            return self.events.push_back(Event::ConnectionClosed {
+                id,
+                reason: Some(message.to_owned()),
+                status: None,
+                kind: Some(ErrorKind::GatewayNotRunning),
+            });
+        }
+        let Some(flight) = self.in_flight.remove(&id) else {
+            return self.unknown(id);
+        };
+        let e = Error::new(
+            ErrorKind::GatewayNotRunning,
+            format!(
+                "{}: the session could not relay the request: {message}",
+                flight.what
+            ),
+        );
+        self.events
+            .push_back(Event::Finished { id, answer: Err(e) });
     }
 
     pub(super) fn unknown(&mut self, id: u64) {
