@@ -193,47 +193,9 @@ async fn serve(
         max_connections = limits.max_connections,
         "client connection limits"
     );
-    let state = Arc::new(AppState {
-        registry: Registry::new(Settings {
-            call_timeout: args.call_timeout,
-            connect_timeout: args.connect_timeout,
-            max_reply_bytes: args.max_reply_bytes,
-            log_lines_per_sec: args.log_rate,
-        }),
-        token,
-        instance_nonce: args.instance_nonce.clone(),
-        health_headers: api::health_headers(&limits, args.call_retention),
-        calls: crate::calls::Calls::new(crate::calls::Settings {
-            retention: args.call_retention,
-            budget: args.call_retention_bytes,
-        }),
-        openapi: serde_json::to_vec(&crate::openapi::document(
-            api::surface().into_iter().map(|r| r.doc),
-            args.max_body_bytes,
-        ))
-        .expect("the document serializes")
-        .into(),
-        connections: Arc::default(),
-        connection_limits: crate::connection::Limits {
-            max_connections: args.max_mcp_connections,
-            max_queued: args.max_connection_queue,
-            max_pending: args.max_pending_host_requests,
-            max_line_bytes: args.max_body_bytes,
-        },
-    });
+    let state = app_state(&args, token, &limits);
     if let Some(path) = &args.config {
-        let specs = config::load(path)?;
-        let scope = Scope::default_scope();
-        let adds = specs.into_iter().map(|spec| {
-            let (state, scope) = (state.clone(), scope.clone());
-            async move {
-                let name = spec.name.clone();
-                if let Err(e) = state.registry.add(&scope, spec, Default::default()).await {
-                    tracing::error!(mcp = %name, "preloading from the config failed: {e}");
-                }
-            }
-        });
-        futures::future::join_all(adds).await;
+        preload(&state, path).await?;
     }
 
     listener
@@ -243,27 +205,7 @@ async fn serve(
         .map_err(|e| format!("cannot register the listener: {e}"))?;
     let app = api::router(state.clone(), args.max_body_bytes);
 
-    let ready = mcpgw::wire::DaemonReady {
-        port,
-        pid: std::process::id(),
-        token_file: args.token_file.as_ref().map(|p| p.display().to_string()),
-        instance_nonce: args.instance_nonce.clone(),
-    };
-    if let Some(path) = &args.ready_file {
-        crate::ready_file::write(path, &ready)?;
-    }
-    let ready = serde_json::to_string(&ready).expect("serializable");
-    tracing::info!(port, "listening on {}:{port}", args.host);
-    match ready_pipe.take() {
-        Some(pipe) => {
-            let mut pipe = std::fs::File::from(pipe);
-            let _ = pipe.write_all(ready.as_bytes());
-        }
-        None => {
-            println!("{ready}");
-            let _ = std::io::stdout().flush();
-        }
-    }
+    announce(&args, port, ready_pipe)?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let service =
@@ -292,6 +234,85 @@ async fn serve(
         crate::ready_file::remove_if_ours(path);
     }
     tracing::info!("stopped");
+    Ok(())
+}
+
+/// The state every request shares.
+fn app_state(
+    args: &ServeArgs,
+    token: Option<auth::Token>,
+    limits: &mcpgw_net::conn::Limits,
+) -> Arc<AppState> {
+    Arc::new(AppState {
+        registry: Registry::new(Settings {
+            call_timeout: args.call_timeout,
+            connect_timeout: args.connect_timeout,
+            max_reply_bytes: args.max_reply_bytes,
+            log_lines_per_sec: args.log_rate,
+        }),
+        token,
+        instance_nonce: args.instance_nonce.clone(),
+        health_headers: api::health_headers(limits, args.call_retention),
+        calls: crate::calls::Calls::new(crate::calls::Settings {
+            retention: args.call_retention,
+            budget: args.call_retention_bytes,
+        }),
+        openapi: serde_json::to_vec(&crate::openapi::document(
+            api::surface().into_iter().map(|r| r.doc),
+            args.max_body_bytes,
+        ))
+        .expect("the document serializes")
+        .into(),
+        connections: Arc::default(),
+        connection_limits: crate::connection::Limits {
+            max_connections: args.max_mcp_connections,
+            max_queued: args.max_connection_queue,
+            max_pending: args.max_pending_host_requests,
+            max_line_bytes: args.max_body_bytes,
+        },
+    })
+}
+
+/// Registers the servers of `--config` (each in its own task; a failure is logged).
+async fn preload(state: &Arc<AppState>, path: &std::path::Path) -> Result<(), String> {
+    let specs = config::load(path)?;
+    let scope = Scope::default_scope();
+    let adds = specs.into_iter().map(|spec| {
+        let (state, scope) = (state.clone(), scope.clone());
+        async move {
+            let name = spec.name.clone();
+            if let Err(e) = state.registry.add(&scope, spec, Default::default()).await {
+                tracing::error!(mcp = %name, "preloading from the config failed: {e}");
+            }
+        }
+    });
+    futures::future::join_all(adds).await;
+    Ok(())
+}
+
+/// Says the gateway is ready: the ready file, and the ready line on the pipe or stdout.
+fn announce(args: &ServeArgs, port: u16, ready_pipe: &mut Option<OwnedFd>) -> Result<(), String> {
+    let ready = mcpgw::wire::DaemonReady {
+        port,
+        pid: std::process::id(),
+        token_file: args.token_file.as_ref().map(|p| p.display().to_string()),
+        instance_nonce: args.instance_nonce.clone(),
+    };
+    if let Some(path) = &args.ready_file {
+        crate::ready_file::write(path, &ready)?;
+    }
+    let ready = serde_json::to_string(&ready).expect("serializable");
+    tracing::info!(port, "listening on {}:{port}", args.host);
+    match ready_pipe.take() {
+        Some(pipe) => {
+            let mut pipe = std::fs::File::from(pipe);
+            let _ = pipe.write_all(ready.as_bytes());
+        }
+        None => {
+            println!("{ready}");
+            let _ = std::io::stdout().flush();
+        }
+    }
     Ok(())
 }
 
