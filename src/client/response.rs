@@ -52,11 +52,7 @@ pub fn decode_output(
     mut stdout: Vec<u8>,
     stderr: &[u8],
 ) -> Result<HttpResponse, Error> {
-    let Exchange {
-        what,
-        port,
-        token_file,
-    } = info.exchange;
+    let Exchange { what, port, .. } = info.exchange;
     let err_text = String::from_utf8_lossy(stderr);
     let err_tail = tail(&err_text, QUOTE_MAX);
     let with_stderr = |msg: String| {
@@ -70,71 +66,8 @@ pub fn decode_output(
         Transport::Curl => "curl".to_owned(),
         Transport::BuiltIn => format!("{} request", info.gateway_path),
     };
-    match exit_code {
-        0 => {}
-        exit::CONNECT => {
-            return Err(Error::new(
-                ErrorKind::GatewayNotRunning,
-                with_stderr(format!(
-                    "{}: no gateway listens on port {} in the sandbox (connection refused); \
-                     start it with start_gateway or check the port",
-                    what, port
-                )),
-            ));
-        }
-        exit::TIMEOUT => {
-            return Err(Error::new(
-                ErrorKind::Deadline,
-                with_stderr(format!(
-                    "{}: the gateway did not answer within {} s; raise the call's timeout",
-                    what, info.max_time
-                )),
-            ));
-        }
-        exit::EMPTY_REPLY | exit::RECV_ERROR if info.transport == Transport::Curl => {
-            return Err(Error::new(
-                ErrorKind::GatewayNotRunning,
-                with_stderr(format!(
-                    "{}: the gateway on port {} closed the connection without an answer \
-                     (curl exit {exit_code}); it may have exited, see its log",
-                    what, port
-                )),
-            ));
-        }
-        exit::TOKEN_UNREADABLE => {
-            return Err(Error::new(
-                ErrorKind::Unauthorized,
-                with_stderr(format!(
-                    "{}: the token file {} cannot be read in the sandbox; \
-                     was the gateway started with --token-file {}?",
-                    what, token_file, token_file
-                )),
-            ));
-        }
-        exit::NOT_EXECUTABLE | exit::NOT_FOUND => {
-            let hint = match info.transport {
-                Transport::Curl => "install curl in the sandbox or use the built-in client",
-                Transport::BuiltIn => {
-                    "set the gateway path, or install the binary with ensure_gateway_binary"
-                }
-            };
-            return Err(Error::new(
-                ErrorKind::CommandFailed,
-                with_stderr(format!(
-                    "{}: {client} cannot be run in the sandbox (exit {exit_code}); {hint}",
-                    what
-                )),
-            ));
-        }
-        code => {
-            return Err(Error::new(
-                ErrorKind::CommandFailed,
-                with_stderr(format!(
-                    "{}: {client} failed in the sandbox with exit status {code}",
-                    what
-                )),
-            ));
-        }
+    if let Some((kind, message)) = exit_failure(info, exit_code, &client) {
+        return Err(Error::new(kind, with_stderr(message)));
     }
     let Some((status, body)) = output::split(&stdout) else {
         let out = String::from_utf8_lossy(&stdout);
@@ -159,6 +92,75 @@ pub fn decode_output(
     Ok(HttpResponse {
         status,
         body: stdout,
+    })
+}
+
+/// The error kind and message an exit status other than 0 means (`None` for 0).
+fn exit_failure(
+    info: &RequestInfo<'_>,
+    exit_code: i32,
+    client: &str,
+) -> Option<(ErrorKind, String)> {
+    let Exchange {
+        what,
+        port,
+        token_file,
+    } = info.exchange;
+    Some(match exit_code {
+        0 => return None,
+        exit::CONNECT => (
+            ErrorKind::GatewayNotRunning,
+            format!(
+                "{}: no gateway listens on port {} in the sandbox (connection refused); \
+                     start it with start_gateway or check the port",
+                what, port
+            ),
+        ),
+        exit::TIMEOUT => (
+            ErrorKind::Deadline,
+            format!(
+                "{}: the gateway did not answer within {} s; raise the call's timeout",
+                what, info.max_time
+            ),
+        ),
+        exit::EMPTY_REPLY | exit::RECV_ERROR if info.transport == Transport::Curl => (
+            ErrorKind::GatewayNotRunning,
+            format!(
+                "{}: the gateway on port {} closed the connection without an answer \
+                     (curl exit {exit_code}); it may have exited, see its log",
+                what, port
+            ),
+        ),
+        exit::TOKEN_UNREADABLE => (
+            ErrorKind::Unauthorized,
+            format!(
+                "{}: the token file {} cannot be read in the sandbox; \
+                     was the gateway started with --token-file {}?",
+                what, token_file, token_file
+            ),
+        ),
+        exit::NOT_EXECUTABLE | exit::NOT_FOUND => {
+            let hint = match info.transport {
+                Transport::Curl => "install curl in the sandbox or use the built-in client",
+                Transport::BuiltIn => {
+                    "set the gateway path, or install the binary with ensure_gateway_binary"
+                }
+            };
+            (
+                ErrorKind::CommandFailed,
+                format!(
+                    "{}: {client} cannot be run in the sandbox (exit {exit_code}); {hint}",
+                    what
+                ),
+            )
+        }
+        code => (
+            ErrorKind::CommandFailed,
+            format!(
+                "{}: {client} failed in the sandbox with exit status {code}",
+                what
+            ),
+        ),
     })
 }
 
