@@ -32,99 +32,122 @@ impl Backend {
         } else {
             first_line(err)
         };
-        let silent = out.is_empty() && err.is_empty();
+        let run = Run {
+            exit_code,
+            said,
+            out,
+            // A silent 137 (or any 137 of a channel): killed, or the sandbox went away.
+            ask: channel || (out.is_empty() && err.is_empty()),
+        };
         match self {
-            Backend::Docker(_) => match exit_code {
-                1 if DOCKER_GONE.iter().any(|p| said.starts_with(p)) => {
-                    let state = if said.contains("is not running") || said.contains("is paused") {
-                        FailureState::NotRunning
-                    } else if said.starts_with("Cannot connect") {
-                        FailureState::Unreachable
-                    } else {
-                        FailureState::Gone
-                    };
-                    self.failed(exit_code, state, said.to_owned())
-                }
-                125 => self.failed(
-                    exit_code,
-                    FailureState::CannotRun,
-                    format!("docker could not run the command: {said}"),
-                ),
-                126 if out.starts_with("OCI runtime exec failed") => self.failed(
-                    exit_code,
-                    FailureState::CannotRun,
-                    format!("the container cannot start sh: {}", first_line(out)),
-                ),
-                137 if channel || silent => Verdict::Ask(self.running_question()),
-                _ => Verdict::Command,
-            },
-            // podman 4.3 exits 125 for its own failures (no such container), 255 when the
-            // container is not running ("container state improper"), 126 or 127 with the OCI
-            // runtime's words when it cannot start the command (a working directory missing).
-            Backend::Podman(_) => match exit_code {
-                125 | 255 if said.starts_with("Error:") => {
-                    let state = if said.contains("no such container") {
-                        Some(FailureState::Gone)
-                    } else if said.contains("state improper") || said.contains("not running") {
-                        Some(FailureState::NotRunning)
-                    } else if said.contains("connect") {
-                        Some(FailureState::Unreachable)
-                    } else if exit_code == 125 {
-                        Some(FailureState::CannotRun)
-                    } else {
-                        None
-                    };
-                    match state {
-                        Some(state) => self.failed(exit_code, state, said.to_owned()),
-                        None => Verdict::Command,
-                    }
-                }
-                126 | 127 if said.contains("OCI runtime") || out.contains("OCI runtime") => self
-                    .failed(
-                        exit_code,
-                        FailureState::CannotRun,
-                        format!("the container cannot start sh: {said}"),
-                    ),
-                137 if channel || silent => Verdict::Ask(self.running_question()),
-                _ => Verdict::Command,
-            },
-            Backend::Kubectl(_) => match (exit_code, said) {
-                (1, said) if KUBECTL_GONE.iter().any(|p| said.starts_with(p)) => {
-                    let state = if said.contains("NotFound") {
-                        FailureState::Gone
-                    } else if said.starts_with("Error from server") {
-                        FailureState::NotRunning
-                    } else {
-                        FailureState::Unreachable
-                    };
-                    self.failed(exit_code, state, said.to_owned())
-                }
-                (137, _) if channel || silent => Verdict::Ask(self.running_question()),
-                _ => Verdict::Command,
-            },
+            Backend::Docker(_) => self.docker_verdict(&run),
+            Backend::Podman(_) => self.podman_verdict(&run),
+            Backend::Kubectl(_) => self.kubectl_verdict(&run),
             Backend::Argv(Prefix {
                 provider: Some(provider),
                 ..
-            }) if exit_code == EXEC_FAILED_STATUS => {
-                // The program's line, wherever attach's own lines are.
-                let line = err
-                    .lines()
-                    .rev()
-                    .find_map(|l| l.trim().strip_prefix(EXEC_FAILED_PREFIX));
-                match line {
-                    Some(reason) => {
-                        let state = provider.state_of(reason).unwrap_or(FailureState::CannotRun);
-                        self.failed(exit_code, state, reason.to_owned())
-                    }
-                    None => Verdict::Command,
-                }
-            }
+            }) if exit_code == EXEC_FAILED_STATUS => self.provider_verdict(*provider, err),
             Backend::Local { .. }
             | Backend::Argv(_)
             | Backend::Exec { .. }
             | Backend::E2b(_)
             | Backend::Opensandbox(_)
             | Backend::Daytona(_) => Verdict::Command,
+        }
+    }
+
+    fn docker_verdict(&self, r: &Run<'_>) -> Verdict {
+        let (exit_code, said, out) = (r.exit_code, r.said, r.out);
+        match exit_code {
+            1 if DOCKER_GONE.iter().any(|p| said.starts_with(p)) => {
+                let state = if said.contains("is not running") || said.contains("is paused") {
+                    FailureState::NotRunning
+                } else if said.starts_with("Cannot connect") {
+                    FailureState::Unreachable
+                } else {
+                    FailureState::Gone
+                };
+                self.failed(exit_code, state, said.to_owned())
+            }
+            125 => self.failed(
+                exit_code,
+                FailureState::CannotRun,
+                format!("docker could not run the command: {said}"),
+            ),
+            126 if out.starts_with("OCI runtime exec failed") => self.failed(
+                exit_code,
+                FailureState::CannotRun,
+                format!("the container cannot start sh: {}", first_line(out)),
+            ),
+            137 if r.ask => Verdict::Ask(self.running_question()),
+            _ => Verdict::Command,
+        }
+    }
+
+    /// podman 4.3 exits 125 for its own failures (no such container), 255 when the container
+    /// is not running ("container state improper"), 126 or 127 with the OCI runtime's words
+    /// when it cannot start the command (a working directory missing).
+    fn podman_verdict(&self, r: &Run<'_>) -> Verdict {
+        let (exit_code, said, out) = (r.exit_code, r.said, r.out);
+        match exit_code {
+            125 | 255 if said.starts_with("Error:") => {
+                let state = if said.contains("no such container") {
+                    Some(FailureState::Gone)
+                } else if said.contains("state improper") || said.contains("not running") {
+                    Some(FailureState::NotRunning)
+                } else if said.contains("connect") {
+                    Some(FailureState::Unreachable)
+                } else if exit_code == 125 {
+                    Some(FailureState::CannotRun)
+                } else {
+                    None
+                };
+                match state {
+                    Some(state) => self.failed(exit_code, state, said.to_owned()),
+                    None => Verdict::Command,
+                }
+            }
+            126 | 127 if said.contains("OCI runtime") || out.contains("OCI runtime") => self
+                .failed(
+                    exit_code,
+                    FailureState::CannotRun,
+                    format!("the container cannot start sh: {said}"),
+                ),
+            137 if r.ask => Verdict::Ask(self.running_question()),
+            _ => Verdict::Command,
+        }
+    }
+
+    fn kubectl_verdict(&self, r: &Run<'_>) -> Verdict {
+        match (r.exit_code, r.said) {
+            (1, said) if KUBECTL_GONE.iter().any(|p| said.starts_with(p)) => {
+                let state = if said.contains("NotFound") {
+                    FailureState::Gone
+                } else if said.starts_with("Error from server") {
+                    FailureState::NotRunning
+                } else {
+                    FailureState::Unreachable
+                };
+                self.failed(r.exit_code, state, said.to_owned())
+            }
+            (137, _) if r.ask => Verdict::Ask(self.running_question()),
+            _ => Verdict::Command,
+        }
+    }
+
+    /// A provider adapter's exit `EXEC_FAILED_STATUS`: its line says what failed.
+    fn provider_verdict(&self, provider: Provider, err: &str) -> Verdict {
+        // The program's line, wherever attach's own lines are.
+        let line = err
+            .lines()
+            .rev()
+            .find_map(|l| l.trim().strip_prefix(EXEC_FAILED_PREFIX));
+        match line {
+            Some(reason) => {
+                let state = provider.state_of(reason).unwrap_or(FailureState::CannotRun);
+                self.failed(EXEC_FAILED_STATUS, state, reason.to_owned())
+            }
+            None => Verdict::Command,
         }
     }
 
@@ -372,4 +395,14 @@ pub(super) fn is_klog(line: &str) -> bool {
         && b[1..5].iter().all(u8::is_ascii_digit)
         && b[5] == b' '
         && b[8] == b':'
+}
+
+/// What a finished run printed, trimmed, and the line that speaks for the backend.
+struct Run<'a> {
+    exit_code: i32,
+    /// The backend's own line.
+    said: &'a str,
+    out: &'a str,
+    /// Whether a 137 is worth a question (the channel's, or a silent one).
+    ask: bool,
 }
