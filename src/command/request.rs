@@ -70,96 +70,115 @@ pub fn request_command(
     );
     let max_time = seconds(request.max_time);
     match transport {
-        Transport::Curl => {
-            let url = format!(
-                "http://{}:{}{}",
-                url_host(target.host),
-                target.port,
-                request.path_and_query
-            );
-            // The header goes on stdin, unless the body does: then on descriptor 3.
-            let header_fd = if matches!(request.body, Body::Stdin) {
-                "/dev/fd/3"
-            } else {
-                "-"
-            };
-            if request.authenticated {
-                read_token(&mut cmd, target.token_file)?;
-                if header_fd == "-" {
-                    cmd.push_str("; printf 'Authorization: Bearer %s\\n' \"$t\" | ");
-                } else {
-                    cmd.push_str("; ");
-                }
-            }
-            // -q first: no ~/.curlrc may change the output; --noproxy: a proxy variable in the
-            // sandbox must not send loopback requests elsewhere; -g: no URL globbing.
-            let _ = write!(
-                cmd,
-                "curl -q -sS -g --noproxy '*' --max-time {max_time} -X {}",
-                request.method.as_str()
-            );
-            if request.authenticated {
-                let _ = write!(cmd, " -H @{header_fd}");
-            }
-            match request.body {
-                Body::None => {}
-                Body::Inline(body) => {
-                    let _ = write!(
-                        cmd,
-                        " -H 'Content-Type: application/json' --data-raw {}",
-                        quote(body)?
-                    );
-                }
-                Body::Staged(path) => {
-                    let _ = write!(
-                        cmd,
-                        " -H 'Content-Type: application/json' --data-binary @{}",
-                        quote(path)?
-                    );
-                }
-                Body::Stdin => {
-                    cmd.push_str(" -H 'Content-Type: application/json' --data-binary @-");
-                }
-            }
-            let _ = write!(
-                cmd,
-                " -w '\\n{STATUS_TRAILER}%{{http_code}}\\n' {}",
-                quote(&url)?
-            );
-            if request.authenticated && header_fd != "-" {
-                // A here-document is not an argv: the token stays out of every process list.
-                cmd.push_str(" 3<<MCPGW_EOF\nAuthorization: Bearer $t\nMCPGW_EOF\n");
-            }
-        }
-        Transport::BuiltIn => {
-            let _ = write!(
-                cmd,
-                "{} request {} {} --host {} --port {} --max-time {max_time}",
-                quote(target.gateway_path)?,
-                request.method.as_str(),
-                quote(request.path_and_query)?,
-                quote(target.host)?,
-                target.port,
-            );
-            if request.authenticated {
-                let _ = write!(cmd, " --token-file {}", quote(target.token_file)?);
-            }
-            match request.body {
-                Body::None => {}
-                Body::Inline(body) => {
-                    let _ = write!(cmd, " --data {}", quote(body)?);
-                }
-                Body::Staged(path) => {
-                    let _ = write!(cmd, " --body-file {}", quote(path)?);
-                }
-                Body::Stdin => cmd.push_str(" --body-file -"),
-            }
-        }
+        Transport::Curl => curl_command(&mut cmd, target, request, &max_time)?,
+        Transport::BuiltIn => built_in_command(&mut cmd, target, request, &max_time)?,
     }
     if let Body::Staged(path) = request.body {
         let _ = write!(cmd, "; s=$?; rm -f {}; exit $s", quote(path)?);
     }
     Ok(cmd)
+}
+
+/// The request through curl: the token read by the shell and handed over on a descriptor, never
+/// in an argv.
+fn curl_command(
+    cmd: &mut String,
+    target: &Target<'_>,
+    request: &Request<'_>,
+    max_time: &str,
+) -> Result<(), Error> {
+    let url = format!(
+        "http://{}:{}{}",
+        url_host(target.host),
+        target.port,
+        request.path_and_query
+    );
+    // The header goes on stdin, unless the body does: then on descriptor 3.
+    let header_fd = if matches!(request.body, Body::Stdin) {
+        "/dev/fd/3"
+    } else {
+        "-"
+    };
+    if request.authenticated {
+        read_token(cmd, target.token_file)?;
+        if header_fd == "-" {
+            cmd.push_str("; printf 'Authorization: Bearer %s\\n' \"$t\" | ");
+        } else {
+            cmd.push_str("; ");
+        }
+    }
+    // -q first: no ~/.curlrc may change the output; --noproxy: a proxy variable in the
+    // sandbox must not send loopback requests elsewhere; -g: no URL globbing.
+    let _ = write!(
+        cmd,
+        "curl -q -sS -g --noproxy '*' --max-time {max_time} -X {}",
+        request.method.as_str()
+    );
+    if request.authenticated {
+        let _ = write!(cmd, " -H @{header_fd}");
+    }
+    match request.body {
+        Body::None => {}
+        Body::Inline(body) => {
+            let _ = write!(
+                cmd,
+                " -H 'Content-Type: application/json' --data-raw {}",
+                quote(body)?
+            );
+        }
+        Body::Staged(path) => {
+            let _ = write!(
+                cmd,
+                " -H 'Content-Type: application/json' --data-binary @{}",
+                quote(path)?
+            );
+        }
+        Body::Stdin => {
+            cmd.push_str(" -H 'Content-Type: application/json' --data-binary @-");
+        }
+    }
+    let _ = write!(
+        cmd,
+        " -w '\\n{STATUS_TRAILER}%{{http_code}}\\n' {}",
+        quote(&url)?
+    );
+    if request.authenticated && header_fd != "-" {
+        // A here-document is not an argv: the token stays out of every process list.
+        cmd.push_str(" 3<<MCPGW_EOF\nAuthorization: Bearer $t\nMCPGW_EOF\n");
+    }
+    Ok(())
+}
+
+/// The request through the gateway binary's built-in client (`mcpgw-gateway request`).
+fn built_in_command(
+    cmd: &mut String,
+    target: &Target<'_>,
+    request: &Request<'_>,
+    max_time: &str,
+) -> Result<(), Error> {
+    let _ = write!(
+        cmd,
+        "{} request {} {} --host {} --port {} --max-time {max_time}",
+        quote(target.gateway_path)?,
+        request.method.as_str(),
+        quote(request.path_and_query)?,
+        quote(target.host)?,
+        target.port,
+    );
+    if request.authenticated {
+        let _ = write!(cmd, " --token-file {}", quote(target.token_file)?);
+    }
+    match request.body {
+        Body::None => {}
+        Body::Inline(body) => {
+            let _ = write!(cmd, " --data {}", quote(body)?);
+        }
+        Body::Staged(path) => {
+            let _ = write!(cmd, " --body-file {}", quote(path)?);
+        }
+        Body::Stdin => cmd.push_str(" --body-file -"),
+    }
+    Ok(())
 }
 
 /// Reads the token file into the shell variable `t` using only shell builtins (`read`), so the
