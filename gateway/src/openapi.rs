@@ -379,86 +379,8 @@ pub fn document(endpoints: impl IntoIterator<Item = Endpoint>, max_body_bytes: u
 
     let mut paths = Paths::new();
     for e in endpoints {
-        let mut op = OperationBuilder::new()
-            .summary(Some(e.summary))
-            .parameters(Some(parameters(e.query, e.route)));
-        if let Some((schema, required, what)) = e.body {
-            op = op.request_body(Some(
-                RequestBodyBuilder::new()
-                    .description(Some(format!(
-                        "{what}; at most {max_body_bytes} bytes (--max-body-bytes), else 413"
-                    )))
-                    .required(Some(if required {
-                        Required::True
-                    } else {
-                        Required::False
-                    }))
-                    .content(
-                        "application/json",
-                        ContentBuilder::new().schema(Some(schema)).build(),
-                    )
-                    .build(),
-            ));
-        }
-        if !e.auth {
-            op = op.securities(Some(Vec::<SecurityRequirement>::new()));
-        }
-        let (status, what, contents) = e.success;
-        let mut ok = ResponseBuilder::new().description(what);
-        for (name, meaning) in success_headers(e.route) {
-            let integer = ObjectBuilder::new().schema_type(Type::Integer).build();
-            ok = ok.header(
-                *name,
-                utoipa::openapi::header::HeaderBuilder::new()
-                    .schema(integer)
-                    .description(Some(*meaning))
-                    .build(),
-            );
-        }
-        for (media, schema) in contents {
-            ok = ok.content(media, ContentBuilder::new().schema(Some(schema)).build());
-        }
-        op = op.response(status.to_string(), ok.build());
-        if e.auth {
-            op = op.response(
-                "401",
-                ResponseBuilder::new()
-                    .description(format!("missing or wrong bearer token: `{UNAUTHORIZED}`"))
-                    .content(
-                        "text/plain",
-                        ContentBuilder::new().schema(Some(string_schema())).build(),
-                    )
-                    .build(),
-            );
-        }
-        // Errors grouped by the status the one mapping gives them.
-        let mut by_status: BTreeMap<u16, Vec<String>> = BTreeMap::new();
-        for (error, when) in &e.errors {
-            let (status, detail) = error.status_and_detail();
-            let line = match error {
-                Error::Invalid(_) => when.to_string(),
-                _ => format!("{when} (\"{detail}\")"),
-            };
-            let lines = by_status.entry(status.as_u16()).or_default();
-            if !lines.contains(&line) {
-                lines.push(line);
-            }
-        }
-        for (status, lines) in by_status {
-            op = op.response(
-                status.to_string(),
-                ResponseBuilder::new()
-                    .description(lines.join("; "))
-                    .content(
-                        "application/json",
-                        ContentBuilder::new()
-                            .schema(Some(schema_ref("ErrorBody")))
-                            .build(),
-                    )
-                    .build(),
-            );
-        }
-        paths.add_path_operation(e.route, vec![e.method], op.build());
+        let (route, method) = (e.route, e.method.clone());
+        paths.add_path_operation(route, vec![method], operation(e, max_body_bytes));
     }
 
     let doc = OpenApiBuilder::new()
@@ -485,6 +407,91 @@ pub fn document(endpoints: impl IntoIterator<Item = Endpoint>, max_body_bytes: u
     let mut doc = serde_json::to_value(doc).expect("the document serializes");
     add_registration_rules(&mut doc);
     doc
+}
+
+/// One endpoint's operation: its parameters, body, success and the errors it can answer,
+/// grouped by status.
+fn operation(e: Endpoint, max_body_bytes: usize) -> utoipa::openapi::path::Operation {
+    let mut op = OperationBuilder::new()
+        .summary(Some(e.summary))
+        .parameters(Some(parameters(e.query, e.route)));
+    if let Some((schema, required, what)) = e.body {
+        op = op.request_body(Some(
+            RequestBodyBuilder::new()
+                .description(Some(format!(
+                    "{what}; at most {max_body_bytes} bytes (--max-body-bytes), else 413"
+                )))
+                .required(Some(if required {
+                    Required::True
+                } else {
+                    Required::False
+                }))
+                .content(
+                    "application/json",
+                    ContentBuilder::new().schema(Some(schema)).build(),
+                )
+                .build(),
+        ));
+    }
+    if !e.auth {
+        op = op.securities(Some(Vec::<SecurityRequirement>::new()));
+    }
+    let (status, what, contents) = e.success;
+    let mut ok = ResponseBuilder::new().description(what);
+    for (name, meaning) in success_headers(e.route) {
+        let integer = ObjectBuilder::new().schema_type(Type::Integer).build();
+        ok = ok.header(
+            *name,
+            utoipa::openapi::header::HeaderBuilder::new()
+                .schema(integer)
+                .description(Some(*meaning))
+                .build(),
+        );
+    }
+    for (media, schema) in contents {
+        ok = ok.content(media, ContentBuilder::new().schema(Some(schema)).build());
+    }
+    op = op.response(status.to_string(), ok.build());
+    if e.auth {
+        op = op.response(
+            "401",
+            ResponseBuilder::new()
+                .description(format!("missing or wrong bearer token: `{UNAUTHORIZED}`"))
+                .content(
+                    "text/plain",
+                    ContentBuilder::new().schema(Some(string_schema())).build(),
+                )
+                .build(),
+        );
+    }
+    // Errors grouped by the status the one mapping gives them.
+    let mut by_status: BTreeMap<u16, Vec<String>> = BTreeMap::new();
+    for (error, when) in &e.errors {
+        let (status, detail) = error.status_and_detail();
+        let line = match error {
+            Error::Invalid(_) => when.to_string(),
+            _ => format!("{when} (\"{detail}\")"),
+        };
+        let lines = by_status.entry(status.as_u16()).or_default();
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    for (status, lines) in by_status {
+        op = op.response(
+            status.to_string(),
+            ResponseBuilder::new()
+                .description(lines.join("; "))
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(schema_ref("ErrorBody")))
+                        .build(),
+                )
+                .build(),
+        );
+    }
+    op.build()
 }
 
 /// A pattern matching `words` whatever their case (JSON Schema patterns have no flag for it).
