@@ -5,20 +5,16 @@
 //! behind a per-launch bearer token. `mcpgw-gateway request` is its built-in client;
 //! `mcpgw-gateway attach` carries a host's requests over one long-lived exec's stdin and stdout.
 
-mod api;
 mod attach;
 mod auth;
-mod calls;
-mod chunk;
 mod cli;
 mod client;
 mod config;
 mod connection;
 mod error;
-mod metrics;
-mod openapi;
 mod ready_file;
 mod registry;
+mod rest;
 mod scope;
 mod serve;
 mod upstream;

@@ -8,11 +8,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::{self, AppState};
 use crate::auth;
 use crate::cli::{LogFormat, ServeArgs};
 use crate::config;
 use crate::registry::Registry;
+use crate::rest::api::{self, AppState};
 use crate::scope::Scope;
 use crate::upstream::Settings;
 
@@ -253,11 +253,11 @@ fn app_state(
         token,
         instance_nonce: args.instance_nonce.clone(),
         health_headers: api::health_headers(limits, args.call_retention),
-        calls: crate::calls::Calls::new(crate::calls::Settings {
+        calls: crate::rest::calls::Calls::new(crate::rest::calls::Settings {
             retention: args.call_retention,
             budget: args.call_retention_bytes,
         }),
-        openapi: serde_json::to_vec(&crate::openapi::document(
+        openapi: serde_json::to_vec(&crate::rest::openapi::document(
             api::surface().into_iter().map(|r| r.doc),
             args.max_body_bytes,
         ))

@@ -7,7 +7,7 @@ use utoipa::openapi::path::HttpMethod;
 use utoipa::openapi::schema::ObjectBuilder;
 
 use super::*;
-use crate::openapi::{
+use crate::rest::openapi::{
     Endpoint, Params, array_of, call_errors, call_id, call_success, lookup_errors, name,
     outcome_errors, registration_body, sample_scope, schema_ref, session_errors, string_schema,
     tool_disabled, tool_not_found,

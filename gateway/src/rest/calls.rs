@@ -26,8 +26,8 @@ use mcpgw::wire::output::seconds;
 use serde_json::value::RawValue;
 use tokio::sync::Notify;
 
-use crate::chunk;
 use crate::error::Error;
+use crate::rest::chunk;
 use crate::upstream::Upstream;
 
 /// What each call costs beside its progress and outcome, in the memory budget.

@@ -19,10 +19,10 @@ use mcpgw::wire::rest::{NDJSON, header as mcpgw_header, route};
 use mcpgw::wire::{CallToolAnswer, Health, Query};
 
 use crate::auth::{Token, constant_time_eq};
-use crate::calls::{Answer, Calls};
-use crate::chunk;
 use crate::error::Error;
 use crate::registry::Registry;
+use crate::rest::calls::{Answer, Calls};
+use crate::rest::chunk;
 use crate::scope::Scope;
 
 mod surface;
@@ -94,7 +94,7 @@ async fn require_token(State(state): Shared, request: Request, next: Next) -> Re
             return (
                 StatusCode::UNAUTHORIZED,
                 [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                crate::openapi::UNAUTHORIZED,
+                crate::rest::openapi::UNAUTHORIZED,
             )
                 .into_response();
         }
@@ -178,7 +178,7 @@ async fn metrics(State(state): Shared) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        crate::metrics::render(&state.registry),
+        crate::rest::metrics::render(&state.registry),
     )
         .into_response()
 }

@@ -4,7 +4,7 @@ use mcpgw::wire::spec::{MAX_NAME_BYTES, MAX_TIMEOUT_SECS, NAME_PATTERN};
 use utoipa::PartialSchema;
 
 fn doc() -> Value {
-    document(crate::api::surface().into_iter().map(|r| r.doc), 1234)
+    document(crate::rest::api::surface().into_iter().map(|r| r.doc), 1234)
 }
 
 #[test]
