@@ -264,7 +264,7 @@ fn app_state(
         .expect("the document serializes")
         .into(),
         connections: Arc::default(),
-        connection_limits: crate::connection::Limits {
+        connection_limits: crate::mcp::Limits {
             max_connections: args.max_mcp_connections,
             max_queued: args.max_connection_queue,
             max_pending: args.max_pending_host_requests,

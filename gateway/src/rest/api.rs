@@ -43,9 +43,9 @@ pub struct AppState {
     /// `/openapi.json`, rendered once.
     pub openapi: Bytes,
     /// The virtual MCP connections open.
-    pub connections: Arc<crate::connection::Registry>,
+    pub connections: Arc<crate::mcp::Registry>,
     /// Their bounds.
-    pub connection_limits: crate::connection::Limits,
+    pub connection_limits: crate::mcp::Limits,
 }
 
 type Shared = State<Arc<AppState>>;
@@ -394,7 +394,7 @@ async fn get_prompt(
     Ok(raw_json(result.get().as_bytes().to_vec()))
 }
 
-/// Opens a virtual MCP connection (see [`crate::connection`]): refused before the upgrade
+/// Opens a virtual MCP connection (see [`crate::mcp`]): refused before the upgrade
 /// when the MCP is not there or too many connections are open; the upstream session is
 /// chosen once the host's first message says what it can do.
 async fn open_connection(
@@ -430,7 +430,7 @@ async fn open_connection(
         match upgrade.await {
             Ok(io) => {
                 let io = hyper_util::rt::TokioIo::new(io);
-                crate::connection::serve(io, upstream, own, limits, slot, registry).await;
+                crate::mcp::serve(io, upstream, own, limits, slot, registry).await;
             }
             Err(e) => tracing::debug!("an MCP connection's upgrade failed: {e}"),
         }

@@ -33,7 +33,7 @@ pub struct Progress {
 pub type ProgressSender = mpsc::Sender<Progress>;
 
 /// A virtual MCP connection as the session sees it: where what the upstream sends on its own
-/// goes. Implemented in `crate::connection`.
+/// goes. Implemented in `crate::mcp`.
 pub trait Downstream: Send + Sync {
     /// The connection's number.
     fn number(&self) -> u64;
