@@ -22,6 +22,7 @@
 //! A refusal names the rule. Lists are filtered (what is refused is not listed), and calls
 //! refused before anything reaches the sandbox.
 
+use crate::wire::jsonrpc::method;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -250,10 +251,10 @@ impl Policy {
     /// refuses; returns whether it removed anything.
     pub fn filter_list(&self, agent: &str, mcp: &str, method: &str, result: &mut Value) -> bool {
         let (kind, member, key) = match method {
-            "tools/list" => (Kind::Tool, "tools", "name"),
-            "prompts/list" => (Kind::Prompt, "prompts", "name"),
-            "resources/list" => (Kind::Resource, "resources", "uri"),
-            "resources/templates/list" => (Kind::Resource, "resourceTemplates", "uriTemplate"),
+            method::TOOLS_LIST => (Kind::Tool, "tools", "name"),
+            method::PROMPTS_LIST => (Kind::Prompt, "prompts", "name"),
+            method::RESOURCES_LIST => (Kind::Resource, "resources", "uri"),
+            method::RESOURCE_TEMPLATES_LIST => (Kind::Resource, "resourceTemplates", "uriTemplate"),
             _ => return false,
         };
         let items = match result {
@@ -284,14 +285,14 @@ impl Policy {
     ) -> Option<String> {
         let name = |key: &str| params[key].as_str().unwrap_or_default();
         match method {
-            "tools/call" => self.call_refusal(
+            method::TOOLS_CALL => self.call_refusal(
                 agent,
                 mcp,
                 name("name"),
                 params.get("arguments").unwrap_or(&Value::Null),
             ),
-            "prompts/get" => self.refusal(agent, mcp, Kind::Prompt, name("name")),
-            "resources/read" | "resources/subscribe" => {
+            method::PROMPTS_GET => self.refusal(agent, mcp, Kind::Prompt, name("name")),
+            method::RESOURCES_READ | method::RESOURCES_SUBSCRIBE => {
                 self.refusal(agent, mcp, Kind::Resource, name("uri"))
             }
             _ => None,

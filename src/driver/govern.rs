@@ -6,6 +6,7 @@
 //! on, each call's end makes one record ([`super::audit`]). Nothing is parsed when the policy
 //! is empty and audit is off.
 
+use crate::wire::jsonrpc::method;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -83,7 +84,7 @@ pub(super) fn started_op(
             agent_id: &submit.agent_id,
             session_id: &submit.session_id,
             server: mcp,
-            method: "tools/call",
+            method: method::TOOLS_CALL,
             name: tool,
             via: "operation",
             id: id.to_string(),
@@ -156,7 +157,7 @@ impl Screen {
         let method = value["method"].as_str()?;
         let params = &value["params"];
         let Some(id) = value.get("id") else {
-            if method == "notifications/cancelled" {
+            if method == method::CANCELLED {
                 let cancelled = self.calls.remove(&params["requestId"].to_string());
                 if let Some(started) = cancelled {
                     records.push(started.record("cancelled", 0, None, now));
@@ -171,8 +172,8 @@ impl Screen {
             return None;
         }
         let key = match method {
-            "tools/call" | "prompts/get" => "name",
-            "resources/read" => "uri",
+            method::TOOLS_CALL | method::PROMPTS_GET => "name",
+            method::RESOURCES_READ => "uri",
             _ => "",
         };
         let started = (rules.audit && !key.is_empty()).then(|| {
