@@ -30,7 +30,7 @@ function table() {
 const names = (cell) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]);
 
 test('every operation of the library is in the table, with the method the Client has', () => {
-  const config = readFileSync(join(REPO, 'src', 'host', 'config.rs'), 'utf8');
+  const config = readFileSync(join(REPO, 'src', 'driver', 'config.rs'), 'utf8');
   const list = config.match(/pub const OP_NAMES: &\[&str\] = &\[([\s\S]*?)\];/)?.[1] ?? '';
   const ops = [...list.matchAll(/"(\w+)"/g)].map((m) => m[1]);
   assert.ok(ops.length >= 12, `OP_NAMES: ${ops}`);

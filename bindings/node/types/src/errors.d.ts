@@ -16,7 +16,7 @@ export type ErrorJson = {
     };
 };
 /**
- * The backend's failure as the library judged it (`BackendFailure` in `src/driver/backend.rs`):
+ * The backend's failure as the library judged it (`BackendFailure` in `src/error.rs`):
  * the sandbox is gone, not running, or unreachable, or the backend could not run the command.
  *
  * @typedef {'gone' | 'not_running' | 'unreachable' | 'cannot_run'} BackendState
