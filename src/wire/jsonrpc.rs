@@ -137,6 +137,45 @@ pub const REMOVED_IN_MODERN: [&str; 5] = [
     method::RESOURCES_UNSUBSCRIBE,
 ];
 
+/// A header value as 2026-07-28 carries names and tool parameters (`Mcp-Name`,
+/// `Mcp-Param-*`): the text itself when it is visible ASCII without spaces at its ends (and
+/// could not be read as the encoded form), else `=?base64?B64?=`, B64 the standard base64 of
+/// its UTF-8.
+pub fn header_value(text: &str) -> String {
+    use base64::Engine as _;
+    let plain = !text.is_empty()
+        && text.trim() == text
+        && !(text.starts_with("=?base64?") && text.ends_with("?="))
+        && text
+            .bytes()
+            .all(|b| b == b'\t' || (0x20..0x7f).contains(&b));
+    if plain {
+        text.to_string()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(text)
+        )
+    }
+}
+
+/// The text a [`header_value`] carries: `=?base64?B64?=` decoded (padded standard base64 of
+/// UTF-8 text), anything else as it is; `Err` naming what is wrong with an encoded form that
+/// does not decode.
+pub fn header_text(raw: &str) -> Result<String, String> {
+    use base64::Engine as _;
+    let Some(b64) = raw
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    else {
+        return Ok(raw.to_string());
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .map_err(|e| format!("its =?base64?...?= value is not valid base64 ({e})"))?;
+    String::from_utf8(bytes).map_err(|_| "its base64 value is not UTF-8 text".to_string())
+}
+
 /// Every revision this implementation speaks, newest first: what `server/discover` lists and
 /// what an `UNSUPPORTED_PROTOCOL_VERSION` error's `data.supported` names.
 pub fn supported_revisions() -> Vec<&'static str> {
@@ -583,6 +622,29 @@ mod tests {
         assert_eq!(error_parts(outcome.unwrap_err()).0, code::INVALID_REQUEST);
         let answer = parse("nope").unwrap_err().answer();
         assert!(answer.contains(r#""id":null"#), "{answer}");
+    }
+
+    #[test]
+    fn header_values_carry_any_text_and_read_back() {
+        assert_eq!(header_value("eu-west 1"), "eu-west 1");
+        for text in [
+            "eu-west 1",
+            " lead",
+            "trail ",
+            "ünï",
+            "=?base64?x?=",
+            "",
+            "a\nb",
+        ] {
+            let value = header_value(text);
+            assert!(
+                value.bytes().all(|b| (0x20..0x7f).contains(&b)),
+                "{value:?}"
+            );
+            assert_eq!(header_text(&value).as_deref(), Ok(text));
+        }
+        assert!(header_text("=?base64?!!?=").is_err());
+        assert_eq!(header_text("=?base64").as_deref(), Ok("=?base64"));
     }
 
     #[test]

@@ -184,16 +184,8 @@ pub fn header_mismatch<B>(req: &Request<B>, method: &str, msg: &Value) -> Option
         ));
     }
     let named = msg["params"][jsonrpc::mcp_name_member(method)?].as_str();
-    let given = header(req, "mcp-name").map(|v| {
-        v.strip_prefix("=?base64?")
-            .and_then(|b| b.strip_suffix("?="))
-            .and_then(|b| {
-                use base64::Engine as _;
-                base64::engine::general_purpose::STANDARD.decode(b).ok()
-            })
-            .and_then(|b| String::from_utf8(b).ok())
-            .unwrap_or_else(|| v.to_owned())
-    });
+    let given =
+        header(req, "mcp-name").map(|v| jsonrpc::header_text(v).unwrap_or_else(|_| v.to_owned()));
     (given.as_deref() != named)
         .then(|| format!("Header mismatch: Mcp-Name {given:?} does not match the body's {named:?}"))
 }

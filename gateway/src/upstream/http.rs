@@ -153,22 +153,7 @@ pub fn connect(
 /// without spaces at its ends (and could not be read as the encoded form), else
 /// `=?base64?...?=`.
 fn header_safe(value: &str) -> Option<HeaderValue> {
-    use base64::Engine as _;
-    let plain = !value.is_empty()
-        && value.trim() == value
-        && !(value.starts_with("=?base64?") && value.ends_with("?="))
-        && value
-            .bytes()
-            .all(|b| b == b'\t' || (0x20..0x7f).contains(&b));
-    let text = if plain {
-        value.to_string()
-    } else {
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(value)
-        )
-    };
-    HeaderValue::from_str(&text).ok()
+    HeaderValue::from_str(&jsonrpc::header_value(value)).ok()
 }
 
 impl Inner {

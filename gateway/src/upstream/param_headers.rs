@@ -37,23 +37,6 @@ pub fn text_of(arg: &Value) -> Option<String> {
     }
 }
 
-/// A header's value as sent, decoded: `=?base64?B64?=` is standard base64 (padded, its
-/// alphabet only) of UTF-8 text; anything else is the text itself.
-pub fn decode(raw: &str) -> Result<String, String> {
-    use base64::Engine as _;
-    let raw = raw.trim();
-    let Some(b64) = raw
-        .strip_prefix("=?base64?")
-        .and_then(|r| r.strip_suffix("?="))
-    else {
-        return Ok(raw.to_string());
-    };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .map_err(|e| format!("its =?base64?...?= value is not valid base64 ({e})"))?;
-    String::from_utf8(bytes).map_err(|_| "its base64 value is not UTF-8 text".to_string())
-}
-
 /// Checks the `Mcp-Param-*` headers `given` (lowercase name suffix → value as sent) of a
 /// `tools/call` whose params are `params` against the tool's declared parameters in `tools`:
 /// why they do not match the body, if they do not. A tool the list does not have is not
@@ -63,10 +46,7 @@ pub fn check(
     params: &Map<String, Value>,
     given: &Map<String, Value>,
 ) -> Result<(), String> {
-    let Some(name) = params.get("name").and_then(Value::as_str) else {
-        return Ok(());
-    };
-    let Some(tool) = tools.iter().find(|t| t.name == name) else {
+    let Some(tool) = called(tools, params) else {
         return Ok(());
     };
     let arguments = params.get("arguments").and_then(Value::as_object);
@@ -75,7 +55,7 @@ pub fn check(
         let header = given
             .get(&suffix.to_ascii_lowercase())
             .and_then(Value::as_str);
-        let header = match header.map(decode).transpose() {
+        let header = match header.map(|h| jsonrpc::header_text(h.trim())).transpose() {
             Ok(h) => h,
             Err(why) => return Err(format!("header mismatch: {PREFIX}{suffix}: {why}")),
         };
@@ -105,11 +85,7 @@ pub fn check(
 /// The headers (suffix, argument text) a `tools/call` with `params` carries for the tool's
 /// declared parameters, as a client writes them.
 pub fn for_call(tools: &[Tool], params: &Map<String, Value>) -> Vec<(String, String)> {
-    let Some(tool) = params
-        .get("name")
-        .and_then(Value::as_str)
-        .and_then(|name| tools.iter().find(|t| t.name == name))
-    else {
+    let Some(tool) = called(tools, params) else {
         return Vec::new();
     };
     let arguments = params.get("arguments").and_then(Value::as_object);
@@ -119,6 +95,12 @@ pub fn for_call(tools: &[Tool], params: &Map<String, Value>) -> Vec<(String, Str
             Some((format!("{PREFIX}{suffix}"), text))
         })
         .collect()
+}
+
+/// The tool a `tools/call` with `params` names, when `tools` has it.
+fn called<'a>(tools: &'a [Tool], params: &Map<String, Value>) -> Option<&'a Tool> {
+    let name = params.get("name").and_then(Value::as_str)?;
+    tools.iter().find(|t| t.name == name)
 }
 
 /// Takes the endpoint's [`jsonrpc::META_PARAM_HEADERS`] off a request's `params`.
