@@ -137,9 +137,11 @@ fn garbage_is_answered_and_a_client_that_leaves_mid_call_leaves_nothing() {
     let mut c = client(&endpoint_argv(&b, &[]));
     initialize(&mut c);
     c.send_raw(b"this is not JSON\n{\"jsonrpc\":\"2.0\"}\n");
-    let parse = c.receive(Duration::from_secs(30)).expect("an answer");
+    // (What the server announces on its own, its list change after initialized, may come
+    // between the answers.)
+    let parse = c.answer_to(&Value::Null);
     assert_eq!(parse["error"]["code"], -32700, "{parse}");
-    let invalid = c.receive(Duration::from_secs(30)).expect("an answer");
+    let invalid = c.answer_to(&Value::Null);
     assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
     let echo = c.request(
         "tools/call",

@@ -322,13 +322,19 @@ impl Client {
 
     /// Waits for the answer to request `id`.
     pub fn wait_for(&mut self, id: u64) -> Value {
+        self.answer_to(&json!(id))
+    }
+
+    /// Waits for the answer whose id is `id` (`null` for an answer to what could not be
+    /// read), keeping what the server announces meanwhile and answering what it asks.
+    pub fn answer_to(&mut self, id: &Value) -> Value {
         let deadline = Instant::now() + LIMIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let message = self
                 .receive(left)
                 .unwrap_or_else(|| panic!("no answer to request {id} within {LIMIT:?}"));
-            if message["id"] == id && message.get("method").is_none() {
+            if message["id"] == *id && message.get("method").is_none() {
                 return message;
             }
             self.other(message);
