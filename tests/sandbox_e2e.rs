@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use mcpgw::wire::{Block, ToolChunk, ToolState};
-use mcpgw::{CallOptions, Client, Config, ErrorKind, Transport};
+use mcpgw::{CallOptions, Client, Config, ErrorKind, GatewayInfo, Transport};
 use serde_json::json;
 
 use common::{CmdlineScanner, Nsenter, Sandbox};
@@ -44,6 +44,33 @@ fn text_of(chunk: &ToolChunk) -> String {
 fn stdio_spec(name: &str, command: &str) -> String {
     json!({"name": name, "mcp_config": {"type": "stdio_mcp", "command": command, "args": ["stdio"]}})
         .to_string()
+}
+
+/// A client that launches the gateway binary at `gateway_path` (the sandbox's path to it).
+fn launching(gateway_path: &str, transport: Option<Transport>) -> Client {
+    Client::new(Config {
+        gateway_path: gateway_path.into(),
+        transport,
+        ..Config::default()
+    })
+    .unwrap()
+}
+
+/// Registers the test server, run as `command stdio` in the sandbox, under the name "test".
+fn add_testserver(client: &Client, exec: &Nsenter, command: &str) -> Result<(), mcpgw::Error> {
+    client.add_mcp(exec, &opts(), &stdio_spec("test", command))
+}
+
+/// A full sandbox's client with its gateway started and the test server registered as "test".
+fn started_with_testserver(
+    exec: &Nsenter,
+    gateway: &str,
+    testserver: &str,
+) -> (Client, GatewayInfo) {
+    let client = launching(gateway, None);
+    let info = client.start_gateway(exec, &opts()).unwrap();
+    add_testserver(&client, exec, testserver).unwrap();
+    (client, info)
 }
 
 /// The host cannot open the gateway's port: it lives in the sandbox's own network. Should some
@@ -83,33 +110,38 @@ fn ten_mib_text() -> String {
     s
 }
 
+/// Calls the test server's echo tool with `text` and checks that the same text comes back.
+fn echo(client: &Client, exec: &Nsenter, text: &str) -> ToolChunk {
+    let args = json!({ "text": text }).to_string();
+    let chunk = client
+        .call_tool(exec, &opts(), "test", "echo", &args)
+        .unwrap();
+    assert_eq!(text_of(&chunk), text);
+    chunk
+}
+
+/// Calls `tool` of the test server with a 120 s deadline; the chunk and how long it took.
+fn timed_call(client: &Client, exec: &Nsenter, tool: &str, args: &str) -> (ToolChunk, Duration) {
+    let t0 = Instant::now();
+    let chunk = client
+        .call_tool(
+            exec,
+            &with_timeout(Duration::from_secs(120)),
+            "test",
+            tool,
+            args,
+        )
+        .unwrap();
+    (chunk, t0.elapsed())
+}
+
 /// A 10 MiB argument and a 10 MiB result, while no process shows the token.
 fn large_round_trips(client: &Client, exec: &Nsenter, tok: &str) {
     let text = ten_mib_text();
     let args = json!({ "text": text }).to_string();
     let scanner = CmdlineScanner::start(tok.to_owned());
-    let t0 = Instant::now();
-    let echoed = client
-        .call_tool(
-            exec,
-            &with_timeout(Duration::from_secs(120)),
-            "test",
-            "echo",
-            &args,
-        )
-        .unwrap();
-    let echo_time = t0.elapsed();
-    let t0 = Instant::now();
-    let big = client
-        .call_tool(
-            exec,
-            &with_timeout(Duration::from_secs(120)),
-            "test",
-            "big",
-            &json!({"bytes": 10 << 20}).to_string(),
-        )
-        .unwrap();
-    let big_time = t0.elapsed();
+    let (echoed, echo_time) = timed_call(client, exec, "echo", &args);
+    let (big, big_time) = timed_call(client, exec, "big", &json!({"bytes": 10 << 20}).to_string());
     let (scans, hits) = scanner.finish();
     assert!(
         text_of(&echoed) == text,
@@ -157,12 +189,7 @@ fn every_operation_through_a_sandbox_with_curl() {
     let (gateway, testserver) = common::binaries();
     let sb = Sandbox::full();
     let exec = sb.exec();
-    let client = Client::new(Config {
-        gateway_path: gateway.to_str().unwrap().into(),
-        transport: Some(Transport::Curl),
-        ..Config::default()
-    })
-    .unwrap();
+    let client = launching(gateway.to_str().unwrap(), Some(Transport::Curl));
     let e = client.health(&exec, &opts()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::GatewayNotRunning, "{e}");
 
@@ -187,13 +214,7 @@ fn every_operation_through_a_sandbox_with_curl() {
     );
     let tok = token(&sb, &info.token_file);
 
-    client
-        .add_mcp(
-            &exec,
-            &opts(),
-            &stdio_spec("test", testserver.to_str().unwrap()),
-        )
-        .unwrap();
+    add_testserver(&client, &exec, testserver.to_str().unwrap()).unwrap();
     let mcps = client.list_mcps(&exec, &opts()).unwrap();
     assert_eq!(
         mcps.iter()
@@ -214,16 +235,7 @@ fn every_operation_through_a_sandbox_with_curl() {
         assert!(names.contains(t), "{t} missing from {names:?}");
     }
 
-    let chunk = client
-        .call_tool(
-            &exec,
-            &opts(),
-            "test",
-            "echo",
-            r#"{"text": "it's $(x) `y` \n é"}"#,
-        )
-        .unwrap();
-    assert_eq!(text_of(&chunk), "it's $(x) `y` \n é");
+    let chunk = echo(&client, &exec, "it's $(x) `y` \n é");
     assert!(chunk.is_last);
 
     let media = client
@@ -310,11 +322,7 @@ fn every_operation_in_a_minimal_root_with_only_busybox() {
     )
     .unwrap();
     let exec = sb.exec();
-    let client = Client::new(Config {
-        gateway_path: "/usr/local/bin/mcpgw-gateway".into(),
-        ..Config::default()
-    })
-    .unwrap();
+    let client = launching("/usr/local/bin/mcpgw-gateway", None);
     let slow = with_timeout(Duration::from_secs(120));
 
     // Not there yet: uploaded in pieces, checked, installed; the second time nothing moves.
@@ -355,13 +363,7 @@ fn every_operation_in_a_minimal_root_with_only_busybox() {
     assert_unreachable_from_host(info.port, &info.instance_nonce);
     let tok = token(&sb, &info.token_file);
     client.health(&exec, &opts()).unwrap();
-    client
-        .add_mcp(
-            &exec,
-            &opts(),
-            &stdio_spec("test", "/usr/local/bin/mcpgw-testserver"),
-        )
-        .unwrap();
+    add_testserver(&client, &exec, "/usr/local/bin/mcpgw-testserver").unwrap();
     assert_eq!(client.list_mcps(&exec, &opts()).unwrap().len(), 1);
     assert!(
         !client
@@ -369,16 +371,7 @@ fn every_operation_in_a_minimal_root_with_only_busybox() {
             .unwrap()
             .is_empty()
     );
-    let chunk = client
-        .call_tool(
-            &exec,
-            &opts(),
-            "test",
-            "echo",
-            r#"{"text": "busybox 'only'"}"#,
-        )
-        .unwrap();
-    assert_eq!(text_of(&chunk), "busybox 'only'");
+    let chunk = echo(&client, &exec, "busybox 'only'");
     assert_eq!(chunk.state, ToolState::Running);
 
     slow_call_without_token_in_argv(&client, &exec, &tok);
@@ -401,19 +394,7 @@ fn every_failure_surfaces_with_its_own_code() {
     let sb = Sandbox::full();
     let exec = sb.exec();
     let gw = gateway.to_str().unwrap().to_owned();
-    let client = Client::new(Config {
-        gateway_path: gw.clone(),
-        ..Config::default()
-    })
-    .unwrap();
-    let info = client.start_gateway(&exec, &opts()).unwrap();
-    client
-        .add_mcp(
-            &exec,
-            &opts(),
-            &stdio_spec("test", testserver.to_str().unwrap()),
-        )
-        .unwrap();
+    let (client, info) = started_with_testserver(&exec, &gw, testserver.to_str().unwrap());
     let tok = token(&sb, &info.token_file);
     let attached = |port: u16, token_file: &str, transport: Option<Transport>| {
         Client::new(Config {
@@ -471,11 +452,7 @@ fn every_failure_surfaces_with_its_own_code() {
             .call_tool(&exec, &opts(), "test", "no_such_tool", "{}")
             .map(drop),
     );
-    let dup = client.add_mcp(
-        &exec,
-        &opts(),
-        &stdio_spec("test", testserver.to_str().unwrap()),
-    );
+    let dup = add_testserver(&client, &exec, testserver.to_str().unwrap());
     assert_eq!(dup.as_ref().unwrap_err().http_status(), Some(409));
     expect("conflict", ErrorKind::Conflict, dup);
     let broken = client.add_mcp(&exec, &opts(), &stdio_spec("broken", "/nonexistent/server"));
@@ -522,13 +499,9 @@ fn every_failure_surfaces_with_its_own_code() {
     expect(
         "start failed",
         ErrorKind::StartFailed,
-        Client::new(Config {
-            gateway_path: "/nonexistent/mcpgw-gateway".into(),
-            ..Config::default()
-        })
-        .unwrap()
-        .start_gateway(&exec, &opts())
-        .map(drop),
+        launching("/nonexistent/mcpgw-gateway", None)
+            .start_gateway(&exec, &opts())
+            .map(drop),
     );
     expect(
         "command failed",
@@ -572,19 +545,11 @@ fn concurrent_calls_on_one_client() {
     let (gateway, testserver) = common::binaries();
     let sb = Sandbox::full();
     let exec = sb.exec();
-    let client = Client::new(Config {
-        gateway_path: gateway.to_str().unwrap().into(),
-        ..Config::default()
-    })
-    .unwrap();
-    client.start_gateway(&exec, &opts()).unwrap();
-    client
-        .add_mcp(
-            &exec,
-            &opts(),
-            &stdio_spec("test", testserver.to_str().unwrap()),
-        )
-        .unwrap();
+    let (client, _) = started_with_testserver(
+        &exec,
+        gateway.to_str().unwrap(),
+        testserver.to_str().unwrap(),
+    );
     let t0 = Instant::now();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..4)
