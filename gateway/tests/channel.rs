@@ -486,6 +486,21 @@ async fn resumed_line(
     first_line(gw, reqwest::Method::GET, &path, None, None).await
 }
 
+/// `POST /mcps/ts/tools/echo` with `text`, sent under the caller's `mcpgw-call-id` `call`.
+async fn echo_as_call(gw: &Gateway, text: &str, call: &str) -> Reply {
+    let auth = format!("Bearer {}", gw.token);
+    let body = serde_json::to_vec(&json!({"arguments": {"text": text}})).unwrap();
+    let headers = [("mcpgw-call-id", call)];
+    gw.send_with(
+        "POST",
+        "/mcps/ts/tools/echo",
+        Some(body),
+        Some(&auth),
+        &headers,
+    )
+    .await
+}
+
 /// The REST side of resumable calls: the same answer again from `GET /calls/{id}`, ids never
 /// reused, acknowledging and cancelling, and the memory bound (finished calls forgotten first,
 /// then the oldest progress dropped, then new calls refused).
@@ -498,60 +513,24 @@ async fn resumable_calls_over_plain_http_within_their_memory() {
     assert_eq!(health.headers()["mcpgw-idle-timeout-ms"], "60000");
     gw.add(testserver_stdio("ts"), "").await.expect(200);
     let auth = format!("Bearer {}", gw.token);
-    let echo = serde_json::to_vec(&json!({"arguments": {"text": "again"}})).unwrap();
     let done = call_id();
-    let first = gw
-        .send_with(
-            "POST",
-            "/mcps/ts/tools/echo",
-            Some(echo.clone()),
-            Some(&auth),
-            &[("mcpgw-call-id", &done)],
-        )
-        .await
-        .expect(200);
+    let first = echo_as_call(&gw, "again", &done).await.expect(200);
     let again = gw.get(&format!("/calls/{done}")).await.expect(200);
     assert_eq!(first.json(), again.json());
     assert_eq!(chunk_text(&again.json()), "again");
-    let taken = gw
-        .send_with(
-            "POST",
-            "/mcps/ts/tools/echo",
-            Some(echo.clone()),
-            Some(&auth),
-            &[("mcpgw-call-id", &done)],
-        )
-        .await
-        .expect(409);
+    let taken = echo_as_call(&gw, "again", &done).await.expect(409);
     assert!(
         taken.detail().contains("never run twice"),
         "{}",
         taken.detail()
     );
-    gw.send_with(
-        "POST",
-        "/mcps/ts/tools/echo",
-        Some(echo),
-        Some(&auth),
-        &[("mcpgw-call-id", "XYZ")],
-    )
-    .await
-    .expect(400);
+    echo_as_call(&gw, "again", "XYZ").await.expect(400);
     gw.get("/calls/nothex").await.expect(400);
     gw.get(&format!("/calls/{}", call_id())).await.expect(404);
     // A cancel that overtook its call: the call, arriving after, never runs.
     let overtaken = call_id();
     gw.delete(&format!("/calls/{overtaken}")).await.expect(404);
-    let echo = serde_json::to_vec(&json!({"arguments": {"text": "late"}})).unwrap();
-    gw.send_with(
-        "POST",
-        "/mcps/ts/tools/echo",
-        Some(echo),
-        Some(&auth),
-        &[("mcpgw-call-id", &overtaken)],
-    )
-    .await
-    .expect(409);
+    echo_as_call(&gw, "late", &overtaken).await.expect(409);
 
     // A running call whose caller went away: an acknowledgement leaves it running; a resume
     // gets the chunks after those it asks to skip.
