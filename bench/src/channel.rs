@@ -13,6 +13,7 @@ use mcpgw::client::Output;
 use mcpgw::driver::{Backend, Container as Target, HostConfig, Op, Submit};
 use mcpgw::{CallOptions, Client, Config, ExecOutput, ExecResult};
 use mcpgw_runner::{ConnectionEvent, Host};
+use mcpgw_testkit::stdout_of;
 use serde_json::{Value, json};
 
 use crate::{Paths, median, verdict};
@@ -96,29 +97,14 @@ struct Container(String);
 impl Container {
     fn start(paths: &Paths) -> Container {
         let script = paths.root.join("tests/docker/sandbox.sh");
-        let image = Command::new(&script)
-            .args(["image", "--gateway"])
-            .arg(&paths.gateway)
-            .arg("--testserver")
-            .arg(&paths.static_testserver)
-            .output()
-            .unwrap();
-        assert!(
-            image.status.success(),
-            "{}",
-            String::from_utf8_lossy(&image.stderr)
+        let image = stdout_of(
+            Command::new(&script)
+                .args(["image", "--gateway"])
+                .arg(&paths.gateway)
+                .arg("--testserver")
+                .arg(&paths.static_testserver),
         );
-        let image = String::from_utf8_lossy(&image.stdout).trim().to_owned();
-        let id = Command::new(&script)
-            .args(["start", &image])
-            .output()
-            .unwrap();
-        assert!(
-            id.status.success(),
-            "{}",
-            String::from_utf8_lossy(&id.stderr)
-        );
-        Container(String::from_utf8_lossy(&id.stdout).trim().to_owned())
+        Container(stdout_of(Command::new(&script).args(["start", &image])))
     }
 
     /// A host configuration for this container, its gateway at `gateway_path`.

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use mcpgw::{CallOptions, Client, Config, Exec, ExecOutput, LocalShell, Transport};
 use mcpgw_bench::{Run, median};
+use mcpgw_testkit::succeeded;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
@@ -495,15 +496,10 @@ fn host_side(paths: &Paths, secs: u64) {
         via_builtin.extend(host_calls(&builtin, &exec, calls / 4));
     }
     let token = std::fs::read_to_string(&info.token_file).unwrap();
-    let out = Command::new(&paths.python)
-        .arg(paths.root.join("bench/agentscope_shim.py"))
-        .args([&info.port.to_string(), token.trim(), "30"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeded(
+        Command::new(&paths.python)
+            .arg(paths.root.join("bench/agentscope_shim.py"))
+            .args([&info.port.to_string(), token.trim(), "30"]),
     );
     let shim: Value = serde_json::from_slice(&out.stdout).unwrap();
     let shim: Vec<f64> = shim["ms"]

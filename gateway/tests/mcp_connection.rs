@@ -457,6 +457,19 @@ async fn opens_that_cannot_be_served_are_closed_with_the_status() {
     });
 }
 
+/// `sh script check`: why the script's sandbox cannot be made here, if it cannot.
+fn script_check(script: &std::path::Path) -> Result<(), String> {
+    let check = Command::new("sh")
+        .arg(script)
+        .arg("check")
+        .output()
+        .unwrap();
+    if check.status.success() {
+        return Ok(());
+    }
+    Err(String::from_utf8_lossy(&check.stdout).trim().to_string())
+}
+
 /// A namespace sandbox (tests/sandbox.sh): its init's pid, stopped on drop.
 struct Sandbox {
     dir: TempDir,
@@ -467,27 +480,9 @@ impl Sandbox {
     /// One, or why there can be none here.
     fn start() -> Result<Sandbox, String> {
         let script = repo().join("tests/sandbox.sh");
-        let check = Command::new("sh")
-            .arg(&script)
-            .arg("check")
-            .output()
-            .unwrap();
-        if !check.status.success() {
-            return Err(String::from_utf8_lossy(&check.stdout).trim().to_string());
-        }
+        script_check(&script)?;
         let dir = TempDir::new("mcp-sandbox");
-        let out = Command::new("sh")
-            .arg(&script)
-            .arg("start")
-            .arg(&dir.0)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let pid = stdout_of(Command::new("sh").arg(&script).arg("start").arg(&dir.0));
         Ok(Sandbox { dir, pid })
     }
 
@@ -631,37 +626,14 @@ impl Drop for Container {
 #[test]
 fn server_everything_in_a_docker_container_over_stdio_and_streamable_http() {
     let script = repo().join("tests/docker/sandbox.sh");
-    let check = Command::new("sh")
-        .arg(&script)
-        .arg("check")
-        .output()
-        .unwrap();
-    if !check.status.success() {
-        eprintln!("SKIPPED: {}", String::from_utf8_lossy(&check.stdout).trim());
+    if let Err(why) = script_check(&script) {
+        eprintln!("SKIPPED: {why}");
         return;
     }
-    let image = Command::new("sh")
-        .arg(&script)
-        .args(["image", "--node"])
-        .output()
-        .unwrap();
-    assert!(
-        image.status.success(),
-        "{}",
-        String::from_utf8_lossy(&image.stderr)
-    );
-    let image = String::from_utf8_lossy(&image.stdout).trim().to_string();
-    let started = Command::new("sh")
-        .arg(&script)
-        .args(["start", &image])
-        .output()
-        .unwrap();
-    assert!(
-        started.status.success(),
-        "{}",
-        String::from_utf8_lossy(&started.stderr)
-    );
-    let container = Container(String::from_utf8_lossy(&started.stdout).trim().to_string());
+    let image = stdout_of(Command::new("sh").arg(&script).args(["image", "--node"]));
+    let container = Container(stdout_of(
+        Command::new("sh").arg(&script).args(["start", &image]),
+    ));
     let attach = || {
         let mut c = Command::new("docker");
         c.args([

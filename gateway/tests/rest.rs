@@ -859,15 +859,10 @@ async fn legacy_sse_upstream_server_everything() {
 /// A CA and a certificate for 127.0.0.1 signed by it, made with the openssl command line.
 fn make_certificates(dir: &TempDir) {
     let openssl = |args: &[&str]| {
-        let out = std::process::Command::new("openssl")
-            .args(args)
-            .current_dir(&dir.0)
-            .output()
-            .expect("openssl runs");
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        succeeded(
+            std::process::Command::new("openssl")
+                .args(args)
+                .current_dir(&dir.0),
         );
     };
     openssl(&[

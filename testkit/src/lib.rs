@@ -24,7 +24,7 @@ pub use gateway::{Gateway, Reply, start_gateway, start_gateway_with, start_gatew
 pub use net::{RawResponse, free_port, raw_request, wait_port};
 pub use process::{
     Captured, Guarded, RssSampler, peak_rss_kib, process_alive, processes_in_group,
-    processes_where, rss_kib, wait_child, wait_gone,
+    processes_where, rss_kib, stdout_of, succeeded, wait_child, wait_gone,
 };
 pub use servers::{
     Server, TESTSERVER_TOOLS, everything_http, everything_js, everything_sse, gateway_bin,

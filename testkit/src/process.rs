@@ -1,9 +1,29 @@
 //! Processes: children killed on drop, captured output, liveness, process groups, memory.
 
 use std::io::Read;
-use std::process::Child;
+use std::process::{Child, Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Runs `command` to its end; fails the test, with the command and its stderr, unless it exits 0.
+pub fn succeeded(command: &mut Command) -> Output {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("{command:?} does not run: {e}"));
+    assert!(
+        out.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs `command` as [`succeeded`] does; its standard output, trimmed.
+pub fn stdout_of(command: &mut Command) -> String {
+    String::from_utf8_lossy(&succeeded(command).stdout)
+        .trim()
+        .to_owned()
+}
 
 /// A child process killed (and reaped) on drop.
 pub struct Guarded(pub Child);
