@@ -10,10 +10,13 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{DockerBox, HttpEndpoint, client, endpoint_argv, http, initialize, mcpgw_bin, text};
+use common::{
+    DockerBox, HttpEndpoint, client, endpoint_argv, http, initialize, mcpgw_bin, start_long_call,
+    text,
+};
 use mcpgw_testkit::clients::{clients_dir, node_modules};
 use mcpgw_testkit::container::EVERYTHING_IN_IMAGE;
-use mcpgw_testkit::{RawResponse, static_gateway_bin};
+use mcpgw_testkit::{RawResponse, static_gateway_bin, tool_names};
 use serde_json::{Value, json};
 
 fn run_json(mut cmd: Command) -> Value {
@@ -34,12 +37,7 @@ fn inspector_cli_lists_the_tools() {
         .args(endpoint_argv(&b, &[]))
         .current_dir(&build);
     let listed = run_json(cmd);
-    let names: Vec<&str> = listed["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&listed["tools"]);
     assert!(
         names.contains(&"echo") && names.contains(&"get-sum"),
         "{names:?}"
@@ -149,14 +147,7 @@ fn garbage_is_answered_and_a_client_that_leaves_mid_call_leaves_nothing() {
     );
     assert_eq!(echo["result"]["content"][0]["text"], "Echo: ok", "{echo}");
     // A long call in flight, then the client goes away.
-    let id = c.take_id();
-    c.send(
-        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-        "name": "trigger-long-running-operation", "arguments": {"duration": 60, "steps": 60},
-        "_meta": {"progressToken": "p"}}}),
-    );
-    c.notification("notifications/progress", Duration::from_secs(30))
-        .expect("the call runs");
+    start_long_call(&mut c);
     assert!(
         b.processes()
             .iter()
@@ -410,12 +401,7 @@ fn a_config_serves_every_server_prefixed_and_announces_one_that_goes_and_comes_b
     let discover = c.request("server/discover", json!({}));
     assert_eq!(discover["error"]["code"], -32601, "{discover}");
     let tools = c.request("tools/list", json!({}));
-    let names: Vec<&str> = tools["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&tools["result"]["tools"]);
     assert!(
         names.contains(&"ev__echo") && names.contains(&"ts__echo"),
         "{names:?}"

@@ -12,7 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    DockerBox, HttpEndpoint, endpoint_argv, mcpgw_bin, request_bytes, stdio_client, text,
+    DockerBox, HttpEndpoint, endpoint_argv, mcpgw_bin, request_bytes, start_long_call,
+    stdio_client, text,
 };
 use mcpgw_testkit::{RawResponse, TempDir, raw_request};
 use serde_json::{Value, json};
@@ -382,14 +383,7 @@ fn after_the_container_is_killed_every_call_is_answered_at_once() {
     for round in 0..6 {
         let Some(b) = DockerBox::start() else { return };
         let mut c = stdio_client(&b);
-        let id = c.take_id();
-        c.send(
-            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "trigger-long-running-operation", "arguments": {"duration": 60, "steps": 60},
-            "_meta": {"progressToken": "p"}}}),
-        );
-        c.notification("notifications/progress", Duration::from_secs(30))
-            .expect("the call runs");
+        let id = start_long_call(&mut c);
         b.container.kill();
         let lost = c.wait_for(id);
         assert!(

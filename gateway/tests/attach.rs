@@ -144,12 +144,7 @@ fn launch_replaces_a_gateway_of_another_instance() {
 fn requests_are_relayed_concurrently_and_answered_by_id() {
     let (_gw, mut a) = gateway_and_attach(&[]);
     let tools = a.call(2, "GET", "/mcps/ts/tools?agent_id=&session_id=", None);
-    let names: Vec<&str> = ok_res(&tools)
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(ok_res(&tools));
     assert!(
         names.contains(&"echo") && names.contains(&"slow"),
         "{names:?}"

@@ -77,12 +77,7 @@ async fn testserver_over_stdio_end_to_end() {
     );
 
     let tools = gw.get("/mcps/ts/tools").await.expect(200).json();
-    let names: Vec<&str> = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&tools);
     for want in TESTSERVER_TOOLS {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }

@@ -168,6 +168,16 @@ impl Drop for Pipe {
     }
 }
 
+/// The names in a JSON array of tools (`tools/list`'s `tools`, `GET /mcps/{name}/tools`'s answer).
+pub fn tool_names(tools: &Value) -> Vec<&str> {
+    tools
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list of tools: {tools}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
 /// How the client answers its server's requests.
 pub fn answer(method: &str, params: &Value) -> Value {
     match method {

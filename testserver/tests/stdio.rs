@@ -8,7 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use mcpgw_testkit::{Captured, TESTSERVER_TOOLS, TempDir, wait_child, wait_for_file};
+use mcpgw_testkit::{Captured, TESTSERVER_TOOLS, TempDir, tool_names, wait_child, wait_for_file};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpgw-testserver");
@@ -183,8 +183,7 @@ fn lists_every_tool_with_schemas() {
     let mut server = Server::initialized();
     let list = server.request("tools/list", json!({}));
     let tools = list["result"]["tools"].as_array().unwrap();
-    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, TESTSERVER_TOOLS);
+    assert_eq!(tool_names(&list["result"]["tools"]), TESTSERVER_TOOLS);
     for tool in tools {
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
         assert!(!tool["description"].as_str().unwrap().is_empty(), "{tool}");

@@ -194,6 +194,20 @@ pub fn stdio_client(b: &DockerBox) -> Client {
     c
 }
 
+/// Starts server-everything's minute-long operation over `c` and waits until its first progress
+/// arrives; the call's id.
+pub fn start_long_call(c: &mut Client) -> u64 {
+    let id = c.take_id();
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "trigger-long-running-operation", "arguments": {"duration": 60, "steps": 60},
+        "_meta": {"progressToken": "p"}}}),
+    );
+    c.notification("notifications/progress", Duration::from_secs(30))
+        .expect("the call runs");
+    id
+}
+
 /// One HTTP/1.1 request to `/mcp` as bytes, for a connection of its own (`Connection: close`).
 pub fn request_bytes(
     authority: &str,
