@@ -19,6 +19,17 @@ fn names(list: &Value, member: &str, key: &str) -> Vec<String> {
         .collect()
 }
 
+/// Runs the command line `argv` with no input to its end; its exit code and its stderr.
+fn exit_and_stderr(argv: &[String]) -> (Option<i32>, String) {
+    let out = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr)
+}
+
 fn argv(policy: &std::path::Path, audit: Option<&std::path::Path>) -> Vec<String> {
     let mut argv = vec![
         mcpgw_bin().display().to_string(),
@@ -221,14 +232,8 @@ fn a_policy_file_that_is_not_one_is_refused_before_anything_runs() {
     ] {
         let policy = dir.path("p.json");
         std::fs::write(&policy, text).unwrap();
-        let argv = argv(&policy, None);
-        let out = Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        let (code, stderr) = exit_and_stderr(&argv(&policy, None));
+        assert_eq!(code, Some(2), "{stderr}");
         assert!(
             stderr.contains("--policy") && stderr.contains(says),
             "{stderr}"
@@ -256,14 +261,8 @@ fn a_policy_file_that_is_not_one_is_refused_before_anything_runs() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
     for (log, says) in [(&link, "symbolic links"), (&open, "mode 644")] {
-        let argv = argv(&policy, Some(log));
-        let out = Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_ne!(out.status.code(), Some(0), "{stderr}");
+        let (code, stderr) = exit_and_stderr(&argv(&policy, Some(log)));
+        assert_ne!(code, Some(0), "{stderr}");
         assert!(
             stderr.contains("--audit-log") && stderr.contains(says),
             "{stderr}"
