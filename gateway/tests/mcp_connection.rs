@@ -9,7 +9,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use mcpgw_testkit::mcp::{Channel, Client, Pipe, normalized};
+use mcpgw_testkit::mcp::{
+    Channel, Client, Pipe, attach_channel, connect, host_meta, normalized, open_connection,
+};
 use mcpgw_testkit::*;
 use serde_json::{Value, json};
 
@@ -21,23 +23,6 @@ fn capabilities() -> Value {
 fn everything_stdio(name: &str) -> Value {
     json!({"name": name, "mcp_config": {"type": "stdio_mcp", "command": "node",
         "args": [everything_js(), "stdio"]}})
-}
-
-/// `attach` to `gw`, as a local process.
-fn attach(gw: &Gateway) -> Channel {
-    let mut command = Command::new(gateway_bin());
-    command
-        .args(["attach", "--port", &gw.port.to_string(), "--token-file"])
-        .arg(gw.dir.path("state/token"));
-    Channel::start(command)
-}
-
-/// A connection's client: opened, not yet initialized.
-fn connect(gw: &Gateway, mcp: &str) -> Client {
-    let mut channel = attach(gw);
-    let opened = channel.open(1, mcp);
-    assert_eq!(opened["t"], "opened", "{opened}");
-    Client::over(Pipe::Connection { channel, id: 1 })
 }
 
 fn initialize(client: &mut Client, version: &str) -> Value {
@@ -275,11 +260,7 @@ fn testserver(name: &str, protocols: Option<&str>) -> Value {
 /// `server/discover` for 2026-07-28. Returns what the `_meta` of its requests must carry.
 fn handshake(client: &mut Client, version: &str) -> Value {
     if version == "2026-07-28" {
-        let meta = json!({
-            "io.modelcontextprotocol/protocolVersion": version,
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "mcpgw-test", "version": "1"},
-        });
+        let meta = host_meta(version, json!({}));
         let found = client.request("server/discover", json!({"_meta": meta}));
         let versions = &found["result"]["supportedVersions"];
         assert!(
@@ -439,7 +420,7 @@ async fn bad_input_is_answered_and_cancel_and_restart_cross_the_gateway() {
 async fn opens_that_cannot_be_served_are_closed_with_the_status() {
     let gw = start_gateway(&[]);
     tokio::task::block_in_place(|| {
-        let mut channel = attach(&gw);
+        let mut channel = attach_channel(&gw);
         let closed = channel.open(3, "nowhere");
         assert_eq!(
             (closed["t"].as_str(), closed["status"].as_u64()),
@@ -570,10 +551,8 @@ fn everything_directly() -> Vec<(String, Value)> {
 
 /// Over a connection of `channel` to `mcp` (a server-everything), the script gets `want`; a
 /// long call cancelled by the host ends without an answer, and the connection goes on.
-fn answers_as_directly(mut channel: Channel, mcp: &str, want: &[(String, Value)]) {
-    let opened = channel.open(1, mcp);
-    assert_eq!(opened["t"], "opened", "{opened}");
-    let mut through = Client::over(Pipe::Connection { channel, id: 1 });
+fn answers_as_directly(channel: Channel, mcp: &str, want: &[(String, Value)]) {
+    let mut through = open_connection(channel, mcp);
     initialize(&mut through, "2025-11-25");
     let got = everything_script(&mut through);
     assert_eq!(got.len(), want.len());
@@ -741,12 +720,10 @@ async fn a_host_that_never_answers_makes_the_upstreams_request_fail_at_the_deadl
 /// What a 2026-07-28 host of these tests puts in the `_meta` of its requests: it answers
 /// input requests and takes tasks.
 fn modern_meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {
-            "extensions": {"io.modelcontextprotocol/tasks": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "mcpgw-test", "version": "1"},
-    })
+    host_meta(
+        "2026-07-28",
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+    )
 }
 
 /// Drives `confirm` as a 2026-07-28 client does: each `input_required` answered (by

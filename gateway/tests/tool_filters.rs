@@ -3,33 +3,15 @@
 //! and a `tools/call` of one is answered by the gateway with JSON-RPC error -32003 under the
 //! request's own id, never reaching the server; the tools they keep work as before.
 
-use std::process::Command;
-
-use mcpgw_testkit::mcp::{Channel, Client, Pipe};
+use mcpgw_testkit::mcp::{Client, connect, host_meta};
 use mcpgw_testkit::*;
 use serde_json::{Value, json};
-
-/// A connection's client to `mcp` through `attach`: opened, not yet initialized.
-fn connect(gw: &Gateway, mcp: &str) -> Client {
-    let mut command = Command::new(gateway_bin());
-    command
-        .args(["attach", "--port", &gw.port.to_string(), "--token-file"])
-        .arg(gw.dir.path("state/token"));
-    let mut channel = Channel::start(command);
-    let opened = channel.open(1, mcp);
-    assert_eq!(opened["t"], "opened", "{opened}");
-    Client::over(Pipe::Connection { channel, id: 1 })
-}
 
 /// Opens the connection as a host of `version` would; what the `_meta` of its requests must
 /// carry.
 fn handshake(client: &mut Client, version: &str) -> Value {
     if version == "2026-07-28" {
-        let meta = json!({
-            "io.modelcontextprotocol/protocolVersion": version,
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "mcpgw-test", "version": "1"},
-        });
+        let meta = host_meta(version, json!({}));
         let found = client.request("server/discover", json!({"_meta": meta}));
         assert!(found["result"]["supportedVersions"].is_array(), "{found}");
         meta

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::{Gateway, attach_command};
+
 /// How long any single expected message may take.
 pub const LIMIT: Duration = Duration::from_secs(30);
 
@@ -166,6 +168,39 @@ impl Drop for Pipe {
             let _ = child.wait();
         }
     }
+}
+
+/// A local `mcpgw-gateway attach` to `gw`, as a session channel.
+pub fn attach_channel(gw: &Gateway) -> Channel {
+    let token_file = gw.dir.path("state/token").display().to_string();
+    Channel::start(attach_command(&[
+        "--port",
+        &gw.port.to_string(),
+        "--token-file",
+        &token_file,
+    ]))
+}
+
+/// A virtual MCP connection of `channel` to `mcp`, under id 1: opened, not yet initialized.
+pub fn open_connection(mut channel: Channel, mcp: &str) -> Client {
+    let opened = channel.open(1, mcp);
+    assert_eq!(opened["t"], "opened", "{opened}");
+    Client::over(Pipe::Connection { channel, id: 1 })
+}
+
+/// A virtual MCP connection to `gw`'s `mcp` through a local attach: opened, not yet initialized.
+pub fn connect(gw: &Gateway, mcp: &str) -> Client {
+    open_connection(attach_channel(gw), mcp)
+}
+
+/// The `_meta` of the requests of a host of revision `version` (2026-07-28 on) that declares
+/// `capabilities`.
+pub fn host_meta(version: &str, capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "mcpgw-test", "version": "1"},
+    })
 }
 
 /// The names in a JSON array of tools (`tools/list`'s `tools`, `GET /mcps/{name}/tools`'s answer).
