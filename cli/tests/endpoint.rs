@@ -11,8 +11,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    DockerBox, HttpEndpoint, client, endpoint_argv, http, initialize, mcpgw_bin, start_long_call,
-    text,
+    DockerBox, HttpEndpoint, client, endpoint_argv, http, initialize, initialize_request,
+    mcpgw_bin, start_long_call, text,
 };
 use mcpgw_testkit::clients::{clients_dir, node_modules};
 use mcpgw_testkit::container::EVERYTHING_IN_IMAGE;
@@ -90,11 +90,7 @@ fn a_sandbox_that_is_gone_is_an_error_naming_it() {
         "x.js".into(),
     ];
     let mut c = client(&argv);
-    let init = c.request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25",
-        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-    );
+    let init = initialize_request(&mut c);
     let message = init["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("No such container"), "{init}");
     // The endpoint stays up for the client, answering each request the same way.
@@ -114,11 +110,7 @@ fn a_server_that_cannot_start_is_an_error_and_leaves_nothing() {
     let at = argv.iter().position(|a| a == "node").unwrap();
     argv[at] = "/no/such/server".into();
     let mut c = client(&argv);
-    let init = c.request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25",
-        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-    );
+    let init = initialize_request(&mut c);
     let message = init["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("/no/such/server") && message.contains("starting the server"),

@@ -176,13 +176,18 @@ pub fn client(argv: &[String]) -> Client {
     Client::direct(cmd)
 }
 
-/// The handshake of a 2025-11-25 client; the `initialize` answer.
-pub fn initialize(c: &mut Client) -> Value {
-    let init = c.request(
+/// The `initialize` request of a 2025-11-25 client with no capabilities; its answer.
+pub fn initialize_request(c: &mut Client) -> Value {
+    c.request(
         "initialize",
         json!({"protocolVersion": "2025-11-25", "capabilities": {},
                "clientInfo": {"name": "mcpgw-endpoint-test", "version": "1"}}),
-    );
+    )
+}
+
+/// The handshake of a 2025-11-25 client; the `initialize` answer.
+pub fn initialize(c: &mut Client) -> Value {
+    let init = initialize_request(c);
     c.notify("notifications/initialized", Value::Null);
     init
 }
