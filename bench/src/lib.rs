@@ -19,6 +19,16 @@ pub fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), PathBuf::from)
 }
 
+/// The static release gateway that `make bench` builds, in the target directory.
+pub fn static_gateway() -> PathBuf {
+    target_dir().join("x86_64-unknown-linux-gnu/release/mcpgw-gateway")
+}
+
+/// The release test server that `make bench` builds, in the target directory.
+pub fn release_testserver() -> PathBuf {
+    target_dir().join("release/mcpgw-testserver")
+}
+
 /// Throughput and latency of one measured run.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Run {

@@ -42,8 +42,8 @@ impl Paths {
         let root = mcpgw_bench::repo_root();
         let target = mcpgw_bench::target_dir();
         let paths = Paths {
-            gateway: target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway"),
-            testserver: target.join("release/mcpgw-testserver"),
+            gateway: mcpgw_bench::static_gateway(),
+            testserver: mcpgw_bench::release_testserver(),
             static_testserver: target.join("x86_64-unknown-linux-gnu/release/mcpgw-testserver"),
             python: root.join(".venv/bin/python"),
             root,

@@ -30,7 +30,7 @@ struct Paths {
 fn paths() -> Paths {
     let root = mcpgw_bench::repo_root();
     let target = mcpgw_bench::target_dir();
-    let static_gateway = target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway");
+    let static_gateway = mcpgw_bench::static_gateway();
     let gateway = std::env::var_os("MCPGW_BENCH_GATEWAY")
         .map(PathBuf::from)
         .unwrap_or_else(|| {

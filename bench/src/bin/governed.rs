@@ -110,15 +110,8 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(2000);
-    let target = mcpgw_bench::target_dir();
-    let gateway = target
-        .join("x86_64-unknown-linux-gnu/release/mcpgw-gateway")
-        .display()
-        .to_string();
-    let testserver = target
-        .join("release/mcpgw-testserver")
-        .display()
-        .to_string();
+    let gateway = mcpgw_bench::static_gateway().display().to_string();
+    let testserver = mcpgw_bench::release_testserver().display().to_string();
     let base = std::env::temp_dir().join(format!("mcpgw-governed-{}", std::process::id()));
     std::fs::create_dir_all(&base).unwrap();
     let audit_path = base.join("audit.jsonl");

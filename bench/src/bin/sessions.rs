@@ -73,15 +73,8 @@ fn main() {
     let gateways: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(4);
     let secs: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(5);
     raise_nofile();
-    let target = mcpgw_bench::target_dir();
-    let gateway = target
-        .join("x86_64-unknown-linux-gnu/release/mcpgw-gateway")
-        .display()
-        .to_string();
-    let testserver = target
-        .join("release/mcpgw-testserver")
-        .display()
-        .to_string();
+    let gateway = mcpgw_bench::static_gateway().display().to_string();
+    let testserver = mcpgw_bench::release_testserver().display().to_string();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

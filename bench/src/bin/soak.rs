@@ -209,13 +209,10 @@ fn main() -> ExitCode {
             other => panic!("unknown argument {other} (use --calls N, --in-flight N)"),
         }
     }
-    let target = mcpgw_bench::target_dir();
-    let gateway = std::env::var_os("MCPGW_SOAK_GATEWAY").map_or_else(
-        || target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway"),
-        PathBuf::from,
-    );
+    let gateway = std::env::var_os("MCPGW_SOAK_GATEWAY")
+        .map_or_else(mcpgw_bench::static_gateway, PathBuf::from);
     let testserver = std::env::var_os("MCPGW_SOAK_TESTSERVER")
-        .map_or_else(|| target.join("release/mcpgw-testserver"), PathBuf::from);
+        .map_or_else(mcpgw_bench::release_testserver, PathBuf::from);
     for p in [&gateway, &testserver] {
         assert!(p.exists(), "{} is missing: run `make soak`", p.display());
     }
