@@ -20,7 +20,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,6 +183,30 @@ def providers_network() -> str:
     return PROVIDERS_NETWORK
 
 
+@contextmanager
+def published_container(what: str, port: int, args: list[str]) -> Iterator[tuple[str, str]]:
+    """A container of ``docker run ARGS`` (its image and command last) on the providers' network,
+    its `port` published on this machine's loopback only: its id and that port's URL. Removed on
+    exit."""
+    r = subprocess.run(
+        ["docker", "run", "-d", "--pull", "never", "--init", "--network", providers_network(),
+         "-p", f"127.0.0.1::{port}", "--label", "mcpgw-test=1", *args],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if r.returncode != 0:
+        raise AssertionError(f"docker run of {what} failed: {r.stderr}")
+    container = r.stdout.strip()
+    try:
+        published = (
+            subprocess.run(["docker", "port", container, str(port)], capture_output=True, text=True, check=True)
+            .stdout.split(":")[-1]
+            .strip()
+        )
+        yield container, f"http://127.0.0.1:{published}"
+    finally:
+        subprocess.run(["docker", "rm", "-f", "-v", container], capture_output=True, check=False)
+
+
 def opensandbox_reason() -> str | None:
     reason = daemon_reason(OPENSANDBOX_DIR / "execd", "OpenSandbox's execd", "MCPGW_OPENSANDBOX_EXECD")
     if reason:
@@ -308,21 +332,8 @@ def start_daytona() -> Iterator[DaytonaDaemon]:
     serves on every interface of its container, with no authentication: Daytona's cloud puts its
     proxy in front) published on 127.0.0.1 only."""
     image = image_with("daytona", DAYTONA_DAEMON)
-    r = subprocess.run(
-        ["docker", "run", "-d", "--pull", "never", "--init", "--network", providers_network(), "-p", "127.0.0.1::2280",
-         "-e", "DAYTONA_SANDBOX_ID=mcpgw-test", "--label", "mcpgw-test=1", image, "daytona-daemon"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if r.returncode != 0:
-        raise AssertionError(f"docker run of Daytona's daemon failed: {r.stderr}")
-    container = r.stdout.strip()
-    try:
-        port = (
-            subprocess.run(["docker", "port", container, "2280"], capture_output=True, text=True, check=True)
-            .stdout.split(":")[-1]
-            .strip()
-        )
-        url = f"http://127.0.0.1:{port}"
+    args = ["-e", "DAYTONA_SANDBOX_ID=mcpgw-test", image, "daytona-daemon"]
+    with published_container("Daytona's daemon", 2280, args) as (container, url):
 
         def ready() -> bool:
             try:
@@ -333,8 +344,6 @@ def start_daytona() -> Iterator[DaytonaDaemon]:
 
         _until(ready, "Daytona's daemon to answer /version", 30)
         yield DaytonaDaemon(url, container)
-    finally:
-        subprocess.run(["docker", "rm", "-f", "-v", container], capture_output=True, check=False)
 
 
 @asynccontextmanager

@@ -8,7 +8,6 @@ once."""
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import skip
-from providers import E2B_ENVD, daemon_reason, providers_network
+from providers import E2B_ENVD, daemon_reason, published_container
 
 pytest.importorskip("agentscope", reason="AgentScope is not installed (make deps)")
 pytest.importorskip("e2b", reason="E2B's SDK is not installed (make deps)")
@@ -30,22 +29,8 @@ def envd_from(image: str) -> Iterator[str]:
     """envd in a container of `image`, its port published on this machine's loopback only (the
     workspace's sandbox has no access token: an E2B sandbox gets it from the control plane,
     which debug mode has not); its URL."""
-    r = subprocess.run(
-        ["docker", "run", "-d", "--pull", "never", "--init", "--network", providers_network(),
-         "-p", "127.0.0.1::49983", "--label", "mcpgw-test=1", image, "envd", "-isnotfc", "-no-cgroups"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    container = r.stdout.strip()
-    try:
-        port = (
-            subprocess.run(["docker", "port", container, "49983"], capture_output=True, text=True, check=True)
-            .stdout.split(":")[-1]
-            .strip()
-        )
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        subprocess.run(["docker", "rm", "-f", "-v", container], capture_output=True, check=False)
+    with published_container("envd", 49983, [image, "envd", "-isnotfc", "-no-cgroups"]) as (_, url):
+        yield url
 
 
 @pytest.mark.parametrize("stock", [True, False], ids=["stock", "swapped"])
