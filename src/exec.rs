@@ -55,7 +55,7 @@ pub fn read_host_file(path: &Path) -> Result<Arc<[u8]>, Error> {
     };
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(mcpgw_sys::fs::O_NONBLOCK | mcpgw_sys::fs::O_NOCTTY)
         .open(path)
         .map_err(|e| fail(e.to_string()))?;
     let meta = file.metadata().map_err(|e| fail(e.to_string()))?;

@@ -49,17 +49,6 @@ impl LocalShell {
     }
 }
 
-/// SIGKILLs the process group `pgid` with the shell's `kill` builtin, which needs no unsafe
-/// code here: a timeout is rare, and the shell is there (it ran the command).
-fn kill_group(pgid: u32) {
-    let _ = Command::new("sh")
-        .args(["-c", "kill -KILL -\"$1\"", "sh", &pgid.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
 impl Exec for LocalShell {
     fn exec(&self, command: &crate::command::Command) -> ExecResult {
         let (program, args) = self.shell.split_first().ok_or("no shell given")?;
@@ -109,7 +98,7 @@ impl Exec for LocalShell {
             let left = deadline.saturating_duration_since(Instant::now());
             let Ok((i, buf)) = rx.recv_timeout(left) else {
                 // The child is not reaped yet, so its group id cannot have been reused.
-                kill_group(child.id());
+                mcpgw_sys::process::kill_group(child.id());
                 let _ = child.wait();
                 return Err(format!(
                     "the command did not finish within {:?} and was killed",

@@ -4,6 +4,8 @@
 //! endpoint's: one JSON-RPC message read once and relayed, the handshake replayed on a new
 //! connection, the HTTP rules of each revision, the N-to-1 prefixed aggregate.
 
+#![forbid(unsafe_code)]
+
 pub mod aggregate;
 pub mod cli;
 pub mod endpoint;
@@ -11,4 +13,3 @@ pub mod http;
 pub mod link;
 pub mod relay;
 pub mod sandbox;
-pub mod stdio;

@@ -1,6 +1,8 @@
 //! `mcpgw`: the host side's command. `mcpgw mcp ...` is an MCP server on this machine for a
 //! server that runs inside a sandbox; see `mcpgw --help`.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use mcpgw_cli::cli::{self, Command};

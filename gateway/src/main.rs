@@ -4,6 +4,10 @@
 //! them on loopback through a small REST surface, wire-compatible with AgentScope 2.0's gateway,
 //! behind a per-launch bearer token. `mcpgw-gateway request` is its built-in client;
 //! `mcpgw-gateway attach` carries a host's requests over one long-lived exec's stdin and stdout.
+//!
+//! Its system calls are `mcpgw-sys`'s; the only `unsafe` here sets the allocator's options.
+
+#![deny(unsafe_code)]
 
 mod attach;
 mod auth;
@@ -58,6 +62,7 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// only acts on the delay when it next allocates or frees on that thread, so a gateway that goes
 /// quiet after one large message kept the memory for good. `MIMALLOC_PURGE_DELAY` in the
 /// environment still wins.
+#[allow(unsafe_code)]
 fn release_memory_promptly() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets one of mimalloc's numeric options; called before any other thread exists.
@@ -68,6 +73,7 @@ fn release_memory_promptly() {
 #[cfg(test)]
 mod tests {
     #[test]
+    #[allow(unsafe_code)]
     fn the_purge_delay_option_is_the_one_set() {
         // SAFETY: reads and sets mimalloc options.
         unsafe {

@@ -2,11 +2,13 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+
+use mcpgw_sys::process::Forked;
 
 use crate::auth;
 use crate::cli::{LogFormat, ServeArgs};
@@ -389,36 +391,11 @@ enum Detached {
 /// session with stdio on /dev/null, so the exec channel that launched it sees EOF and returns;
 /// the parent waits on a pipe for the child's ready line (or its death) and relays it.
 fn detach(args: &ServeArgs) -> Result<Detached, String> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two fds into the array it is given.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: both fds were just created and are owned here alone.
-    let (read_end, write_end) =
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: no other thread exists yet, so the child inherits a consistent process.
-    match unsafe { libc::fork() } {
-        -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
-        0 => {
-            drop(read_end);
-            // SAFETY: plain syscalls on our own process.
-            unsafe {
-                libc::setsid();
-                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-                if null >= 0 {
-                    libc::dup2(null, 0);
-                    libc::dup2(null, 1);
-                    libc::dup2(null, 2);
-                    if null > 2 {
-                        libc::close(null);
-                    }
-                }
-            }
-            Ok(Detached::Child(write_end))
-        }
-        _child => {
-            drop(write_end);
+    // No runtime yet: the process is still single-threaded.
+    match mcpgw_sys::process::fork_detached() {
+        Err(e) => Err(format!("fork: {e}")),
+        Ok(Forked::Child(write_end)) => Ok(Detached::Child(write_end)),
+        Ok(Forked::Parent(read_end)) => {
             let mut report = String::new();
             let _ = std::fs::File::from(read_end).read_to_string(&mut report);
             if report.starts_with('{') {

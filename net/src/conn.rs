@@ -76,26 +76,7 @@ const LINGER_BYTES: u64 = 256 << 20;
 /// Raises the soft open-file limit to the hard one (as Go programs do): every connection and
 /// every upstream's pipes take descriptors. Returns the soft limit now in force.
 pub fn raise_fd_limit() -> u64 {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit write and read the struct they are given.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            return 1024;
-        }
-        if limit.rlim_cur < limit.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: limit.rlim_max,
-                rlim_max: limit.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                limit.rlim_cur = limit.rlim_max;
-            }
-        }
-    }
-    limit.rlim_cur
+    mcpgw_sys::fs::raise_fd_limit()
 }
 
 /// Milliseconds since the server started, for atomics.
@@ -252,7 +233,10 @@ pub async fn serve<L, S, B>(
             }
             Err(e) => {
                 // Out of descriptors (or another transient failure): make room, then go on.
-                if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                if matches!(
+                    e.raw_os_error(),
+                    Some(mcpgw_sys::fs::EMFILE | mcpgw_sys::fs::ENFILE)
+                ) {
                     table.evict_one();
                 }
                 if failing == 0 {

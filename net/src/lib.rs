@@ -3,5 +3,7 @@
 //! ([`conn`]), and both keep their bearer token in a file only their user may read or replace
 //! ([`private`]). Each is hostile input's first stop, so each is written once.
 
+#![forbid(unsafe_code)]
+
 pub mod conn;
 pub mod private;

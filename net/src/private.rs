@@ -7,11 +7,7 @@ use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// This process's effective user.
-fn euid() -> u32 {
-    // SAFETY: geteuid(2) has no failure and touches no memory.
-    unsafe { libc::geteuid() }
-}
+use mcpgw_sys::fs::euid;
 
 /// The directory `path` is in (`.` for a bare file name).
 fn directory_of(path: &Path) -> PathBuf {
@@ -122,7 +118,7 @@ pub fn open_new(path: &Path) -> std::io::Result<std::fs::File> {
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(mcpgw_sys::fs::O_NOFOLLOW)
         .open(path)
 }
 
@@ -130,7 +126,7 @@ pub fn open_new(path: &Path) -> std::io::Result<std::fs::File> {
 pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
     OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(mcpgw_sys::fs::O_NOFOLLOW)
         .open(path)
 }
 

@@ -8,6 +8,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use mcpgw::{Error, ErrorKind};
+use mcpgw_sys::fs;
 
 use crate::AuditSink;
 
@@ -23,12 +24,11 @@ pub fn open_log(path: &Path) -> Result<AuditSink, Error> {
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .custom_flags(fs::O_NOFOLLOW | fs::O_CLOEXEC | fs::O_NONBLOCK)
         .open(path)
         .map_err(|e| fail(e.to_string()))?;
     let meta = file.metadata().map_err(|e| fail(e.to_string()))?;
-    // SAFETY: geteuid(2) has no failure.
-    let me = unsafe { libc::geteuid() };
+    let me = fs::euid();
     if !meta.is_file() {
         return Err(fail("not a regular file".into()));
     }

@@ -8,6 +8,8 @@
 //! timers) is the driver's; this crate only moves bytes. Many hosts share one runtime: no thread
 //! is made per host or per session.
 
+#![forbid(unsafe_code)]
+
 pub mod audit;
 
 use std::collections::HashMap;
@@ -320,13 +322,6 @@ async fn read_pipe(
     }
 }
 
-fn kill_group(pid: u32) {
-    // SAFETY: kill(2) with a negative pid signals that process group; no memory is involved.
-    unsafe {
-        libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
-    }
-}
-
 fn exit_code(status: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status
@@ -397,7 +392,7 @@ impl Task {
         }
         for proc in self.procs.values() {
             if let Some(pid) = proc.pid {
-                kill_group(pid);
+                mcpgw_sys::process::kill_group(pid);
             }
         }
     }
@@ -476,7 +471,7 @@ impl Task {
                 }
                 Action::Kill { proc } => {
                     if let Some(pid) = self.procs.get(&proc).and_then(|p| p.pid) {
-                        kill_group(pid);
+                        mcpgw_sys::process::kill_group(pid);
                     }
                 }
                 Action::Progress { op, chunk } => {
@@ -536,29 +531,38 @@ impl Task {
         cmd
     }
 
+    /// Spawns `program` for `proc` with `stdin`; `None` once its failure is reported as the
+    /// process's exit (`opener` names what would have run shell text).
+    fn spawn(
+        &mut self,
+        proc: ProcId,
+        program: Program,
+        stdin: Stdio,
+        opener: &str,
+    ) -> Option<(tokio::process::Child, Vec<String>)> {
+        let Program::Argv(argv) = program else {
+            let why = format!("this host has no {opener} for shell text");
+            let _ = self.tx.send(Msg::Exited(proc, Exit::Failed(why)));
+            return None;
+        };
+        match self.command(&argv).stdin(stdin).spawn() {
+            Ok(child) => Some((child, argv)),
+            Err(e) => {
+                let why = format!("cannot run {}: {e}", argv[0]);
+                let _ = self.tx.send(Msg::Exited(proc, Exit::Failed(why)));
+                None
+            }
+        }
+    }
+
     fn run_command(&mut self, proc: ProcId, program: Program, stdin: Stdin, _timeout: Duration) {
         let tx = self.tx.clone();
-        let Program::Argv(argv) = program else {
-            let _ = tx.send(Msg::Exited(
-                proc,
-                Exit::Failed("this host has no exec function for shell text".into()),
-            ));
-            return;
-        };
-        let mut cmd = self.command(&argv);
-        cmd.stdin(match stdin {
+        let piped = match stdin {
             Stdin::Null => Stdio::null(),
             Stdin::Bytes(_) | Stdin::Hold => Stdio::piped(),
-        });
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = tx.send(Msg::Exited(
-                    proc,
-                    Exit::Failed(format!("cannot run {}: {e}", argv[0])),
-                ));
-                return;
-            }
+        };
+        let Some((mut child, argv)) = self.spawn(proc, program, piped, "exec function") else {
+            return;
         };
         self.procs.insert(
             proc,
@@ -595,24 +599,9 @@ impl Task {
 
     fn open_channel(&mut self, proc: ProcId, program: Program) {
         let tx = self.tx.clone();
-        let Program::Argv(argv) = program else {
-            let _ = tx.send(Msg::Exited(
-                proc,
-                Exit::Failed("this host has no channel opener for shell text".into()),
-            ));
+        let Some((mut child, _)) = self.spawn(proc, program, Stdio::piped(), "channel opener")
+        else {
             return;
-        };
-        let mut cmd = self.command(&argv);
-        cmd.stdin(Stdio::piped());
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = tx.send(Msg::Exited(
-                    proc,
-                    Exit::Failed(format!("cannot run {}: {e}", argv[0])),
-                ));
-                return;
-            }
         };
         let (stdin_tx, mut stdin_rx) = mpsc::unbounded_channel::<Vec<u8>>();
         self.procs.insert(

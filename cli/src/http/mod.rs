@@ -214,10 +214,7 @@ pub fn parse_addr(text: &str) -> Result<Addr, String> {
 fn default_token_file(tag: &str) -> PathBuf {
     let dir = std::env::var_os("XDG_RUNTIME_DIR")
         .map(|d| PathBuf::from(d).join("mcpgw"))
-        .unwrap_or_else(|| {
-            // SAFETY: getuid(2) has no failure and touches no memory.
-            PathBuf::from(format!("/tmp/mcpgw-{}", unsafe { libc::getuid() }))
-        });
+        .unwrap_or_else(|| PathBuf::from(format!("/tmp/mcpgw-{}", mcpgw_sys::fs::uid())));
     dir.join(format!("mcp-http-{tag}.token"))
 }
 
@@ -308,11 +305,7 @@ async fn bind(addr: &Addr) -> Result<Listener, String> {
                 let _ = std::fs::remove_file(path);
             }
             // The socket is made inaccessible to others before it can accept anyone.
-            // SAFETY: umask(2) only swaps the process's mask.
-            let old = unsafe { libc::umask(0o177) };
-            let bound = tokio::net::UnixListener::bind(path);
-            // SAFETY: as above.
-            unsafe { libc::umask(old) };
+            let bound = mcpgw_sys::fs::with_umask(0o177, || tokio::net::UnixListener::bind(path));
             match bound {
                 Ok(l) => {
                     let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));

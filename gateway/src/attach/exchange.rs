@@ -128,8 +128,7 @@ impl Relay {
     }
 
     pub(super) fn gone(&self) -> String {
-        // SAFETY: signal 0 only checks that the process exists.
-        if self.gateway_pid != 0 && unsafe { libc::kill(self.gateway_pid as libc::pid_t, 0) } != 0 {
+        if self.gateway_pid != 0 && !mcpgw_sys::process::exists(self.gateway_pid) {
             format!(" (its process {} is gone)", self.gateway_pid)
         } else {
             String::new()

@@ -6,18 +6,17 @@
 //! buffer and goes to the gateway as a slice of it.
 
 use std::io::Read;
-use std::mem::ManuallyDrop;
-use std::os::fd::FromRawFd;
 
 use bytes::Bytes;
 use http::Method;
 use http::uri::PathAndQuery;
 use mcpgw::wire::frame::{CallId, HostFrame, quoted};
 use mcpgw::wire::lines::{Line, Splitter, top_level_id};
+use mcpgw_sys::stdio::{self, Kinds, Pipe, Standard};
+use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
 use super::liveness::Moment;
-use super::stdio;
 
 /// Frames parsed ahead of the relay; beyond, the reader waits (and stdin with it).
 const QUEUE: usize = 64;
@@ -91,13 +90,13 @@ pub enum Input {
 /// the receiver ends (`None`) at the end of input.
 pub fn start(max_frame_bytes: usize, read: Moment) -> mpsc::Receiver<Input> {
     let (tx, rx) = mpsc::channel(QUEUE);
-    match stdio::pollable(0, tokio::io::Interest::READABLE) {
-        Some(stdin) => {
+    match Pipe::standard(Standard::Input, Kinds::Pollable) {
+        Some(mut stdin) => {
             tokio::spawn(async move {
                 let mut buf = vec![0; READ_BYTES];
                 let mut lines = Splitter::new(max_frame_bytes);
                 loop {
-                    let n = match stdio::read(&stdin, &mut buf).await {
+                    let n = match stdin.read(&mut buf).await {
                         Ok(n) => n,
                         Err(e) => {
                             ended(&e);
@@ -120,9 +119,7 @@ pub fn start(max_frame_bytes: usize, read: Moment) -> mpsc::Receiver<Input> {
             std::thread::Builder::new()
                 .name("attach-stdin".into())
                 .spawn(move || {
-                    // SAFETY: fd 0 stays open for the life of the process; ManuallyDrop never
-                    // closes it.
-                    let mut stdin = ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
+                    let mut stdin = stdio::blocking(Standard::Input);
                     let mut buf = vec![0; READ_BYTES];
                     let mut lines = Splitter::new(max_frame_bytes);
                     loop {

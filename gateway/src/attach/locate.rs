@@ -4,7 +4,6 @@
 //! that concurrent attaches start one gateway between them.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -259,16 +258,9 @@ async fn lock(path: &Path) -> Result<std::fs::File, Failure> {
             .mode(0o600)
             .open(&path)
             .map_err(|e| format!("cannot open the lock file {}: {e}", path.display()))?;
-        loop {
-            // SAFETY: flock on a descriptor this function owns.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                return Ok(file);
-            }
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(format!("cannot lock {}: {e}", path.display()));
-            }
-        }
+        mcpgw_sys::fs::lock_exclusive(&file)
+            .map(|()| file)
+            .map_err(|e| format!("cannot lock {}: {e}", path.display()))
     })
     .await
     .map_err(|e| e.to_string())

@@ -19,8 +19,6 @@ mod locate;
 mod output;
 mod pool;
 mod relay;
-mod stdio;
-mod tty;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -54,7 +52,7 @@ impl Failure {
 /// Runs a session until stdin ends; returns the process exit status.
 pub fn run(args: AttachArgs) -> ExitCode {
     // Raw mode before anything is read, so a PTY echoes none of the host's frames back.
-    let terminal = tty::RawMode::enter();
+    let terminal = mcpgw_sys::tty::RawMode::enter();
     let code = match attach(args, terminal.is_active()) {
         Ok(code) => code,
         Err(f) => {
@@ -104,7 +102,7 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         heartbeat_ms: args.heartbeat.as_millis() as u64,
         retention_ms: gateway.limits.call_retention.as_millis() as u64,
     });
-    let flags = stdio::Restore::record();
+    let flags = mcpgw_sys::stdio::Flags::record();
     let (ending, written) = runtime.block_on(async {
         let live = liveness::Liveness::new(args.heartbeat, args.heartbeat_timeout);
         let (out, writer) = output::start(relay::encode(&hello), live.written.clone());
@@ -145,8 +143,7 @@ fn init_logging(args: &AttachArgs, on_terminal: bool) -> Result<(), Failure> {
             Box::new(crate::serve::open_log_file(path).map_err(|e| Failure::new(1, e))?),
             LevelFilter::from_level(args.log_level),
         ),
-        // SAFETY: isatty only inspects the descriptor.
-        None if on_terminal && unsafe { libc::isatty(2) } == 1 => {
+        None if on_terminal && mcpgw_sys::fs::is_terminal(2) => {
             (Box::new(std::io::sink()), LevelFilter::OFF)
         }
         None => (

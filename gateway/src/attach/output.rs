@@ -3,14 +3,13 @@
 //! stdout can be polled, else on a thread of its own.
 
 use std::io::Write;
-use std::mem::ManuallyDrop;
-use std::os::fd::FromRawFd;
 use std::time::Duration;
 
+use mcpgw_sys::stdio::{self, Kinds, Pipe, Standard};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 use super::liveness::Moment;
-use super::stdio;
 
 /// Encoded frames waiting for stdout; beyond, request tasks wait (and the gateway with them).
 const QUEUE: usize = 1024;
@@ -68,9 +67,9 @@ impl Writer {
 /// it touches `written` after each write. It ends at the empty frame, or when stdout fails.
 pub fn start(first: Vec<u8>, written: Moment) -> (Sender, Writer) {
     let (tx, rx) = mpsc::channel(QUEUE);
-    let writer = match stdio::pollable(1, tokio::io::Interest::WRITABLE) {
-        Some(stdout) => Writer::Task(tokio::spawn(async move {
-            let result = write_frames_polled(&stdout, first, rx, &written).await;
+    let writer = match Pipe::standard(Standard::Output, Kinds::Pollable) {
+        Some(mut stdout) => Writer::Task(tokio::spawn(async move {
+            let result = write_frames_polled(&mut stdout, first, rx, &written).await;
             report(&result);
             result
         })),
@@ -79,9 +78,7 @@ pub fn start(first: Vec<u8>, written: Moment) -> (Sender, Writer) {
             std::thread::Builder::new()
                 .name("attach-stdout".into())
                 .spawn(move || {
-                    // SAFETY: fd 1 stays open for the life of the process; ManuallyDrop never
-                    // closes it.
-                    let mut stdout = ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
+                    let mut stdout = stdio::blocking(Standard::Output);
                     let result = write_frames(&mut *stdout, first, rx, &written);
                     report(&result);
                     let _ = done_tx.send(result);
@@ -123,7 +120,7 @@ fn gather(burst: &mut Vec<u8>, rx: &mut mpsc::Receiver<Vec<u8>>) -> Next {
 }
 
 async fn write_frames_polled(
-    out: &tokio::io::unix::AsyncFd<stdio::Std>,
+    out: &mut Pipe,
     first: Vec<u8>,
     mut rx: mpsc::Receiver<Vec<u8>>,
     written: &Moment,
@@ -131,11 +128,11 @@ async fn write_frames_polled(
     let mut burst = first;
     loop {
         let next = gather(&mut burst, &mut rx);
-        stdio::write_all(out, &burst).await?;
+        out.write_all(&burst).await?;
         burst.clear();
         match next {
             Next::End => return Ok(()),
-            Next::Large(frame) => stdio::write_all(out, &frame).await?,
+            Next::Large(frame) => out.write_all(&frame).await?,
             Next::Wait => {}
         }
         written.touch();

@@ -33,11 +33,9 @@ pub fn new_tag() -> String {
 
 /// Makes the gateway a child subreaper (`PR_SET_CHILD_SUBREAPER`).
 pub fn become_subreaper() {
-    // SAFETY: prctl with an integer argument only changes this process's attributes.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+    if let Err(e) = mcpgw_sys::process::become_subreaper() {
         tracing::warn!(
-            "cannot become a child subreaper ({}): processes that escape an upstream may outlive it",
-            std::io::Error::last_os_error()
+            "cannot become a child subreaper ({e}): processes that escape an upstream may outlive it"
         );
     }
 }
@@ -144,13 +142,10 @@ pub fn of_upstream(tag: &str, root: u32) -> Vec<Proc> {
 }
 
 /// Sends `signal` to each process still the one recorded (same start time).
-pub fn signal(procs: &[Proc], signal: libc::c_int) {
+pub fn signal(procs: &[Proc], signal: mcpgw_sys::c_int) {
     for p in procs {
         if read_proc(p.pid).is_some_and(|now| now.started == p.started && !now.zombie) {
-            // SAFETY: kill(2) on a process just checked to be the recorded one.
-            unsafe {
-                libc::kill(p.pid as libc::pid_t, signal);
-            }
+            mcpgw_sys::process::signal(p.pid, signal);
         }
     }
 }
@@ -169,11 +164,8 @@ pub fn reap_orphans() {
     let waited = WAITED.lock().unwrap();
     for p in all() {
         if p.ppid == me && p.zombie && !waited.as_ref().is_some_and(|w| w.contains(&p.pid)) {
-            let mut status = 0;
-            // SAFETY: waitpid on a zombie child of ours nobody else waits for.
-            unsafe {
-                libc::waitpid(p.pid as libc::pid_t, &mut status, libc::WNOHANG);
-            }
+            // A zombie child of ours nobody else waits for.
+            mcpgw_sys::process::reap(p.pid);
         }
     }
 }
@@ -211,7 +203,7 @@ pub fn kill_everything() {
         }
     }
     doomed.retain(|p| !p.zombie);
-    signal(&doomed, libc::SIGKILL);
+    signal(&doomed, mcpgw_sys::SIGKILL);
 }
 
 #[cfg(test)]

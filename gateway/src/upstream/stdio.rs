@@ -29,7 +29,7 @@ static LIVE_GROUPS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 /// SIGKILLs every process group this gateway started that may still have members.
 pub fn kill_all_groups() {
     for pgid in LIVE_GROUPS.lock().unwrap().drain(..) {
-        signal_group(pgid, libc::SIGKILL);
+        mcpgw_sys::process::kill_group(pgid);
     }
 }
 
@@ -227,8 +227,8 @@ impl ChildProcess {
     pub async fn terminate(&self, grace: Duration) {
         self.wait_exit(grace).await;
         for (signal, wait) in [
-            (libc::SIGTERM, Duration::from_secs(2)),
-            (libc::SIGKILL, Duration::from_secs(2)),
+            (mcpgw_sys::SIGTERM, Duration::from_secs(2)),
+            (mcpgw_sys::SIGKILL, Duration::from_secs(2)),
         ] {
             let escaped = process::of_upstream(&self.tag, self.pid);
             let group = self.group_alive();
@@ -236,7 +236,7 @@ impl ChildProcess {
                 return;
             }
             if group {
-                signal_group(self.pid, signal);
+                mcpgw_sys::process::signal_group(self.pid, signal);
             }
             process::signal(&escaped, signal);
             let deadline = tokio::time::Instant::now() + wait;
@@ -260,9 +260,7 @@ impl ChildProcess {
         if self.gone.load(Ordering::Relaxed) {
             return false;
         }
-        // SAFETY: kill(2) with signal 0 only checks for existence and permission.
-        let r = unsafe { libc::kill(-(self.pid as libc::pid_t), 0) };
-        let alive = r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        let alive = mcpgw_sys::process::group_exists(self.pid);
         if !alive {
             self.gone.store(true, Ordering::Relaxed);
             LIVE_GROUPS.lock().unwrap().retain(|&g| g != self.pid);
@@ -275,17 +273,12 @@ impl Drop for ChildProcess {
     fn drop(&mut self) {
         // The last line of defence: an upstream dropped without `terminate` leaves no process.
         if self.group_alive() {
-            signal_group(self.pid, libc::SIGKILL);
+            mcpgw_sys::process::kill_group(self.pid);
         }
-        process::signal(&process::of_upstream(&self.tag, self.pid), libc::SIGKILL);
-    }
-}
-
-fn signal_group(pgid: u32, signal: libc::c_int) {
-    // SAFETY: killpg(2) has no memory effects; the group id is the pid of our own child, which
-    // cannot be reused while the group has members.
-    unsafe {
-        libc::killpg(pgid as libc::pid_t, signal);
+        process::signal(
+            &process::of_upstream(&self.tag, self.pid),
+            mcpgw_sys::SIGKILL,
+        );
     }
 }
 
