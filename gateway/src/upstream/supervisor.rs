@@ -109,13 +109,7 @@ impl Upstream {
             });
         }
         if !self.spec.is_stateful {
-            let session = self
-                .open_session()
-                .await
-                .map_err(|reason| Error::SessionFailed {
-                    mcp: self.name.clone(),
-                    reason,
-                })?;
+            let session = self.open_session().await.map_err(|r| self.failed(r))?;
             return Ok((session, true));
         }
         if let Some(s) = self.live_session() {
@@ -166,6 +160,14 @@ impl Upstream {
                     reason,
                 })
             }
+        }
+    }
+
+    /// The error of a session of this upstream that could not be opened.
+    fn failed(&self, reason: String) -> Error {
+        Error::SessionFailed {
+            mcp: self.name.clone(),
+            reason,
         }
     }
 
@@ -231,13 +233,10 @@ impl Upstream {
         if !self.spec.is_stateful && !self.closed.load(Ordering::Acquire) {
             let speaks = self.eras.lock().unwrap().known_to_speak(era);
             if speaks {
-                let session =
-                    self.open_session_in(era)
-                        .await
-                        .map_err(|reason| Error::SessionFailed {
-                            mcp: self.name.clone(),
-                            reason,
-                        })?;
+                let session = self
+                    .open_session_in(era)
+                    .await
+                    .map_err(|r| self.failed(r))?;
                 return Ok((session, true));
             }
         }
