@@ -30,6 +30,21 @@ func connect(t *testing.T, sb *sandbox, name string, opts *mcp.ClientOptions) *m
 	return cs
 }
 
+// echo calls the test server's echo tool with s over cs.
+func echo(ctx context.Context, cs *mcp.ClientSession, s string) (*mcp.CallToolResult, error) {
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": s}})
+}
+
+// rawConnection is a new transport's mcp.Connection to sb's "ts", with no SDK client on it.
+func rawConnection(t *testing.T, ctx context.Context, sb *sandbox) mcp.Connection {
+	t.Helper()
+	conn, err := mcpsdk.NewTransport(sb.client, "ts").Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 func text(t *testing.T, r *mcp.CallToolResult) string {
 	t.Helper()
 	if len(r.Content) != 1 {
@@ -68,7 +83,7 @@ func TestSDKClientOnTheTestServer(t *testing.T) {
 	if err != nil || len(tools.Tools) == 0 || tools.Tools[0].Name != "echo" {
 		t.Fatalf("tools/list: %v, %v", tools, err)
 	}
-	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}})
+	r, err := echo(ctx, cs, "hello")
 	if err != nil || r.IsError || text(t, r) != "hello" {
 		t.Errorf("echo: %+v, %v", r, err)
 	}
@@ -159,7 +174,7 @@ func TestClosingTheSDKSessionKeepsTheClientSession(t *testing.T) {
 	if err := first.Wait(); err != nil {
 		t.Errorf("Wait after Close: %v", err)
 	}
-	_, err := first.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+	_, err := echo(ctx, first, "x")
 	if !errors.Is(err, mcp.ErrConnectionClosed) {
 		t.Errorf("a call after Close: %v", err)
 	}
@@ -170,7 +185,7 @@ func TestClosingTheSDKSessionKeepsTheClientSession(t *testing.T) {
 		t.Errorf("the client after the SDK session closed: %v, %v", chunk, err)
 	}
 	second := connect(t, sb, "ts", nil)
-	if r, err := second.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "again"}}); err != nil || text(t, r) != "again" {
+	if r, err := echo(ctx, second, "again"); err != nil || text(t, r) != "again" {
 		t.Errorf("a second SDK session: %v, %v", r, err)
 	}
 }
@@ -181,10 +196,7 @@ func TestConnectionAfterClose(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	sb := openSandbox(t)
-	conn, err := mcpsdk.NewTransport(sb.client, "ts").Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := rawConnection(t, ctx, sb)
 	ping := &jsonrpc.Request{ID: mustID(t, 1), Method: "ping"}
 	if err := conn.Write(ctx, ping); err != nil {
 		t.Fatal(err)
@@ -195,7 +207,7 @@ func TestConnectionAfterClose(t *testing.T) {
 	if err := conn.Close(); err != nil {
 		t.Errorf("Close again: %v", err)
 	}
-	err = conn.Write(ctx, ping)
+	err := conn.Write(ctx, ping)
 	var e *mcpgw.Error
 	if !errors.Is(err, mcp.ErrConnectionClosed) || !errors.Is(err, mcpgw.ErrInvalidState) || !errors.As(err, &e) ||
 		!strings.Contains(err.Error(), "the connection is closed") {
@@ -299,7 +311,7 @@ func TestLostChannelEndsTheSDKSession(t *testing.T) {
 		t.Errorf("a request after the loss: %v", err)
 	}
 	again := connect(t, sb, "ts", nil)
-	if r, err := again.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "back"}}); err != nil || text(t, r) != "back" {
+	if r, err := echo(ctx, again, "back"); err != nil || text(t, r) != "back" {
 		t.Errorf("a new SDK session after the channel was opened again: %v, %v", r, err)
 	}
 }
@@ -310,10 +322,7 @@ func TestStoppedGatewayEndsTheSDKSession(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	sb := openSandbox(t)
-	conn, err := mcpsdk.NewTransport(sb.client, "ts").Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := rawConnection(t, ctx, sb)
 	cs := connect(t, sb, "ts", nil)
 	sb.stopped = true
 	if err := sb.client.StopGateway(ctx); err != nil {
@@ -322,10 +331,10 @@ func TestStoppedGatewayEndsTheSDKSession(t *testing.T) {
 	if err := cs.Wait(); !errors.Is(err, mcpgw.ErrSessionLost) {
 		t.Errorf("Wait: %v", err)
 	}
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); !errors.Is(err, mcp.ErrConnectionClosed) {
+	if _, err := echo(ctx, cs, "x"); !errors.Is(err, mcp.ErrConnectionClosed) {
 		t.Errorf("a call after the gateway stopped: %v", err)
 	}
-	err = conn.Write(ctx, &jsonrpc.Request{ID: mustID(t, 1), Method: "ping"})
+	err := conn.Write(ctx, &jsonrpc.Request{ID: mustID(t, 1), Method: "ping"})
 	if !errors.Is(err, mcp.ErrConnectionClosed) || !errors.Is(err, mcpgw.ErrSessionLost) || !strings.Contains(err.Error(), "has ended") {
 		t.Errorf("a write after the gateway stopped: %v", err)
 	}
