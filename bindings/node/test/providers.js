@@ -76,13 +76,13 @@ async function freePort() {
 }
 
 /**
- * E2B's envd in a container (on this machine's network: the SDK reaches it at 127.0.0.1:PORT
- * as it reaches a sandbox's envd through E2B's edge), locked at once with an access token as
- * E2B's control plane does. `stop` removes it.
+ * A test container, started detached on `network` by `docker run` with `args` (its image and
+ * command last); its id, or an error naming `what` when Docker cannot start it.
+ * @param {string} what
+ * @param {string} network
+ * @param {...string} args
  */
-export async function startEnvd() {
-  const image = imageWith('e2b', E2B_ENVD);
-  const port = await freePort();
+function runContainer(what, network, ...args) {
   const run = docker(
     'run',
     '-d',
@@ -90,9 +90,26 @@ export async function startEnvd() {
     'never',
     '--init',
     '--network',
-    'host',
+    network,
     '--label',
     'mcpgw-test=1',
+    ...args,
+  );
+  if (run.status !== 0) throw new Error(`docker run of ${what} failed: ${run.stderr}`);
+  return run.stdout.trim();
+}
+
+/**
+ * E2B's envd in a container (on this machine's network: the SDK reaches it at 127.0.0.1:PORT
+ * as it reaches a sandbox's envd through E2B's edge), locked at once with an access token as
+ * E2B's control plane does. `stop` removes it.
+ */
+export async function startEnvd() {
+  const image = imageWith('e2b', E2B_ENVD);
+  const port = await freePort();
+  const container = runContainer(
+    'envd',
+    'host',
     image,
     'envd',
     '-isnotfc',
@@ -100,8 +117,6 @@ export async function startEnvd() {
     '-port',
     String(port),
   );
-  if (run.status !== 0) throw new Error(`docker run of envd failed: ${run.stderr}`);
-  const container = run.stdout.trim();
   const url = `http://127.0.0.1:${port}`;
   const stop = () => docker('rm', '-f', '-v', container);
   try {
@@ -266,25 +281,16 @@ function providersNetwork() {
  */
 export async function startDaytona() {
   const image = imageWith('daytona', DAYTONA_DAEMON);
-  const run = docker(
-    'run',
-    '-d',
-    '--pull',
-    'never',
-    '--init',
-    '--network',
+  const container = runContainer(
+    "Daytona's daemon",
     providersNetwork(),
     '-p',
     '127.0.0.1::2280',
     '-e',
     'DAYTONA_SANDBOX_ID=mcpgw-test',
-    '--label',
-    'mcpgw-test=1',
     image,
     'daytona-daemon',
   );
-  if (run.status !== 0) throw new Error(`docker run of Daytona's daemon failed: ${run.stderr}`);
-  const container = run.stdout.trim();
   const port = docker('port', container, '2280').stdout.trim().split(':').pop();
   const url = `http://127.0.0.1:${port}`;
   const record = {
