@@ -21,7 +21,7 @@ pub use attach::{
 };
 pub use fs::{TempDir, appears, wait_for_file};
 pub use gateway::{Gateway, Reply, start_gateway, start_gateway_with, start_gateway_with_env};
-pub use mcp::tool_names;
+pub use mcp::{strings_at, tool_names};
 pub use net::{RawResponse, free_port, raw_request, wait_port};
 pub use process::{
     Captured, Guarded, RssSampler, peak_rss_kib, process_alive, processes_in_group,

@@ -205,11 +205,19 @@ pub fn host_meta(version: &str, capabilities: Value) -> Value {
 
 /// The names in a JSON array of tools (`tools/list`'s `tools`, `GET /mcps/{name}/tools`'s answer).
 pub fn tool_names(tools: &Value) -> Vec<&str> {
-    tools
-        .as_array()
-        .unwrap_or_else(|| panic!("not a list of tools: {tools}"))
+    strings_at(tools, "name")
+}
+
+/// The string member `key` of each object of the JSON array `list`, in order.
+pub fn strings_at<'a>(list: &'a Value, key: &str) -> Vec<&'a str> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
         .iter()
-        .map(|t| t["name"].as_str().unwrap())
+        .map(|item| {
+            item[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no string {key} in {item}"))
+        })
         .collect()
 }
 

@@ -8,7 +8,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use mcpgw_testkit::{Captured, TESTSERVER_TOOLS, TempDir, tool_names, wait_child, wait_for_file};
+use mcpgw_testkit::{
+    Captured, TESTSERVER_TOOLS, TempDir, strings_at, tool_names, wait_child, wait_for_file,
+};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpgw-testserver");
@@ -278,12 +280,8 @@ fn media_content_in_order() {
     let mut server = Server::initialized();
     let media = server.call("media", json!({}));
     let content = media["content"].as_array().unwrap();
-    let kinds: Vec<&str> = content
-        .iter()
-        .map(|c| c["type"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        kinds,
+        strings_at(&media["content"], "type"),
         ["image", "audio", "resource", "resource", "resource_link"]
     );
     assert_eq!(content[0]["mimeType"], "image/png");
