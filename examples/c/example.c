@@ -53,6 +53,15 @@ host_loop *example_loop(const char *fmt, ...) {
     return loop;
 }
 
+host_loop *example_local_loop(const char *gateway_path) {
+    char *gateway = host_loop_json_string(gateway_path);
+    host_loop *loop =
+        gateway ? example_loop("{\"backend\":{\"kind\":\"local\"},\"gateway_path\":%s}", gateway)
+                : NULL;
+    free(gateway);
+    return loop;
+}
+
 /* The operation's name, from its JSON's "op" member, for messages. */
 static void op_name(const char *op, char *name, size_t cap) {
     const char *at = strstr(op, "\"op\":\"");

@@ -14,6 +14,10 @@ char *example_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
  * host_loop_json_string), its notices printed to stderr; NULL (the reason printed) on failure. */
 host_loop *example_loop(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* example_loop on this machine (the local backend), the gateway binary at `gateway_path`; NULL
+ * (the reason printed) on failure. */
+host_loop *example_local_loop(const char *gateway_path);
+
 /* Runs the operation printf'd from `fmt` and prints how it went: its result JSON (shortened), or
  * its failure, on stdout when the failure is `expected`, else on stderr. `out` (may be NULL)
  * receives the outcome, to free with host_loop_result_free. Returns the result code. */

@@ -77,12 +77,8 @@ int main(int argc, char **argv) {
     refuse_config("{\"backend\":{\"kind\":\"local\"}}{\"backend\":{\"kind\":\"local\"}}",
                   "follows its JSON document");
 
-    char *gateway = host_loop_json_string(argv[1]);
     char *spec = example_testserver_spec("test", argv[2]);
-    host_loop *loop =
-        gateway && spec
-            ? example_loop("{\"backend\":{\"kind\":\"local\"},\"gateway_path\":%s}", gateway)
-            : NULL;
+    host_loop *loop = spec ? example_local_loop(argv[1]) : NULL;
     if (!loop) return 1;
     mcpgw_host *host = host_loop_host(loop);
     printf("operations:\n");
@@ -163,7 +159,6 @@ done:
     example_run(loop, MCPGW_RESULT_OK, NULL, "{\"op\":\"stop_gateway\"}");
     example_run(loop, MCPGW_RESULT_OK, NULL, "{\"op\":\"close_session\"}");
     host_loop_free(loop);
-    free(gateway);
     free(spec);
     if (failures) fprintf(stderr, "refusals: %d refusal(s) missing\n", failures);
     return status;

@@ -51,12 +51,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s GATEWAY_BINARY TESTSERVER_BINARY\n", argv[0]);
         return 2;
     }
-    char *gateway = host_loop_json_string(argv[1]);
     char *spec = example_testserver_spec("test", argv[2]);
-    host_loop *loop =
-        gateway && spec
-            ? example_loop("{\"backend\":{\"kind\":\"local\"},\"gateway_path\":%s}", gateway)
-            : NULL;
+    host_loop *loop = spec ? example_local_loop(argv[1]) : NULL;
     int status = 1;
     if (!loop || !example_ok(loop, NULL, "{\"op\":\"start_gateway\"}")) goto out;
     if (!example_ok(loop, NULL, "{\"op\":\"add_mcp\",\"spec\":%s}", spec)) goto stop;
@@ -119,7 +115,6 @@ stop:
     if (!example_ok(loop, NULL, "{\"op\":\"stop_gateway\"}")) status = 1;
 out:
     host_loop_free(loop);
-    free(gateway);
     free(spec);
     return status;
 }
