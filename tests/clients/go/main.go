@@ -131,6 +131,14 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
+// entry decodes a script entry [label, name, arguments] of calls or prompts.
+func entry[A any](e [3]json.RawMessage) (label, name string, arguments A) {
+	_ = json.Unmarshal(e[0], &label)
+	_ = json.Unmarshal(e[1], &name)
+	_ = json.Unmarshal(e[2], &arguments)
+	return label, name, arguments
+}
+
 // outcome is a request's result, or the error the SDK returned.
 func outcome(result any, err error) map[string]any {
 	if err != nil {
@@ -274,22 +282,14 @@ func run(args []string) (map[string]any, error) {
 		return nil, err
 	}
 	for _, c := range s.Calls {
-		var label, name string
-		var arguments map[string]any
-		_ = json.Unmarshal(c[0], &label)
-		_ = json.Unmarshal(c[1], &name)
-		_ = json.Unmarshal(c[2], &arguments)
+		label, name, arguments := entry[map[string]any](c)
 		out["call "+label] = outcome(cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: arguments}))
 	}
 	for _, uri := range append([]string{resources.Resources[0].URI}, s.Reads...) {
 		out["read "+uri] = outcome(cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}))
 	}
 	for _, p := range s.Prompts {
-		var label, name string
-		var arguments map[string]string
-		_ = json.Unmarshal(p[0], &label)
-		_ = json.Unmarshal(p[1], &name)
-		_ = json.Unmarshal(p[2], &arguments)
+		label, name, arguments := entry[map[string]string](p)
 		out[label] = outcome(cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: arguments}))
 	}
 	var complete mcp.CompleteParams
