@@ -39,6 +39,14 @@ from providers import (
 )
 
 
+def skip_unless_here(provider: str, reason: str | None, sdk: str) -> None:
+    """Skips the test when `provider`'s sandbox cannot be had here (`reason`) or its SDK, the
+    module `sdk`, is not installed."""
+    if reason:
+        skip(f"no {provider} sandbox here: {reason}")
+    pytest.importorskip(sdk, reason=f"{provider}'s SDK is not installed (make deps)")
+
+
 async def _started(
     client: mcpgw.AsyncClient, got: list[mcpgw.ToolChunk], arguments: dict[str, object]
 ) -> asyncio.Future[mcpgw.ToolChunk]:
@@ -100,10 +108,7 @@ async def a_session_through(client: mcpgw.AsyncClient, box: Box, backend: str, k
 
 @pytest.fixture
 def envd() -> Iterator[Envd]:
-    reason = daemon_reason(E2B_ENVD, "E2B's envd", "MCPGW_E2B_ENVD")
-    if reason:
-        skip(f"no E2B sandbox here: {reason}")
-    pytest.importorskip("e2b", reason="E2B's SDK is not installed (make deps)")
+    skip_unless_here("E2B", daemon_reason(E2B_ENVD, "E2B's envd", "MCPGW_E2B_ENVD"), "e2b")
     yield from start_envd()
 
 
@@ -137,10 +142,7 @@ def test_e2b_refuses_what_is_not_a_sandbox() -> None:
 
 @pytest.fixture(scope="module")
 def opensandbox_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenSandboxServer]:
-    reason = opensandbox_reason()
-    if reason:
-        skip(f"no OpenSandbox here: {reason}")
-    pytest.importorskip("opensandbox", reason="OpenSandbox's SDK is not installed (make deps)")
+    skip_unless_here("OpenSandbox", opensandbox_reason(), "opensandbox")
     pytest.importorskip("websockets", reason="websockets is not installed (make deps)")
     yield from start_opensandbox_server(Path(tmp_path_factory.mktemp("opensandbox")))
 
@@ -178,10 +180,7 @@ async def test_opensandbox_one_shot(opensandbox_sandbox: object) -> None:
 
 @pytest.fixture
 def daytona_daemon() -> Iterator[DaytonaDaemon]:
-    reason = daemon_reason(DAYTONA_DAEMON, "Daytona's daemon", "MCPGW_DAYTONA_DAEMON")
-    if reason:
-        skip(f"no Daytona sandbox here: {reason}")
-    pytest.importorskip("daytona", reason="Daytona's SDK is not installed (make deps)")
+    skip_unless_here("Daytona", daemon_reason(DAYTONA_DAEMON, "Daytona's daemon", "MCPGW_DAYTONA_DAEMON"), "daytona")
     yield from start_daytona()
 
 
