@@ -132,7 +132,6 @@ impl Container {
             once();
         }
         let times: Vec<f64> = (0..n).map(|_| once()).collect();
-        drop(once);
         drop(input);
         let _ = cat.wait();
         median(times)
