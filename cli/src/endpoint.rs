@@ -82,11 +82,11 @@ pub fn refuse_all(lines: &[String], why: &str, out: &mut Vec<String>) {
 pub async fn serve_stdio(args: McpArgs) -> i32 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let level = args.log_level;
-    let mut stdin = mcpgw_sys::stdio::stdin();
+    let mut stdin = mcpgw_sys::stdio::stdin(mcpgw_sys::stdio::Kinds::PipesAndSockets);
     let mut splitter = Splitter::new(MAX_MESSAGE_BYTES);
     let mut buf = vec![0u8; 64 * 1024];
     let mut ended = false;
-    let mut stdout = mcpgw_sys::stdio::stdout();
+    let mut stdout = mcpgw_sys::stdio::stdout(mcpgw_sys::stdio::Kinds::PipesAndSockets);
     let setup = Sandbox::set_up(&args);
     tokio::pin!(setup);
     let stop = terminated();

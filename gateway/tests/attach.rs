@@ -780,7 +780,8 @@ fn files_on_stdin_or_stdout_are_served_by_threads() {
     let dir = TempDir::new("attach-files");
     let token_file = gw.dir.path("state/token");
 
-    // Stdout to a file (it cannot be polled): a writer thread, everything written by the exit.
+    // Stdout to a file (it cannot be polled): written through the blocking pool, everything
+    // written by the exit.
     let out = dir.path("out");
     let mut child = Command::new(gateway_bin())
         .args(["attach", "--port", &gw.port.to_string(), "--token-file"])
@@ -827,7 +828,8 @@ fn files_on_stdin_or_stdout_are_served_by_threads() {
     ids.sort();
     assert_eq!(ids, (1..=20).collect::<Vec<_>>());
 
-    // Stdin from a file: a reader thread; its end cancels what is still in flight.
+    // Stdin from a file (read through the blocking pool): its end cancels what is still in
+    // flight.
     let input = dir.path("in");
     std::fs::write(
         &input,

@@ -207,28 +207,22 @@ impl Drop for Flags {
     }
 }
 
-/// Standard input: on the reactor when it is a pipe or a socket, else tokio's.
-pub fn stdin() -> Pin<Box<dyn AsyncRead + Send>> {
-    match Pipe::standard(Standard::Input, Kinds::PipesAndSockets) {
+/// Standard input: on the reactor when it is of `kinds`, else tokio's (a thread of the blocking
+/// pool per read).
+pub fn stdin(kinds: Kinds) -> Pin<Box<dyn AsyncRead + Send>> {
+    match Pipe::standard(Standard::Input, kinds) {
         Some(p) => Box::pin(p),
         None => Box::pin(tokio::io::stdin()),
     }
 }
 
-/// Standard output: on the reactor when it is a pipe or a socket, else tokio's.
-pub fn stdout() -> Pin<Box<dyn AsyncWrite + Send>> {
-    match Pipe::standard(Standard::Output, Kinds::PipesAndSockets) {
+/// Standard output: on the reactor when it is of `kinds`, else tokio's (a thread of the blocking
+/// pool per write; flush it).
+pub fn stdout(kinds: Kinds) -> Pin<Box<dyn AsyncWrite + Send>> {
+    match Pipe::standard(Standard::Output, kinds) {
         Some(p) => Box::pin(p),
         None => Box::pin(tokio::io::stdout()),
     }
-}
-
-/// A standard stream as a blocking [`std::fs::File`], never closed (for the thread that serves
-/// one that cannot be polled).
-pub fn blocking(stream: Standard) -> std::mem::ManuallyDrop<std::fs::File> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: the program never closes its standard streams; ManuallyDrop never closes it.
-    std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(stream.fd()) })
 }
 
 #[cfg(test)]

@@ -1,18 +1,17 @@
 //! Stdin: lines read with bounded memory and parsed into frames, on the runtime's thread when
-//! stdin can be polled, else on a thread of its own.
+//! stdin can be polled (a pipe, a socket, a terminal), else through tokio's blocking pool (a
+//! file, `/dev/null`).
 //!
 //! A line longer than the limit is refused as soon as it passes the limit and the rest of it is
 //! skipped as it arrives, never held: at most the limit's worth of a line is in memory, once. A request's body is not copied: it stays in the line's
 //! buffer and goes to the gateway as a slice of it.
-
-use std::io::Read;
 
 use bytes::Bytes;
 use http::Method;
 use http::uri::PathAndQuery;
 use mcpgw::wire::frame::{CallId, HostFrame, quoted};
 use mcpgw::wire::lines::{Line, Splitter, top_level_id};
-use mcpgw_sys::stdio::{self, Kinds, Pipe, Standard};
+use mcpgw_sys::stdio::{self, Kinds};
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
@@ -90,61 +89,30 @@ pub enum Input {
 /// the receiver ends (`None`) at the end of input.
 pub fn start(max_frame_bytes: usize, read: Moment) -> mpsc::Receiver<Input> {
     let (tx, rx) = mpsc::channel(QUEUE);
-    match Pipe::standard(Standard::Input, Kinds::Pollable) {
-        Some(mut stdin) => {
-            tokio::spawn(async move {
-                let mut buf = vec![0; READ_BYTES];
-                let mut lines = Splitter::new(max_frame_bytes);
-                loop {
-                    let n = match stdin.read(&mut buf).await {
-                        Ok(n) => n,
-                        Err(e) => {
-                            ended(&e);
-                            0
-                        }
-                    };
-                    read.touch();
-                    for input in inputs(&mut lines, &buf[..n]) {
-                        if tx.send(input).await.is_err() {
-                            return;
-                        }
-                    }
-                    if n == 0 {
-                        return;
-                    }
+    let mut stdin = stdio::stdin(Kinds::Pollable);
+    tokio::spawn(async move {
+        let mut buf = vec![0; READ_BYTES];
+        let mut lines = Splitter::new(max_frame_bytes);
+        loop {
+            let n = match stdin.read(&mut buf).await {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    ended(&e);
+                    0
                 }
-            });
+            };
+            read.touch();
+            for input in inputs(&mut lines, &buf[..n]) {
+                if tx.send(input).await.is_err() {
+                    return;
+                }
+            }
+            if n == 0 {
+                return;
+            }
         }
-        None => {
-            std::thread::Builder::new()
-                .name("attach-stdin".into())
-                .spawn(move || {
-                    let mut stdin = stdio::blocking(Standard::Input);
-                    let mut buf = vec![0; READ_BYTES];
-                    let mut lines = Splitter::new(max_frame_bytes);
-                    loop {
-                        let n = match stdin.read(&mut buf) {
-                            Ok(n) => n,
-                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                            Err(e) => {
-                                ended(&e);
-                                0
-                            }
-                        };
-                        read.touch();
-                        for input in inputs(&mut lines, &buf[..n]) {
-                            if tx.blocking_send(input).is_err() {
-                                return;
-                            }
-                        }
-                        if n == 0 {
-                            return;
-                        }
-                    }
-                })
-                .expect("spawning the stdin thread");
-        }
-    }
+    });
     rx
 }
 

@@ -1,12 +1,12 @@
 //! Stdout: one writer owns it, so frames never interleave, and writes every burst of frames
-//! that queued up while it was busy with one `write`. It runs on the runtime's thread when
-//! stdout can be polled, else on a thread of its own.
+//! that queued up while it was busy with one `write`. It writes on the runtime's thread when
+//! stdout can be polled (a pipe, a socket, a terminal: every exec channel), else through
+//! tokio's blocking pool (a file, `/dev/null`).
 
-use std::io::Write;
 use std::time::Duration;
 
-use mcpgw_sys::stdio::{self, Kinds, Pipe, Standard};
-use tokio::io::AsyncWriteExt;
+use mcpgw_sys::stdio::{self, Kinds};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::liveness::Moment;
@@ -22,12 +22,7 @@ const GATHER_BYTES: usize = 256 * 1024;
 pub type Sender = mpsc::Sender<Vec<u8>>;
 
 /// The writer, to wait for at the end.
-pub enum Writer {
-    /// On the runtime's thread.
-    Task(tokio::task::JoinHandle<std::io::Result<()>>),
-    /// On a thread of its own.
-    Thread(std::sync::mpsc::Receiver<std::io::Result<()>>),
-}
+pub struct Writer(tokio::task::JoinHandle<std::io::Result<()>>);
 
 impl Writer {
     /// Ends the output and waits until everything sent before is written, at most `limit`: a
@@ -46,19 +41,10 @@ impl Writer {
         {
             return Err(timed_out());
         }
-        match self {
-            Writer::Task(task) => match tokio::time::timeout_at(deadline, task).await {
-                Ok(Ok(result)) => result,
-                Ok(Err(e)) => Err(std::io::Error::other(e)),
-                Err(_) => Err(timed_out()),
-            },
-            Writer::Thread(done) => {
-                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                tokio::task::spawn_blocking(move || done.recv_timeout(left))
-                    .await
-                    .map_err(std::io::Error::other)?
-                    .unwrap_or_else(|_| Err(timed_out()))
-            }
+        match tokio::time::timeout_at(deadline, self.0).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => Err(std::io::Error::other(e)),
+            Err(_) => Err(timed_out()),
         }
     }
 }
@@ -67,26 +53,12 @@ impl Writer {
 /// it touches `written` after each write. It ends at the empty frame, or when stdout fails.
 pub fn start(first: Vec<u8>, written: Moment) -> (Sender, Writer) {
     let (tx, rx) = mpsc::channel(QUEUE);
-    let writer = match Pipe::standard(Standard::Output, Kinds::Pollable) {
-        Some(mut stdout) => Writer::Task(tokio::spawn(async move {
-            let result = write_frames_polled(&mut stdout, first, rx, &written).await;
-            report(&result);
-            result
-        })),
-        None => {
-            let (done_tx, done) = std::sync::mpsc::channel();
-            std::thread::Builder::new()
-                .name("attach-stdout".into())
-                .spawn(move || {
-                    let mut stdout = stdio::blocking(Standard::Output);
-                    let result = write_frames(&mut *stdout, first, rx, &written);
-                    report(&result);
-                    let _ = done_tx.send(result);
-                })
-                .expect("spawning the stdout thread");
-            Writer::Thread(done)
-        }
-    };
+    let mut stdout = stdio::stdout(Kinds::Pollable);
+    let writer = Writer(tokio::spawn(async move {
+        let result = write_frames(&mut stdout, first, rx, &written).await;
+        report(&result);
+        result
+    }));
     (tx, writer)
 }
 
@@ -119,8 +91,8 @@ fn gather(burst: &mut Vec<u8>, rx: &mut mpsc::Receiver<Vec<u8>>) -> Next {
     Next::Wait
 }
 
-async fn write_frames_polled(
-    out: &mut Pipe,
+async fn write_frames(
+    out: &mut (impl AsyncWrite + Unpin + ?Sized),
     first: Vec<u8>,
     mut rx: mpsc::Receiver<Vec<u8>>,
     written: &Moment,
@@ -131,37 +103,13 @@ async fn write_frames_polled(
         out.write_all(&burst).await?;
         burst.clear();
         match next {
-            Next::End => return Ok(()),
+            Next::End => return out.flush().await,
             Next::Large(frame) => out.write_all(&frame).await?,
             Next::Wait => {}
         }
+        out.flush().await?;
         written.touch();
         match rx.recv().await {
-            Some(frame) if !frame.is_empty() => burst = frame,
-            _ => return Ok(()),
-        }
-    }
-}
-
-fn write_frames(
-    out: &mut impl Write,
-    first: Vec<u8>,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    written: &Moment,
-) -> std::io::Result<()> {
-    let mut burst = first;
-    loop {
-        let next = gather(&mut burst, &mut rx);
-        out.write_all(&burst)?;
-        burst.clear();
-        match next {
-            Next::End => return out.flush(),
-            Next::Large(frame) => out.write_all(&frame)?,
-            Next::Wait => {}
-        }
-        out.flush()?;
-        written.touch();
-        match rx.blocking_recv() {
             Some(frame) if !frame.is_empty() => burst = frame,
             _ => return Ok(()),
         }
@@ -172,22 +120,32 @@ fn write_frames(
 mod tests {
     use super::*;
 
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
     /// Records each write.
     #[derive(Default)]
     struct Writes(Vec<Vec<u8>>);
 
-    impl Write for Writes {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+    impl AsyncWrite for Writes {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
             self.0.push(buf.to_vec());
-            Ok(buf.len())
+            Poll::Ready(Ok(buf.len()))
         }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
         }
     }
 
-    #[test]
-    fn queued_frames_go_out_in_order_in_few_writes_up_to_the_end() {
+    #[tokio::test]
+    async fn queued_frames_go_out_in_order_in_few_writes_up_to_the_end() {
         let (tx, rx) = mpsc::channel(QUEUE);
         for i in 0..100 {
             tx.try_send(format!("{i}\n").into_bytes()).unwrap();
@@ -197,7 +155,9 @@ mod tests {
         tx.try_send(Vec::new()).unwrap();
         tx.try_send(b"after the end\n".to_vec()).unwrap();
         let mut out = Writes::default();
-        write_frames(&mut out, b"hello\n".to_vec(), rx, &Moment::now()).unwrap();
+        write_frames(&mut out, b"hello\n".to_vec(), rx, &Moment::now())
+            .await
+            .unwrap();
         let all: Vec<u8> = out.0.concat();
         let mut want = b"hello\n".to_vec();
         for i in 0..100 {
