@@ -212,11 +212,7 @@ impl Aggregate {
     async fn request(&mut self, id: Value, method: &str, mut msg: Value, out: &mut Vec<String>) {
         let key = id.to_string();
         if self.routed.contains_key(&key) || self.fanouts.contains_key(&key) {
-            return out.push(jsonrpc::error_response(
-                Some(&key),
-                code::INVALID_REQUEST,
-                &format!("request id {key} is already in flight: this request was refused"),
-            ));
+            return out.push(jsonrpc::id_in_flight(&key));
         }
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         let target = match method {

@@ -470,11 +470,7 @@ impl Connection {
     fn host_request(self: Arc<Self>, id: &RawValue, method: &str, params: Option<&RawValue>) {
         let id_text = id.get();
         if self.state.lock().unwrap().host_ids.contains_key(id_text) {
-            return self.reply_error(
-                Some(id_text),
-                code::INVALID_REQUEST,
-                &format!("request id {id_text} is already in flight: this request was refused"),
-            );
+            return self.send(jsonrpc::id_in_flight(id_text));
         }
         let modern_upstream = self.session().handshake.is_modern();
         match method {

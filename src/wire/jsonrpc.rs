@@ -498,9 +498,28 @@ pub fn error_response(id: Option<&str>, code: i64, message: &str) -> String {
     response(id, Err(error_object(code, message, None).get()))
 }
 
+/// The refusal of a request whose id (`id`, its JSON text) is already in flight on the same
+/// connection: `INVALID_REQUEST`, under that id; the request that has it goes on.
+pub fn id_in_flight(id: &str) -> String {
+    error_response(
+        Some(id),
+        code::INVALID_REQUEST,
+        &format!("request id {id} is already in flight: this request was refused"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_id_in_flight_is_refused_under_that_id() {
+        let answer: serde_json::Value = serde_json::from_str(&id_in_flight(r#""a\"b""#)).unwrap();
+        assert_eq!(answer["id"], "a\"b");
+        assert_eq!(answer["error"]["code"], code::INVALID_REQUEST);
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("already in flight"), "{message}");
+    }
 
     #[test]
     fn messages_are_classified_and_keep_their_bytes() {
