@@ -164,6 +164,17 @@ struct Table {
 }
 
 impl Table {
+    /// Returns once no connection is left.
+    async fn wait_empty(&self) {
+        loop {
+            let emptied = self.emptied.notified();
+            if self.live.lock().unwrap().is_empty() {
+                return;
+            }
+            emptied.await;
+        }
+    }
+
     /// Connections served and not asked to close.
     fn count(&self) -> usize {
         let live = self.live.lock().unwrap();
@@ -281,16 +292,10 @@ pub async fn serve<L, S, B>(
         });
     }
     // Stopped: each connection closes once its requests are answered.
-    let wait = async {
-        loop {
-            let emptied = table.emptied.notified();
-            if table.live.lock().unwrap().is_empty() {
-                return;
-            }
-            emptied.await;
-        }
-    };
-    if tokio::time::timeout(drain, wait).await.is_err() {
+    if tokio::time::timeout(drain, table.wait_empty())
+        .await
+        .is_err()
+    {
         warn("some requests were still open at shutdown");
     }
 }
