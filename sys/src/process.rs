@@ -4,17 +4,30 @@
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 
+/// `id` as a process or group id kill(2) reads as one process or group: 0 and ids past
+/// `pid_t` would reach this process's own group or every process (-1).
+fn target(id: u32) -> Option<libc::pid_t> {
+    libc::pid_t::try_from(id).ok().filter(|&p| p > 0)
+}
+
+/// Whether `target` (a pid, or minus a group id) names a process that exists.
+fn probe(target: libc::pid_t) -> bool {
+    // SAFETY: kill(2) with signal 0 only checks for existence and permission.
+    let r = unsafe { libc::kill(target, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 /// Sends `signal` to process `pid`; whether it was delivered.
 pub fn signal(pid: u32, signal: libc::c_int) -> bool {
     // SAFETY: kill(2) has no memory effects.
-    unsafe { libc::kill(pid as libc::pid_t, signal) == 0 }
+    target(pid).is_some_and(|p| unsafe { libc::kill(p, signal) } == 0)
 }
 
 /// Sends `signal` to every process of the group `pgid`.
 pub fn signal_group(pgid: u32, signal: libc::c_int) {
-    // SAFETY: killpg(2) has no memory effects.
-    unsafe {
-        libc::killpg(pgid as libc::pid_t, signal);
+    if let Some(p) = target(pgid) {
+        // SAFETY: killpg(2) has no memory effects.
+        unsafe { libc::killpg(p, signal) };
     }
 }
 
@@ -25,22 +38,20 @@ pub fn kill_group(pgid: u32) {
 
 /// Whether process `pid` exists (a zombie not yet reaped counts).
 pub fn exists(pid: u32) -> bool {
-    pid != 0 && (signal(pid, 0) || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH))
+    target(pid).is_some_and(probe)
 }
 
 /// Whether any process of the group `pgid` exists (a leader not yet reaped counts).
 pub fn group_exists(pgid: u32) -> bool {
-    // SAFETY: kill(2) with signal 0 only checks for existence and permission.
-    let r = unsafe { libc::kill(-(pgid as libc::pid_t), 0) };
-    r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    target(pgid).is_some_and(|p| probe(-p))
 }
 
 /// Reaps the child `pid` if it has exited, without waiting.
 pub fn reap(pid: u32) {
-    let mut status = 0;
-    // SAFETY: waitpid(2) writes the status into a local.
-    unsafe {
-        libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG);
+    if let Some(p) = target(pid) {
+        let mut status = 0;
+        // SAFETY: waitpid(2) writes the status into a local.
+        unsafe { libc::waitpid(p, &mut status, libc::WNOHANG) };
     }
 }
 
@@ -153,6 +164,17 @@ mod tests {
         // pid_max is below 2^22 on Linux.
         assert!(!exists(1 << 23));
         assert!(!group_exists(1 << 23));
-        assert!(!exists(0));
+    }
+
+    #[test]
+    fn ids_kill_would_read_as_this_group_or_every_process_are_refused() {
+        // 0 is this process's own group; u32::MAX is -1 as a pid_t, every process.
+        for id in [0, u32::MAX, 1 << 31] {
+            assert!(!exists(id) && !group_exists(id), "{id}");
+            assert!(!signal(id, 0), "{id}");
+            signal_group(id, 0);
+            reap(id);
+        }
+        assert!(exists(std::process::id()));
     }
 }
