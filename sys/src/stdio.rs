@@ -1,14 +1,15 @@
 //! Standard input and output on tokio's reactor. tokio's own `stdin()`/`stdout()` hand every
 //! read and write to a thread of its blocking pool: two thread switches per message, which on a
 //! busy machine cost more than relaying the message does. A pipe, a socket or a terminal can be
-//! polled instead; a file or `/dev/null` cannot, and its caller falls back to a blocking
-//! thread.
+//! polled instead; a file or `/dev/null` cannot, and [`stdin`] and [`stdout`] fall back to
+//! tokio's own for it.
 //!
-//! Polling needs `O_NONBLOCK`, which belongs to the open file, not the descriptor: each
-//! [`Pipe`] puts the flags back when it is dropped, and [`Flags`] puts back those of stdin and
-//! stdout as they were before either was taken (they may be one open file, a terminal). A
-//! process killed outright leaves them non-blocking, which matters only to another process
-//! sharing the same open file.
+//! Polling needs `O_NONBLOCK`, which belongs to the open file, not the descriptor: a [`Pipe`]
+//! that set it clears it when dropped, and one that found it set leaves it, so stdin and stdout
+//! on one open file (a terminal) end as they began whichever goes first. A stderr on that open
+//! file is non-blocking meanwhile too: a log line written while it is full is dropped rather
+//! than blocking the session. A process killed outright leaves the file non-blocking, which
+//! matters only to another process sharing it.
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -55,8 +56,8 @@ pub enum Kinds {
 /// A standard stream on the reactor, non-blocking while this holds it.
 pub struct Pipe {
     fd: AsyncFd<RawFd>,
-    /// Its file status flags before.
-    flags: libc::c_int,
+    /// Whether this set `O_NONBLOCK` (and clears it when dropped).
+    set_nonblocking: bool,
 }
 
 impl Pipe {
@@ -82,16 +83,21 @@ impl Pipe {
                 return None;
             }
         }
-        // SAFETY: fcntl on a descriptor number; failures are reported by -1.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-        if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        let flags = get_flags(fd)?;
+        let set_nonblocking = flags & libc::O_NONBLOCK == 0;
+        if set_nonblocking && !set_flags(fd, flags | libc::O_NONBLOCK) {
             return None;
         }
         // SAFETY: the caller's contract. (Registration fails for a file that cannot be polled.)
         match unsafe { AsyncFd::register_with_interest(fd, interest) } {
-            Ok(fd) => Some(Pipe { fd, flags }),
+            Ok(fd) => Some(Pipe {
+                fd,
+                set_nonblocking,
+            }),
             Err(_) => {
-                set_flags(fd, flags);
+                if set_nonblocking {
+                    set_flags(fd, flags);
+                }
                 None
             }
         }
@@ -100,14 +106,26 @@ impl Pipe {
 
 impl Drop for Pipe {
     fn drop(&mut self) {
-        set_flags(self.fd.as_raw_fd(), self.flags);
+        let fd = self.fd.as_raw_fd();
+        if self.set_nonblocking
+            && let Some(flags) = get_flags(fd)
+        {
+            set_flags(fd, flags & !libc::O_NONBLOCK);
+        }
     }
 }
 
-/// Sets the file status flags of `fd` (a failure leaves them as they were).
-fn set_flags(fd: RawFd, flags: libc::c_int) {
+/// The file status flags of `fd`.
+fn get_flags(fd: RawFd) -> Option<libc::c_int> {
+    // SAFETY: fcntl(F_GETFL) on a descriptor number has no memory effects.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    (flags >= 0).then_some(flags)
+}
+
+/// Sets the file status flags of `fd`; whether it could.
+fn set_flags(fd: RawFd, flags: libc::c_int) -> bool {
     // SAFETY: fcntl(F_SETFL) on a descriptor number has no memory effects.
-    unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+    unsafe { libc::fcntl(fd, libc::F_SETFL, flags) >= 0 }
 }
 
 /// The result of a read(2) or write(2).
@@ -178,32 +196,6 @@ impl AsyncWrite for Pipe {
 
     fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
-    }
-}
-
-/// The status flags of stdin and stdout as they were when recorded, put back when dropped.
-pub struct Flags {
-    saved: Vec<(RawFd, libc::c_int)>,
-}
-
-impl Flags {
-    /// Records the flags of stdin and stdout before anything changes them.
-    pub fn record() -> Flags {
-        let saved = [Standard::Input, Standard::Output]
-            .into_iter()
-            // SAFETY: F_GETFL only reads the descriptor's flags.
-            .map(|s| (s.fd(), unsafe { libc::fcntl(s.fd(), libc::F_GETFL) }))
-            .filter(|&(_, flags)| flags >= 0)
-            .collect();
-        Flags { saved }
-    }
-}
-
-impl Drop for Flags {
-    fn drop(&mut self) {
-        for &(fd, flags) in self.saved.iter().rev() {
-            set_flags(fd, flags);
-        }
     }
 }
 
@@ -286,6 +278,38 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
         drop(writer);
         unsafe { libc::close(w) };
+    }
+
+    #[tokio::test]
+    async fn one_open_file_held_twice_ends_as_it_began_whichever_goes_first() {
+        for reader_first in [true, false] {
+            let (r, w) = pipe();
+            // A second descriptor of the read end's open file, as stdin and stdout of one
+            // terminal are.
+            let again = unsafe { libc::dup(r) };
+            let first = unsafe { Pipe::new(r, Interest::READABLE, Kinds::Pollable) }.unwrap();
+            let second = unsafe { Pipe::new(again, Interest::READABLE, Kinds::Pollable) }.unwrap();
+            assert!(nonblocking(r));
+            if reader_first {
+                drop(first);
+                drop(second);
+            } else {
+                drop(second);
+                drop(first);
+            }
+            assert!(!nonblocking(r), "reader first: {reader_first}");
+            for fd in [r, again, w] {
+                unsafe { libc::close(fd) };
+            }
+        }
+        // An open file that was non-blocking before stays so.
+        let (r, w) = pipe();
+        set_flags(r, get_flags(r).unwrap() | libc::O_NONBLOCK);
+        drop(unsafe { Pipe::new(r, Interest::READABLE, Kinds::Pollable) }.unwrap());
+        assert!(nonblocking(r));
+        for fd in [r, w] {
+            unsafe { libc::close(fd) };
+        }
     }
 
     #[tokio::test]

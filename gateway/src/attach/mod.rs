@@ -102,7 +102,6 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         heartbeat_ms: args.heartbeat.as_millis() as u64,
         retention_ms: gateway.limits.call_retention.as_millis() as u64,
     });
-    let flags = mcpgw_sys::stdio::Flags::record();
     let (ending, written) = runtime.block_on(async {
         let live = liveness::Liveness::new(args.heartbeat, args.heartbeat_timeout);
         let (out, writer) = output::start(relay::encode(&hello), live.written.clone());
@@ -118,9 +117,9 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         (ending, writer.finish(&out, FLUSH_LIMIT).await)
     });
     // Dropping the runtime drops every request task left (its connection closes, which
-    // cancels the call in the gateway) and the stdin and stdout registrations.
+    // cancels the call in the gateway) and the stdin and stdout registrations, which put back
+    // their files' blocking mode.
     drop(runtime);
-    drop(flags);
     if let Err(e) = &written {
         tracing::warn!("the last frames were not all written: {e}");
     }
