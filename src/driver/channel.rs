@@ -61,6 +61,7 @@ impl Host {
             heartbeat: None,
             last_rx: now,
             last_tx: now,
+            acks_due: None,
             backend_err: Tail::default(),
             attach_log: Tail::default(),
             err_partial: Vec::new(),
@@ -149,6 +150,9 @@ impl Host {
                     cancelled.push(op);
                 }
             }
+            if let Some(channel) = self.channel.as_mut() {
+                channel.session.write_acks();
+            }
             self.flush(now);
             let channel = self.channel.as_mut().expect("checked");
             channel.session.close();
@@ -192,7 +196,8 @@ impl Host {
         }
     }
 
-    /// Writes what the session has to send.
+    /// Writes what the session has to send. Acknowledgements that nothing carried wait for
+    /// the next write, at most [`ACK_DELAY`].
     pub(super) fn flush(&mut self, now: Instant) {
         if let Some(channel) = self.channel.as_mut() {
             let bytes = channel.session.take_output();
@@ -203,6 +208,10 @@ impl Host {
                     bytes,
                 });
             }
+            channel.acks_due = channel
+                .session
+                .acks_waiting()
+                .then(|| channel.acks_due.unwrap_or(now + ACK_DELAY));
         }
     }
 

@@ -84,6 +84,10 @@ const REOPEN_BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// How much of a channel's stderr is kept, per kind of line, for messages.
 const STDERR_KEEP: usize = 4096;
 
+/// How long an answered call's acknowledgement may wait for the next frame to the channel
+/// before it is written alone (the gateway keeps the answer until then).
+const ACK_DELAY: Duration = Duration::from_millis(20);
+
 /// What the host should do next.
 #[derive(Debug)]
 pub enum Action {
@@ -335,6 +339,9 @@ struct Channel {
     heartbeat: Option<Heartbeat>,
     last_rx: Instant,
     last_tx: Instant,
+    /// When the session's waiting acknowledgements are written, if nothing else carried them
+    /// before.
+    acks_due: Option<Instant>,
     backend_err: Tail,
     attach_log: Tail,
     err_partial: Vec<u8>,

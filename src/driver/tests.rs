@@ -425,12 +425,68 @@ fn a_streamed_call_over_a_session_reports_progress_then_its_result_and_acks_it()
     sim.feed(ch, json!({"t": "res", "id": sid, "status": 200}));
     let (done, result) = sim.done();
     assert_eq!(done, id);
-    let frames = sim.written();
-    assert_eq!(frames[0], json!({"t": "ack", "call": call}));
     let Output::Chunk(c) = result.unwrap() else {
         panic!()
     };
     assert!(c.is_last);
+    // The acknowledgement waits for something else to write, at most ACK_DELAY.
+    sim.none_left();
+    assert_eq!(sim.host.timeout(), Some(sim.now + ACK_DELAY));
+    sim.wait(ACK_DELAY);
+    assert_eq!(sim.written(), [json!({"t": "ack", "call": call})]);
+    sim.none_left();
+    assert_eq!(sim.host.timeout(), None);
+}
+
+#[test]
+fn acknowledgements_go_with_the_next_frame_written() {
+    let mut sim = Sim::new(config(docker()));
+    let ch = sim.session(0, 600_000);
+    let mut acked = None;
+    for _ in 0..3 {
+        sim.submit(call_tool());
+        // The request first, then the acknowledgement of the call answered before it, in one
+        // write.
+        let frames = sim.written();
+        assert_eq!(frames[0]["t"], "req");
+        match acked.take() {
+            Some(call) => assert_eq!(frames[1..], [json!({"t": "ack", "call": call})]),
+            None => assert_eq!(frames.len(), 1, "{frames:?}"),
+        }
+        let sid = frames[0]["id"].as_u64().unwrap();
+        sim.feed(
+            ch,
+            json!({"t": "chunk", "id": sid, "seq": 1, "chunk": chunk("done", true)}),
+        );
+        sim.feed(ch, json!({"t": "res", "id": sid, "status": 200}));
+        assert!(sim.done().1.is_ok());
+        sim.none_left();
+        acked = Some(frames[0]["call"].clone());
+        // Within ACK_DELAY nothing is written of it alone.
+        sim.wait(ACK_DELAY / 2);
+        sim.none_left();
+    }
+    sim.wait(ACK_DELAY / 2);
+    assert_eq!(sim.written(), [json!({"t": "ack", "call": acked.unwrap()})]);
+    sim.none_left();
+}
+
+#[test]
+fn closing_the_session_writes_the_waiting_acknowledgements_first() {
+    let mut sim = Sim::new(config(docker()));
+    let ch = sim.session(0, 600_000);
+    sim.submit(call_tool());
+    let frames = sim.written();
+    let (sid, call) = (frames[0]["id"].as_u64().unwrap(), frames[0]["call"].clone());
+    sim.feed(
+        ch,
+        json!({"t": "chunk", "id": sid, "seq": 1, "chunk": chunk("done", true)}),
+    );
+    sim.feed(ch, json!({"t": "res", "id": sid, "status": 200}));
+    assert!(sim.done().1.is_ok());
+    sim.submit(json!({"op": "close_session"}));
+    assert_eq!(sim.written(), [json!({"t": "ack", "call": call})]);
+    assert!(matches!(sim.next(), Action::CloseInput { proc } if proc == ch));
 }
 
 #[test]
@@ -479,7 +535,8 @@ fn a_call_survives_its_channel_dying_and_resumes_exactly_once() {
     let (done, result) = sim.done();
     assert_eq!(done, id);
     assert!(result.is_ok(), "{result:?}");
-    assert_eq!(sim.written()[0]["t"], "ack");
+    sim.wait(ACK_DELAY);
+    assert_eq!(sim.written(), [json!({"t": "ack", "call": call})]);
     sim.none_left();
 }
 
@@ -726,7 +783,8 @@ fn a_silent_channel_is_declared_lost_and_its_calls_resume_on_a_new_one() {
     );
     sim.feed(ch2, json!({"t": "res", "id": rid, "status": 200}));
     assert_eq!(sim.done().0, id);
-    sim.written();
+    sim.wait(ACK_DELAY);
+    assert_eq!(sim.written()[0]["t"], "ack");
 }
 
 #[test]

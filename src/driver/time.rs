@@ -25,6 +25,9 @@ impl Host {
             if let Some(d) = c.end_deadline {
                 at(d);
             }
+            if let Some(d) = c.acks_due {
+                at(d);
+            }
             if let (Some(h), true) = (c.heartbeat, c.opened) {
                 if !h.every.is_zero() {
                     at(c.last_tx + h.every);
@@ -82,6 +85,12 @@ impl Host {
             }
         }
         // The channel's timers.
+        if let Some(c) = self.channel.as_mut()
+            && c.acks_due.is_some_and(|d| d <= now)
+        {
+            c.session.write_acks();
+            self.flush(now);
+        }
         if let Some(c) = self.channel.as_mut() {
             if !c.opened && c.open_deadline <= now {
                 let e = Error::new(

@@ -166,6 +166,10 @@ pub struct Session {
     /// Frames submitted before the hello, in order: written once it comes.
     queued: Vec<(u64, Queued)>,
     output: Vec<u8>,
+    /// `ack` frames not written yet: they go with the next frames written, or when
+    /// [`Session::write_acks`] says so, so that an answer's acknowledgement costs the channel
+    /// no write of its own.
+    acks: Vec<u8>,
     line: Vec<u8>,
     /// Skipping the rest of a line longer than [`MAX_ANSWER_LINE_BYTES`].
     discarding: bool,
@@ -253,6 +257,7 @@ impl Session {
                 connections: HashMap::new(),
                 queued: Vec::new(),
                 output: Vec::new(),
+                acks: Vec::new(),
                 line: Vec::new(),
                 discarding: false,
                 events: VecDeque::new(),
@@ -511,9 +516,23 @@ impl Session {
         }
     }
 
-    /// Takes every byte to write to the channel's stdin, in order.
+    /// Takes every byte to write to the channel's stdin, in order, with the acknowledgements
+    /// waiting after them when there is anything else to write.
     pub fn take_output(&mut self) -> Vec<u8> {
+        if !self.output.is_empty() {
+            self.output.append(&mut self.acks);
+        }
         std::mem::take(&mut self.output)
+    }
+
+    /// Whether acknowledgements wait for the next write.
+    pub fn acks_waiting(&self) -> bool {
+        !self.acks.is_empty()
+    }
+
+    /// Makes the waiting acknowledgements output of their own.
+    pub fn write_acks(&mut self) {
+        self.output.append(&mut self.acks);
     }
 
     /// The next event, if any.
@@ -550,6 +569,7 @@ impl Session {
         let keeps = self.hello().is_some_and(|h| h.retention_ms > 0);
         self.phase = Phase::Lost;
         self.output.clear();
+        self.acks.clear();
         for (id, queued) in std::mem::take(&mut self.queued) {
             match queued {
                 Queued::Request(..) => {

@@ -277,7 +277,7 @@ impl Session {
         if let Some(call) = &flight.call
             && !matches!(status, 404 | 409 | 410)
         {
-            HostFrame::Ack { call: call.clone() }.encode(&mut self.output);
+            HostFrame::Ack { call: call.clone() }.encode(&mut self.acks);
         }
         let answer = match (flight.stream, body, flight.last_chunk) {
             (true, Body::Empty, Some(last)) => Ok(streamed_answer(&last)),

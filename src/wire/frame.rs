@@ -65,7 +65,10 @@
 //!   or 410 and the gateway's detail. `cancel` of a resume's id, as of a resumable `req`'s,
 //!   cancels the call itself.
 //! - `ack` tells the gateway that the host has the call's final answer, so it may forget it
-//!   before its retention ends (a call still running is left running). It has no answer.
+//!   before its retention ends (a call still running is left running). It has no answer. The
+//!   host writes it after its next frame, or alone after a short delay, so that it never costs
+//!   a request's round trip a write of its own; `attach` passes acknowledgements on once no
+//!   request is in flight (or many wait).
 //!
 //! Virtual MCP connections:
 //! - `open` opens a JSON-RPC connection to one registered MCP of a scope (`path` names it, as a
