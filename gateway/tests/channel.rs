@@ -828,3 +828,44 @@ async fn an_acknowledged_call_gives_its_memory_back() {
         "acknowledged outcomes are still held: {before} -> {after} KiB"
     );
 }
+
+/// attach holds an acknowledgement while a request is in flight, so that forgetting an answered
+/// call never holds up a request in the gateway, and passes it on once none is.
+#[tokio::test]
+async fn an_acknowledgement_waits_for_the_requests_in_flight() {
+    let (gw, mut a) = gateway_and_attach(&[]);
+    let call = call_id();
+    a.req_resumable(
+        1,
+        "/mcps/ts/tools/echo",
+        json!({"arguments": {"text": "x"}}),
+        &call,
+    );
+    assert_eq!(a.answer(1).pop().unwrap().value["status"], 200);
+    a.req(
+        2,
+        "POST",
+        "/mcps/ts/tools/slow",
+        Some(slow_args(1.0, 4, None)),
+        true,
+    );
+    assert_eq!(a.next_for(2).t(), "chunk");
+    a.ack(&call);
+    // Answered after the acknowledgement: attach has read it, and call 2 still runs.
+    assert_eq!(a.call(3, "GET", "/health", None)["status"], 200);
+    gw.get(&format!("/calls/{call}")).await.expect(200);
+    let last = a.answer(2).pop().unwrap();
+    assert_eq!(last.value["status"], 200, "{:?}", last.value);
+    let started = std::time::Instant::now();
+    let gone = loop {
+        let r = gw.get(&format!("/calls/{call}")).await;
+        if r.status != 200 {
+            break r;
+        }
+        assert!(started.elapsed() < LIMIT, "the call is still kept");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(gone.status, 410, "{}", gone.text());
+    assert!(gone.detail().contains("acknowledged"), "{}", gone.detail());
+    assert!(a.finish().success(), "{}", a.stderr());
+}

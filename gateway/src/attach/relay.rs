@@ -2,7 +2,9 @@
 //! over a keep-alive pool ([`super::pool`]), each answered as soon as it completes (so out of
 //! order). `cancel` drops a request's exchange, which closes its connection, and the gateway
 //! cancels the call upstream; a resumable call outlives its exchange, so its `cancel` becomes
-//! `DELETE /calls/{id}`. A `resume` is `GET /calls/{id}`, an `ack` `DELETE /calls/{id}?ack=true`.
+//! `DELETE /calls/{id}`. A `resume` is `GET /calls/{id}`, an `ack` `DELETE /calls/{id}?ack=true`,
+//! sent once no request is in flight (or [`ACK_BATCH`] wait), so that forgetting answered calls
+//! never holds up a request in the gateway.
 //!
 //! Everything here runs on one current-thread runtime, which keeps the bookkeeping simple: a
 //! task that has not finished cannot run while the dispatcher cancels it, so a request ends
@@ -10,7 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,8 +32,13 @@ use super::pool::{Lease, Pool, Response};
 /// Requests read ahead while all slots are taken, so a `cancel` behind them is still seen.
 const MAX_WAITING: usize = 64;
 
-/// Acknowledgements sent to the gateway at once, at most.
+/// Acknowledgements waiting to be sent, at most: past it one more is dropped (a call not
+/// acknowledged is only kept until its retention ends).
 const MAX_ACKS: usize = 256;
+
+/// Acknowledgements that are sent even while requests are in flight: a session that is never
+/// idle still lets the gateway forget its answered calls.
+const ACK_BATCH: usize = 32;
 
 /// Connections a session keeps beside those of its requests, for its own requests to the
 /// gateway (cancelling and forgetting resumable calls).
@@ -90,6 +97,8 @@ pub struct Relay {
     authorization: Option<HeaderValue>,
     out: output::Sender,
     in_flight: Mutex<HashMap<u64, Flight>>,
+    /// Acknowledged calls not yet sent to the gateway.
+    acks: Mutex<Vec<CallId>>,
     chores: Chores,
     /// The virtual MCP connections.
     connections: Arc<super::connection::Connections>,
@@ -110,7 +119,8 @@ struct Flight {
 #[derive(Default)]
 struct Chores {
     pending: AtomicUsize,
-    acks: AtomicUsize,
+    /// The chore that sends the waiting acknowledgements runs.
+    acking: AtomicBool,
     done: Notify,
 }
 
@@ -123,7 +133,7 @@ struct ChoreDone {
 impl Drop for ChoreDone {
     fn drop(&mut self) {
         if self.ack {
-            self.relay.chores.acks.fetch_sub(1, Ordering::Relaxed);
+            self.relay.chores.acking.store(false, Ordering::Relaxed);
         }
         self.relay.chores.pending.fetch_sub(1, Ordering::Relaxed);
         self.relay.chores.done.notify_waiters();
@@ -159,6 +169,7 @@ impl Relay {
             authorization,
             out,
             in_flight: Mutex::new(HashMap::new()),
+            acks: Mutex::new(Vec::new()),
             chores: Chores::default(),
         }
     }
@@ -179,30 +190,23 @@ impl Relay {
         );
     }
 
-    /// Runs one of attach's own requests on a task of its own; `None` when `ack` and too many
-    /// acknowledgements wait already (one more is dropped: a call not acknowledged is only
-    /// kept until its retention ends).
+    /// Runs one of attach's own requests on a task of its own (`ack`: the one that sends the
+    /// waiting acknowledgements).
     fn chore(
         self: &Arc<Self>,
         ack: bool,
         work: impl Future<Output = ()> + Send + 'static,
-    ) -> Option<AbortHandle> {
-        if ack && self.chores.acks.fetch_add(1, Ordering::Relaxed) >= MAX_ACKS {
-            self.chores.acks.fetch_sub(1, Ordering::Relaxed);
-            return None;
-        }
+    ) -> AbortHandle {
         self.chores.pending.fetch_add(1, Ordering::Relaxed);
         let done = ChoreDone {
             relay: self.clone(),
             ack,
         };
-        Some(
-            tokio::spawn(async move {
-                let _done = done;
-                work.await
-            })
-            .abort_handle(),
-        )
+        tokio::spawn(async move {
+            let _done = done;
+            work.await
+        })
+        .abort_handle()
     }
 
     /// Waits for every chore, at most `limit`.
@@ -293,32 +297,68 @@ impl Relay {
         self.finish(id, encode(&last)).await;
     }
 
+    /// Keeps `call`'s acknowledgement for the gateway: sent at once when no request is in
+    /// flight or [`ACK_BATCH`] wait, else once the last request in flight ends.
     fn ack(self: &Arc<Self>, call: CallId) {
-        let relay = self.clone();
-        let acked = self.chore(true, async move {
-            match relay.delete_call(&call, true).await {
-                Ok((200 | 404 | 410, _)) => tracing::debug!(%call, "acknowledged"),
-                Ok((status, body)) => tracing::info!(
-                    %call,
-                    "the gateway refused the acknowledgement: {status} {}",
-                    quoted(&String::from_utf8_lossy(&body))
-                ),
-                Err(e) => tracing::info!(%call, "acknowledging failed: {e}"),
-            }
-        });
-        if acked.is_none() {
+        let mut acks = self.acks.lock().unwrap();
+        if acks.len() >= MAX_ACKS {
             tracing::debug!("{MAX_ACKS} acknowledgements wait already: one more is dropped");
+            return;
+        }
+        acks.push(call);
+        let full = acks.len() >= ACK_BATCH;
+        drop(acks);
+        if full || self.in_flight.lock().unwrap().is_empty() {
+            self.send_acks();
         }
     }
 
+    /// Sends the waiting acknowledgements, one after another on one connection, unless that is
+    /// under way already (it then sends these too).
+    fn send_acks(self: &Arc<Self>) {
+        if self.acks.lock().unwrap().is_empty() || self.chores.acking.swap(true, Ordering::Relaxed)
+        {
+            return;
+        }
+        let relay = self.clone();
+        self.chore(true, async move {
+            loop {
+                let calls = std::mem::take(&mut *relay.acks.lock().unwrap());
+                if calls.is_empty() {
+                    // The chore's end says it no longer runs, in this same step.
+                    return;
+                }
+                for call in calls {
+                    match relay.delete_call(&call, true).await {
+                        Ok((200 | 404 | 410, _)) => tracing::debug!(%call, "acknowledged"),
+                        Ok((status, body)) => tracing::info!(
+                            %call,
+                            "the gateway refused the acknowledgement: {status} {}",
+                            quoted(&String::from_utf8_lossy(&body))
+                        ),
+                        Err(e) => tracing::info!(%call, "acknowledging failed: {e}"),
+                    }
+                }
+            }
+        });
+    }
+
     /// Takes request `id` out and queues its last frame without a pause in between, so a
-    /// cancel finds the request either still running or already answered.
-    async fn finish(&self, id: u64, last: Vec<u8>) {
+    /// cancel finds the request either still running or already answered. The last request
+    /// in flight lets the waiting acknowledgements go.
+    async fn finish(self: &Arc<Self>, id: u64, last: Vec<u8>) {
         let Ok(slot) = self.out.reserve().await else {
             return;
         };
-        self.in_flight.lock().unwrap().remove(&id);
+        let idle = {
+            let mut in_flight = self.in_flight.lock().unwrap();
+            in_flight.remove(&id);
+            in_flight.is_empty()
+        };
         slot.send(last);
+        if idle {
+            self.send_acks();
+        }
     }
 
     fn admit(
@@ -418,9 +458,7 @@ impl Relay {
                 }
                 Some(call) => {
                     flight.cancelling = true;
-                    if let Some(task) = self.chore(false, self.clone().cancel_call(id, call)) {
-                        flight.task = task;
-                    }
+                    flight.task = self.chore(false, self.clone().cancel_call(id, call));
                 }
             }
             return;
@@ -437,14 +475,12 @@ impl Relay {
             // A resume's call runs in the gateway (a call not sent yet runs nowhere).
             Some(Resumable { call, resume: true }) => {
                 let task = self.chore(false, self.clone().cancel_call(id, call.clone()));
-                if let Some(task) = task {
-                    let flight = Flight {
-                        task,
-                        call: Some(call),
-                        cancelling: true,
-                    };
-                    flights.insert(id, flight);
-                }
+                let flight = Flight {
+                    task,
+                    call: Some(call),
+                    cancelling: true,
+                };
+                flights.insert(id, flight);
             }
             _ => outbox.push(&self.out, &GatewayFrame::Cancelled { id }),
         }
@@ -593,6 +629,7 @@ pub async fn run(
     {
         tracing::warn!("stdout took no frames for {limit:?}: the last cancelled frames are lost");
     }
+    relay.send_acks();
     relay.chores_done(limit).await;
     ending
 }
