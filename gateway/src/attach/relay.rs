@@ -3,8 +3,8 @@
 //! order). `cancel` drops a request's exchange, which closes its connection, and the gateway
 //! cancels the call upstream; a resumable call outlives its exchange, so its `cancel` becomes
 //! `DELETE /calls/{id}`. A `resume` is `GET /calls/{id}`, an `ack` `DELETE /calls/{id}?ack=true`,
-//! sent once no request is in flight (or [`ACK_BATCH`] wait), so that forgetting answered calls
-//! never holds up a request in the gateway.
+//! sent once the session has been idle for [`ACK_IDLE`] (or [`ACK_BATCH`] wait), so that
+//! forgetting answered calls never holds up a request in the gateway.
 //!
 //! Everything here runs on one current-thread runtime, which keeps the bookkeeping simple: a
 //! task that has not finished cannot run while the dispatcher cancels it, so a request ends
@@ -39,6 +39,11 @@ const MAX_ACKS: usize = 256;
 /// Acknowledgements that are sent even while requests are in flight: a session that is never
 /// idle still lets the gateway forget its answered calls.
 const ACK_BATCH: usize = 32;
+
+/// How long no request must have been in flight or started before the waiting
+/// acknowledgements go: a host that calls one tool after another sends its next request well
+/// within it.
+const ACK_IDLE: Duration = Duration::from_millis(5);
 
 /// Connections a session keeps beside those of its requests, for its own requests to the
 /// gateway (cancelling and forgetting resumable calls).
@@ -99,6 +104,10 @@ pub struct Relay {
     in_flight: Mutex<HashMap<u64, Flight>>,
     /// Acknowledged calls not yet sent to the gateway.
     acks: Mutex<Vec<CallId>>,
+    /// When the last request started.
+    last_start: Mutex<tokio::time::Instant>,
+    /// A task waits for the session to be idle, to send the waiting acknowledgements.
+    idle_watch: AtomicBool,
     chores: Chores,
     /// The virtual MCP connections.
     connections: Arc<super::connection::Connections>,
@@ -170,6 +179,8 @@ impl Relay {
             out,
             in_flight: Mutex::new(HashMap::new()),
             acks: Mutex::new(Vec::new()),
+            last_start: Mutex::new(tokio::time::Instant::now()),
+            idle_watch: AtomicBool::new(false),
             chores: Chores::default(),
         }
     }
@@ -177,6 +188,7 @@ impl Relay {
     fn start(self: &Arc<Self>, call: Call, permit: OwnedSemaphorePermit) {
         let id = call.id;
         let resumable = call.resumable.as_ref().map(|r| r.call.clone());
+        *self.last_start.lock().unwrap() = tokio::time::Instant::now();
         let task = tokio::spawn(self.clone().serve(call, permit));
         // On a current-thread runtime the task cannot run, let alone remove its entry, before
         // this insert.
@@ -297,8 +309,8 @@ impl Relay {
         self.finish(id, encode(&last)).await;
     }
 
-    /// Keeps `call`'s acknowledgement for the gateway: sent at once when no request is in
-    /// flight or [`ACK_BATCH`] wait, else once the last request in flight ends.
+    /// Keeps `call`'s acknowledgement for the gateway: sent once the session is idle, or at
+    /// once when [`ACK_BATCH`] wait.
     fn ack(self: &Arc<Self>, call: CallId) {
         let mut acks = self.acks.lock().unwrap();
         if acks.len() >= MAX_ACKS {
@@ -308,9 +320,34 @@ impl Relay {
         acks.push(call);
         let full = acks.len() >= ACK_BATCH;
         drop(acks);
-        if full || self.in_flight.lock().unwrap().is_empty() {
+        if full {
             self.send_acks();
+        } else {
+            self.send_acks_when_idle();
         }
+    }
+
+    /// Sends the waiting acknowledgements once no request has been in flight or started for
+    /// [`ACK_IDLE`], unless a task waits for that already. (Not a chore: the end of the
+    /// session sends what waits itself.)
+    fn send_acks_when_idle(self: &Arc<Self>) {
+        if self.idle_watch.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let relay = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let now = tokio::time::Instant::now();
+                let quiet_from = *relay.last_start.lock().unwrap() + ACK_IDLE;
+                let busy = !relay.in_flight.lock().unwrap().is_empty();
+                if !busy && quiet_from <= now {
+                    break;
+                }
+                tokio::time::sleep_until(if busy { now + ACK_IDLE } else { quiet_from }).await;
+            }
+            relay.idle_watch.store(false, Ordering::Relaxed);
+            relay.send_acks();
+        });
     }
 
     /// Sends the waiting acknowledgements, one after another on one connection, unless that is
@@ -344,21 +381,13 @@ impl Relay {
     }
 
     /// Takes request `id` out and queues its last frame without a pause in between, so a
-    /// cancel finds the request either still running or already answered. The last request
-    /// in flight lets the waiting acknowledgements go.
-    async fn finish(self: &Arc<Self>, id: u64, last: Vec<u8>) {
+    /// cancel finds the request either still running or already answered.
+    async fn finish(&self, id: u64, last: Vec<u8>) {
         let Ok(slot) = self.out.reserve().await else {
             return;
         };
-        let idle = {
-            let mut in_flight = self.in_flight.lock().unwrap();
-            in_flight.remove(&id);
-            in_flight.is_empty()
-        };
+        self.in_flight.lock().unwrap().remove(&id);
         slot.send(last);
-        if idle {
-            self.send_acks();
-        }
     }
 
     fn admit(
