@@ -290,34 +290,34 @@ struct Waiter {
 
 /// Reads `pipe` until its end, handing each read to `take` (until it says stop). No buffer is
 /// held while waiting: one is made when the pipe is readable, and given away with what it read,
-/// so an idle channel costs no read buffer.
+/// so an idle channel costs no read buffer. The buffer is not zeroed, and a read that leaves
+/// the pipe empty (a short one) ends the pipe's readiness: no second read only to hear
+/// `EAGAIN`.
 async fn read_pipe(
     pipe: impl std::os::fd::AsFd + tokio::io::AsyncRead + Unpin,
     max: usize,
     mut take: impl FnMut(Vec<u8>) -> bool,
 ) {
+    use tokio::io::AsyncReadExt;
     let Ok(fd) = pipe.as_fd().try_clone_to_owned() else {
         return;
     };
     drop(pipe);
-    let Ok(rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else {
+    let Ok(mut rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else {
         return;
     };
     loop {
         if rx.readable().await.is_err() {
             return;
         }
-        let mut buf = vec![0u8; max];
-        match rx.try_read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => {
-                buf.truncate(n);
+        let mut buf = Vec::with_capacity(max);
+        match rx.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
                 if !take(buf) {
                     return;
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-            Err(_) => return,
         }
     }
 }
