@@ -249,8 +249,8 @@ impl Policy {
     /// Removes from a list result (`tools/list`, `prompts/list`, `resources/list`,
     /// `resources/templates/list`; a page, or the REST tool list as an array) what the policy
     /// refuses; returns whether it removed anything.
-    pub fn filter_list(&self, agent: &str, mcp: &str, method: &str, result: &mut Value) -> bool {
-        let (kind, member, key) = match method {
+    pub fn filter_list(&self, agent: &str, mcp: &str, list: &str, result: &mut Value) -> bool {
+        let (kind, member, key) = match list {
             method::TOOLS_LIST => (Kind::Tool, "tools", "name"),
             method::PROMPTS_LIST => (Kind::Prompt, "prompts", "name"),
             method::RESOURCES_LIST => (Kind::Resource, "resources", "uri"),
@@ -274,17 +274,18 @@ impl Policy {
         items.len() != before
     }
 
-    /// Why the JSON-RPC request `method` with `params` of a client of server `mcp` is refused:
+    /// Why the JSON-RPC request `request` (its method) with `params` of a client of server `mcp`
+    /// is refused:
     /// a tool call, a prompt or a resource the policy refuses.
     pub fn request_refusal(
         &self,
         agent: &str,
         mcp: &str,
-        method: &str,
+        request: &str,
         params: &Value,
     ) -> Option<String> {
         let name = |key: &str| params[key].as_str().unwrap_or_default();
-        match method {
+        match request {
             method::TOOLS_CALL => self.call_refusal(
                 agent,
                 mcp,

@@ -154,10 +154,10 @@ impl Screen {
             return None;
         }
         let value: Value = serde_json::from_str(msg).ok()?;
-        let method = value["method"].as_str()?;
+        let called = value["method"].as_str()?;
         let params = &value["params"];
         let Some(id) = value.get("id") else {
-            if method == method::CANCELLED {
+            if called == method::CANCELLED {
                 let cancelled = self.calls.remove(&params["requestId"].to_string());
                 if let Some(started) = cancelled {
                     records.push(started.record("cancelled", 0, None, now));
@@ -165,13 +165,13 @@ impl Screen {
             }
             return None;
         };
-        if method.ends_with("/list") {
+        if called.ends_with("/list") {
             if !rules.policy.is_empty() {
-                self.lists.insert(id.to_string(), method.to_owned());
+                self.lists.insert(id.to_string(), called.to_owned());
             }
             return None;
         }
-        let key = match method {
+        let key = match called {
             method::TOOLS_CALL | method::PROMPTS_GET => "name",
             method::RESOURCES_READ => "uri",
             _ => "",
@@ -182,7 +182,7 @@ impl Screen {
                     agent_id: &self.agent,
                     session_id: &self.session,
                     server: &self.mcp,
-                    method,
+                    method: called,
                     name: params[key].as_str().unwrap_or_default(),
                     via: "connection",
                     id: id.to_string(),
@@ -195,7 +195,7 @@ impl Screen {
         });
         let Some(why) = rules
             .policy
-            .request_refusal(&self.agent, &self.mcp, method, params)
+            .request_refusal(&self.agent, &self.mcp, called, params)
         else {
             if let Some(started) = started {
                 self.calls.insert(id.to_string(), started);
@@ -238,13 +238,13 @@ impl Screen {
             records.push(started.record(outcome, msg.get().len(), reason, now));
             return msg;
         }
-        let Some(method) = self.lists.remove(&id) else {
+        let Some(list) = self.lists.remove(&id) else {
             return msg;
         };
         let Some(result) = value.get_mut("result") else {
             return msg;
         };
-        if !policy.filter_list(&self.agent, &self.mcp, &method, result) {
+        if !policy.filter_list(&self.agent, &self.mcp, &list, result) {
             return msg;
         }
         RawValue::from_string(value.to_string()).unwrap_or(msg)
