@@ -8,20 +8,17 @@ use serde_json::Value;
 
 /// The repository's root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("bench/ has a parent")
-        .to_path_buf()
+    mcpgw_testkit::repo()
 }
 
 /// Cargo's target directory: `$CARGO_TARGET_DIR`, else `target/` in the repository.
 pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), PathBuf::from)
+    mcpgw_testkit::target_root()
 }
 
-/// The static release gateway that `make bench` builds, in the target directory.
+/// The static release gateway that `make bench` builds (`$MCPGW_STATIC_GATEWAY` names another).
 pub fn static_gateway() -> PathBuf {
-    target_dir().join("x86_64-unknown-linux-gnu/release/mcpgw-gateway")
+    mcpgw_testkit::static_gateway_path()
 }
 
 /// The release test server that `make bench` builds, in the target directory.

@@ -29,6 +29,6 @@ pub use process::{
 };
 pub use servers::{
     Server, TESTSERVER_TOOLS, everything_http, everything_js, everything_sse, gateway_bin,
-    http_spec, repo, rogue_sse, rogue_stdio, static_gateway_bin, testserver_bin, testserver_http,
-    testserver_stdio, venv_bin,
+    http_spec, repo, rogue_sse, rogue_stdio, static_gateway_bin, static_gateway_path, target_root,
+    testserver_bin, testserver_http, testserver_stdio, venv_bin,
 };

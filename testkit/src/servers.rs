@@ -43,17 +43,23 @@ pub fn gateway_bin() -> PathBuf {
     workspace_bin("mcpgw-gateway", "cargo build -p mcpgw-gateway")
 }
 
-/// The statically linked release gateway (`make static` builds it; `$MCPGW_STATIC_GATEWAY`
-/// names another), the one installed into sandboxes that have no libc.
+/// Cargo's target directory: `$CARGO_TARGET_DIR`, else `target/` in the repository.
+pub fn target_root() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from)
+}
+
+/// Where the statically linked release gateway is, built or not (`make static` builds it;
+/// `$MCPGW_STATIC_GATEWAY` names another): the one installed into sandboxes that have no libc.
+pub fn static_gateway_path() -> PathBuf {
+    std::env::var_os("MCPGW_STATIC_GATEWAY").map_or_else(
+        || target_root().join("x86_64-unknown-linux-gnu/release/mcpgw-gateway"),
+        PathBuf::from,
+    )
+}
+
+/// The statically linked release gateway, which must have been built.
 pub fn static_gateway_bin() -> PathBuf {
-    let path = std::env::var_os("MCPGW_STATIC_GATEWAY")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| repo().join("target"));
-            target.join("x86_64-unknown-linux-gnu/release/mcpgw-gateway")
-        });
+    let path = static_gateway_path();
     assert!(
         path.exists(),
         "{} is missing: build the static gateway with `make static` (make test does)",
