@@ -869,3 +869,59 @@ async fn an_acknowledgement_waits_for_the_requests_in_flight() {
     assert!(gone.detail().contains("acknowledged"), "{}", gone.detail());
     assert!(a.finish().success(), "{}", a.stderr());
 }
+
+/// `POST /calls/ack` forgets every finished call of its list in one request; a running call
+/// goes on, one not kept is passed over, and a bad id or too many ids are refused whole.
+#[tokio::test]
+async fn many_calls_are_acknowledged_in_one_request() {
+    let gw = start_gateway(&[]);
+    gw.add(testserver_stdio("ts"), "").await.expect(200);
+    let finished = [call_id(), call_id()];
+    for call in &finished {
+        echo_as_call(&gw, "x", call).await.expect(200);
+    }
+    let dir = TempDir::new("ack-calls");
+    let running = call_id();
+    let (caller, ..) = first_line(
+        &gw,
+        reqwest::Method::POST,
+        "/mcps/ts/tools/slow",
+        Some(&running),
+        Some(slow_args(100.0, 1000, Some(&dir.path("cancelled")))),
+    )
+    .await;
+    drop(caller);
+    let ack = |calls: Vec<String>| {
+        let gw = &gw;
+        async move {
+            let reply = gw.post("/calls/ack", json!({ "calls": calls })).await;
+            gw.assert_documented("POST", "/calls/ack", &reply).await;
+            reply
+        }
+    };
+
+    // Refused whole: nothing is forgotten.
+    let bad = ack(vec![finished[0].clone(), "nothex".into()])
+        .await
+        .expect(400);
+    assert!(bad.detail().contains("nothex"), "{}", bad.detail());
+    let too_many = ack(vec![call_id(); 1025]).await.expect(400);
+    assert!(too_many.detail().contains("1024"), "{}", too_many.detail());
+    gw.get(&format!("/calls/{}", finished[0])).await.expect(200);
+
+    let all = vec![
+        finished[0].clone(),
+        finished[1].clone(),
+        running.clone(),
+        call_id(),
+    ];
+    ack(all).await.expect(200);
+    for call in &finished {
+        let gone = gw.get(&format!("/calls/{call}")).await.expect(410);
+        assert!(gone.detail().contains("acknowledged"), "{}", gone.detail());
+    }
+    // The running call goes on: a resume still gets its progress.
+    let (_resumed, seq, chunk) = resumed_line(&gw, &running, 0).await;
+    assert_eq!((seq, chunk["is_last"].clone()), (1, json!(false)));
+    gw.delete(&format!("/calls/{running}")).await.expect(200);
+}

@@ -30,8 +30,8 @@ pub type JsonObject = Map<String, Value>;
 
 pub use chunk::{Block, DataBlock, Source, TextBlock, ToolChunk, ToolState};
 pub use rest::{
-    CallQuery, CallToolAnswer, CallToolBody, DaemonReady, ErrorBody, GetPromptBody, Health,
-    McpEntry, McpState, McpStatus, Ok, Query, ReadResourceBody, RuntimeHeaders,
+    AckCalls, CallQuery, CallToolAnswer, CallToolBody, DaemonReady, ErrorBody, GetPromptBody,
+    Health, McpEntry, McpState, McpStatus, Ok, Query, ReadResourceBody, RuntimeHeaders,
 };
 pub use spec::{
     EncodingErrorHandler, HttpConfig, McpConfig, McpSpec, SecretRef, SpecValue, StdioConfig,

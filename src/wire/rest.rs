@@ -44,6 +44,8 @@ pub mod route {
     pub const CONNECTION: &str = "/mcps/{name}/connection";
     /// `GET` resumes a resumable call, `DELETE` cancels or forgets it.
     pub const CALL: &str = "/calls/{id}";
+    /// `POST` acknowledges many finished calls at once.
+    pub const CALLS_ACK: &str = "/calls/ack";
 }
 
 /// Headers of the REST surface beyond plain HTTP's (names in lowercase, as HTTP/2 writes them;
@@ -293,6 +295,19 @@ pub struct GetPromptBody {
 pub struct CallToolAnswer {
     /// The tool's result.
     pub chunk: ToolChunk,
+}
+
+/// The body of `POST /calls/ack`: the calls whose final answers the caller has.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AckCalls {
+    /// Call ids (32 to 64 lowercase hex digits), at most [`AckCalls::MAX`].
+    pub calls: Vec<String>,
+}
+
+impl AckCalls {
+    /// The most call ids one request acknowledges.
+    pub const MAX: usize = 1024;
 }
 
 /// `{"ok": true}`, the answer of `POST /mcps` and `DELETE /mcps/{name}`.

@@ -2,9 +2,10 @@
 //! over a keep-alive pool ([`super::pool`]), each answered as soon as it completes (so out of
 //! order). `cancel` drops a request's exchange, which closes its connection, and the gateway
 //! cancels the call upstream; a resumable call outlives its exchange, so its `cancel` becomes
-//! `DELETE /calls/{id}`. A `resume` is `GET /calls/{id}`, an `ack` `DELETE /calls/{id}?ack=true`,
-//! sent once the session has been idle for [`ACK_IDLE`] (or [`ACK_BATCH`] wait), so that
-//! forgetting answered calls never holds up a request in the gateway.
+//! `DELETE /calls/{id}`. A `resume` is `GET /calls/{id}`. Acknowledgements go together, as one
+//! `POST /calls/ack`, once the session has been idle for [`ACK_IDLE`] (or [`ACK_BATCH`] wait),
+//! so that forgetting answered calls costs the gateway one request for many and never holds
+//! up a request.
 //!
 //! Everything here runs on one current-thread runtime, which keeps the bookkeeping simple: a
 //! task that has not finished cannot run while the dispatcher cancels it, so a request ends
@@ -39,6 +40,9 @@ const MAX_ACKS: usize = 256;
 /// Acknowledgements that are sent even while requests are in flight: a session that is never
 /// idle still lets the gateway forget its answered calls.
 const ACK_BATCH: usize = 32;
+
+// Whatever waits goes in one request.
+const _: () = assert!(MAX_ACKS <= mcpgw::wire::AckCalls::MAX);
 
 /// How long no request must have been in flight or started before the waiting
 /// acknowledgements go: a host that calls one tool after another sends its next request well
@@ -350,8 +354,8 @@ impl Relay {
         });
     }
 
-    /// Sends the waiting acknowledgements, one after another on one connection, unless that is
-    /// under way already (it then sends these too).
+    /// Sends the waiting acknowledgements in one request (`POST /calls/ack`), unless that is
+    /// under way already (it then sends these too, in the next one).
     fn send_acks(self: &Arc<Self>) {
         if self.acks.lock().unwrap().is_empty() || self.chores.acking.swap(true, Ordering::Relaxed)
         {
@@ -365,19 +369,56 @@ impl Relay {
                     // The chore's end says it no longer runs, in this same step.
                     return;
                 }
-                for call in calls {
-                    match relay.delete_call(&call, true).await {
-                        Ok((200 | 404 | 410, _)) => tracing::debug!(%call, "acknowledged"),
-                        Ok((status, body)) => tracing::info!(
-                            %call,
-                            "the gateway refused the acknowledgement: {status} {}",
-                            quoted(&String::from_utf8_lossy(&body))
-                        ),
-                        Err(e) => tracing::info!(%call, "acknowledging failed: {e}"),
+                match relay.ack_calls(&calls).await {
+                    Ok((200, _)) => tracing::debug!(calls = calls.len(), "acknowledged"),
+                    // A gateway of a version without `POST /calls/ack`: one at a time.
+                    Ok((404 | 405, _)) => {
+                        for call in &calls {
+                            let acked = relay.delete_call(call, true).await;
+                            relay.acknowledged(&acked, Some(call));
+                        }
                     }
+                    other => relay.acknowledged(&other, None),
                 }
             }
         });
+    }
+
+    /// `POST /calls/ack` with `calls`; the status it answered.
+    async fn ack_calls(&self, calls: &[CallId]) -> Result<(u16, Bytes), String> {
+        let body = mcpgw::wire::AckCalls {
+            calls: calls.iter().map(ToString::to_string).collect(),
+        };
+        let request = self
+            .builder(http::Method::POST, mcpgw::wire::rest::route::CALLS_ACK)
+            .header(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )
+            .body(Full::new(Bytes::from(
+                serde_json::to_vec(&body).expect("strings serialize"),
+            )))
+            .map_err(|e| format!("cannot build the request: {e}"))?;
+        let (response, lease) = self
+            .pool
+            .send(request)
+            .await
+            .map_err(|e| self.unreachable(&e))?;
+        let status = response.status().as_u16();
+        Ok((status, self.whole_body(response, lease).await?))
+    }
+
+    /// Logs how an acknowledgement (of `call`, else of a list) went, unless it went well.
+    fn acknowledged(&self, outcome: &Result<(u16, Bytes), String>, call: Option<&CallId>) {
+        let what = call.map_or_else(|| "a list of calls".to_owned(), |c| format!("call {c}"));
+        match outcome {
+            Ok((200 | 404 | 410, _)) => tracing::debug!("acknowledged {what}"),
+            Ok((status, body)) => tracing::info!(
+                "the gateway refused the acknowledgement of {what}: {status} {}",
+                quoted(&String::from_utf8_lossy(body))
+            ),
+            Err(e) => tracing::info!("acknowledging {what} failed: {e}"),
+        }
     }
 
     /// Takes request `id` out and queues its last frame without a pause in between, so a

@@ -521,6 +521,31 @@ async fn delete_call(
     Ok(ok())
 }
 
+/// `POST /calls/ack`: forgets each finished call of the list, as `DELETE /calls/{id}?ack=true`
+/// would; a call still running goes on, and one not kept is passed over.
+async fn ack_calls(
+    State(state): Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Error> {
+    let mcpgw::wire::AckCalls { calls } = typed_body(body, "acknowledgement body")?;
+    if calls.len() > mcpgw::wire::AckCalls::MAX {
+        return Err(Error::Invalid(format!(
+            "at most {} calls are acknowledged at once, not {}",
+            mcpgw::wire::AckCalls::MAX,
+            calls.len()
+        )));
+    }
+    let ids = calls
+        .iter()
+        .map(|id| parse_call_id(id))
+        .collect::<Result<Vec<_>, _>>()?;
+    for id in &ids {
+        // Running, unknown or gone: nothing to forget, as for one acknowledgement.
+        let _ = state.calls.delete(id, true);
+    }
+    Ok(ok())
+}
+
 /// A call answered as NDJSON: a `ToolChunk` per upstream progress notification
 /// (`is_last: false`), then the result chunk. The status line waits for the first line, so a
 /// call that fails before any progress still answers with its own status and detail; a failure

@@ -10,8 +10,8 @@ use mcpgw::wire::spec::{
     HEADER_NAME_PATTERN, HEADER_VALUE_PATTERN, LEGACY_SSE_URL_PATTERN, RESERVED_HEADERS,
 };
 use mcpgw::wire::{
-    CallQuery, CallToolAnswer, CallToolBody, ErrorBody, GetPromptBody, Health, McpEntry, McpSpec,
-    Ok, Query, ReadResourceBody, RuntimeHeaders, Tool, ToolChunk,
+    AckCalls, CallQuery, CallToolAnswer, CallToolBody, ErrorBody, GetPromptBody, Health, McpEntry,
+    McpSpec, Ok, Query, ReadResourceBody, RuntimeHeaders, Tool, ToolChunk,
 };
 use serde_json::{Value, json};
 use utoipa::openapi::path::{
@@ -300,11 +300,14 @@ fn success_headers(route: &str) -> &'static [(&'static str, &'static str)] {
     }
 }
 
+/// What a call id is: 32 to 64 lowercase hex digits.
+const CALL_ID_PATTERN: &str = "^[0-9a-f]{32,64}$";
+
 /// A call id: 32 to 64 lowercase hex digits.
 fn call_id_schema() -> RefOr<Schema> {
     ObjectBuilder::new()
         .schema_type(Type::String)
-        .pattern(Some("^[0-9a-f]{32,64}$"))
+        .pattern(Some(CALL_ID_PATTERN))
         .build()
         .into()
 }
@@ -362,6 +365,7 @@ pub fn document(endpoints: impl IntoIterator<Item = Endpoint>, max_body_bytes: u
     register::<Tool>(&mut schemas);
     register::<ToolChunk>(&mut schemas);
     register::<CallToolBody>(&mut schemas);
+    register::<AckCalls>(&mut schemas);
     register::<CallToolAnswer>(&mut schemas);
     register::<ReadResourceBody>(&mut schemas);
     register::<GetPromptBody>(&mut schemas);
@@ -571,6 +575,9 @@ fn add_registration_rules(doc: &mut Value) {
         "allOf": [headers_ref],
     });
     schemas["StdioConfig"]["properties"]["args"]["items"]["pattern"] = json!("^[^\\x00]*$");
+    let calls = &mut schemas["AckCalls"]["properties"]["calls"];
+    calls["items"]["pattern"] = json!(CALL_ID_PATTERN);
+    calls["maxItems"] = json!(mcpgw::wire::AckCalls::MAX);
     let stdio = json!({"properties": {"mcp_config": {"required": ["type"],
         "properties": {"type": {"const": "stdio_mcp"}}}}});
     let spec = &mut schemas["McpSpec"];

@@ -261,6 +261,21 @@ pub fn surface() -> Vec<Route> {
             },
         ),
         route(
+            ack_calls,
+            Endpoint {
+                method: HttpMethod::Post,
+                route: route::CALLS_ACK,
+                summary: "Forgets each finished call of the list, as `DELETE /calls/{id}?ack=true` would, in one request; a call still running goes on, and one the gateway no longer keeps is passed over.",
+                auth: true,
+                query: Params::None,
+                body: Some((schema_ref("AckCalls"), true, "the call ids")),
+                success: (200, "acknowledged", json(schema_ref("Ok"))),
+                errors: [invalid("an invalid call id, or too many")]
+                    .into_iter()
+                    .collect(),
+            },
+        ),
+        route(
             list_resources,
             Endpoint {
                 method: HttpMethod::Get,
