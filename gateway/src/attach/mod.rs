@@ -11,6 +11,7 @@
 //! Before any of it, [`locate`] finds the gateway (and with `--launch` starts one), checks that
 //! it is the one asked for, and reads its limits.
 
+mod acks;
 mod connection;
 mod exchange;
 mod input;

@@ -2,10 +2,8 @@
 //! over a keep-alive pool ([`super::pool`]), each answered as soon as it completes (so out of
 //! order). `cancel` drops a request's exchange, which closes its connection, and the gateway
 //! cancels the call upstream; a resumable call outlives its exchange, so its `cancel` becomes
-//! `DELETE /calls/{id}`. A `resume` is `GET /calls/{id}`. Acknowledgements go together, as one
-//! `POST /calls/ack`, once the session has been idle for [`ACK_IDLE`] (or [`ACK_BATCH`] wait),
-//! so that forgetting answered calls costs the gateway one request for many and never holds
-//! up a request.
+//! `DELETE /calls/{id}`. A `resume` is `GET /calls/{id}`; acknowledgements go together
+//! ([`super::acks`]).
 //!
 //! Everything here runs on one current-thread runtime, which keeps the bookkeeping simple: a
 //! task that has not finished cannot run while the dispatcher cancels it, so a request ends
@@ -13,7 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,6 +22,7 @@ use mcpgw::wire::frame::{CallId, GatewayFrame, quoted};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::AbortHandle;
 
+use super::acks::Acks;
 use super::input::{Call, Input, Resumable};
 use super::liveness::{Beat, Liveness};
 use super::locate::Gateway;
@@ -32,22 +31,6 @@ use super::pool::{Lease, Pool, Response};
 
 /// Requests read ahead while all slots are taken, so a `cancel` behind them is still seen.
 const MAX_WAITING: usize = 64;
-
-/// Acknowledgements waiting to be sent, at most: past it one more is dropped (a call not
-/// acknowledged is only kept until its retention ends).
-const MAX_ACKS: usize = 256;
-
-/// Acknowledgements that are sent even while requests are in flight: a session that is never
-/// idle still lets the gateway forget its answered calls.
-const ACK_BATCH: usize = 32;
-
-// Whatever waits goes in one request.
-const _: () = assert!(MAX_ACKS <= mcpgw::wire::AckCalls::MAX);
-
-/// How long no request must have been in flight or started before the waiting
-/// acknowledgements go: a host that calls one tool after another sends its next request well
-/// within it.
-const ACK_IDLE: Duration = Duration::from_millis(5);
 
 /// Connections a session keeps beside those of its requests, for its own requests to the
 /// gateway (cancelling and forgetting resumable calls).
@@ -105,20 +88,16 @@ pub struct Relay {
     pub(super) gateway_pid: u32,
     authorization: Option<HeaderValue>,
     out: output::Sender,
-    in_flight: Mutex<HashMap<u64, Flight>>,
-    /// Acknowledged calls not yet sent to the gateway.
-    acks: Mutex<Vec<CallId>>,
-    /// When the last request started.
-    last_start: Mutex<tokio::time::Instant>,
-    /// A task waits for the session to be idle, to send the waiting acknowledgements.
-    idle_watch: AtomicBool,
+    pub(super) in_flight: Mutex<HashMap<u64, Flight>>,
+    /// Acknowledgements on their way to the gateway.
+    pub(super) acks: Acks,
     chores: Chores,
     /// The virtual MCP connections.
     connections: Arc<super::connection::Connections>,
 }
 
 /// A request in flight.
-struct Flight {
+pub(super) struct Flight {
     /// Its exchange, or the cancelling of its call.
     task: AbortHandle,
     /// The resumable call it makes or resumes.
@@ -132,8 +111,6 @@ struct Flight {
 #[derive(Default)]
 struct Chores {
     pending: AtomicUsize,
-    /// The chore that sends the waiting acknowledgements runs.
-    acking: AtomicBool,
     done: Notify,
 }
 
@@ -146,7 +123,7 @@ struct ChoreDone {
 impl Drop for ChoreDone {
     fn drop(&mut self) {
         if self.ack {
-            self.relay.chores.acking.store(false, Ordering::Relaxed);
+            self.relay.acks.sent();
         }
         self.relay.chores.pending.fetch_sub(1, Ordering::Relaxed);
         self.relay.chores.done.notify_waiters();
@@ -182,9 +159,7 @@ impl Relay {
             authorization,
             out,
             in_flight: Mutex::new(HashMap::new()),
-            acks: Mutex::new(Vec::new()),
-            last_start: Mutex::new(tokio::time::Instant::now()),
-            idle_watch: AtomicBool::new(false),
+            acks: Acks::default(),
             chores: Chores::default(),
         }
     }
@@ -192,7 +167,7 @@ impl Relay {
     fn start(self: &Arc<Self>, call: Call, permit: OwnedSemaphorePermit) {
         let id = call.id;
         let resumable = call.resumable.as_ref().map(|r| r.call.clone());
-        *self.last_start.lock().unwrap() = tokio::time::Instant::now();
+        self.acks.request_started();
         let task = tokio::spawn(self.clone().serve(call, permit));
         // On a current-thread runtime the task cannot run, let alone remove its entry, before
         // this insert.
@@ -208,7 +183,7 @@ impl Relay {
 
     /// Runs one of attach's own requests on a task of its own (`ack`: the one that sends the
     /// waiting acknowledgements).
-    fn chore(
+    pub(super) fn chore(
         self: &Arc<Self>,
         ack: bool,
         work: impl Future<Output = ()> + Send + 'static,
@@ -246,7 +221,11 @@ impl Relay {
     }
 
     /// `DELETE /calls/{call}` (`ack`: only a finished call); the status it answered.
-    async fn delete_call(&self, call: &CallId, ack: bool) -> Result<(u16, Bytes), String> {
+    pub(super) async fn delete_call(
+        &self,
+        call: &CallId,
+        ack: bool,
+    ) -> Result<(u16, Bytes), String> {
         let mut path = mcpgw::wire::rest::path::call(call);
         if ack {
             path.push_str("?ack=true");
@@ -311,114 +290,6 @@ impl Relay {
             },
         };
         self.finish(id, encode(&last)).await;
-    }
-
-    /// Keeps `call`'s acknowledgement for the gateway: sent once the session is idle, or at
-    /// once when [`ACK_BATCH`] wait.
-    fn ack(self: &Arc<Self>, call: CallId) {
-        let mut acks = self.acks.lock().unwrap();
-        if acks.len() >= MAX_ACKS {
-            tracing::debug!("{MAX_ACKS} acknowledgements wait already: one more is dropped");
-            return;
-        }
-        acks.push(call);
-        let full = acks.len() >= ACK_BATCH;
-        drop(acks);
-        if full {
-            self.send_acks();
-        } else {
-            self.send_acks_when_idle();
-        }
-    }
-
-    /// Sends the waiting acknowledgements once no request has been in flight or started for
-    /// [`ACK_IDLE`], unless a task waits for that already. (Not a chore: the end of the
-    /// session sends what waits itself.)
-    fn send_acks_when_idle(self: &Arc<Self>) {
-        if self.idle_watch.swap(true, Ordering::Relaxed) {
-            return;
-        }
-        let relay = self.clone();
-        tokio::spawn(async move {
-            loop {
-                let now = tokio::time::Instant::now();
-                let quiet_from = *relay.last_start.lock().unwrap() + ACK_IDLE;
-                let busy = !relay.in_flight.lock().unwrap().is_empty();
-                if !busy && quiet_from <= now {
-                    break;
-                }
-                tokio::time::sleep_until(if busy { now + ACK_IDLE } else { quiet_from }).await;
-            }
-            relay.idle_watch.store(false, Ordering::Relaxed);
-            relay.send_acks();
-        });
-    }
-
-    /// Sends the waiting acknowledgements in one request (`POST /calls/ack`), unless that is
-    /// under way already (it then sends these too, in the next one).
-    fn send_acks(self: &Arc<Self>) {
-        if self.acks.lock().unwrap().is_empty() || self.chores.acking.swap(true, Ordering::Relaxed)
-        {
-            return;
-        }
-        let relay = self.clone();
-        self.chore(true, async move {
-            loop {
-                let calls = std::mem::take(&mut *relay.acks.lock().unwrap());
-                if calls.is_empty() {
-                    // The chore's end says it no longer runs, in this same step.
-                    return;
-                }
-                match relay.ack_calls(&calls).await {
-                    Ok((200, _)) => tracing::debug!(calls = calls.len(), "acknowledged"),
-                    // A gateway of a version without `POST /calls/ack`: one at a time.
-                    Ok((404 | 405, _)) => {
-                        for call in &calls {
-                            let acked = relay.delete_call(call, true).await;
-                            relay.acknowledged(&acked, Some(call));
-                        }
-                    }
-                    other => relay.acknowledged(&other, None),
-                }
-            }
-        });
-    }
-
-    /// `POST /calls/ack` with `calls`; the status it answered.
-    async fn ack_calls(&self, calls: &[CallId]) -> Result<(u16, Bytes), String> {
-        let body = mcpgw::wire::AckCalls {
-            calls: calls.iter().map(ToString::to_string).collect(),
-        };
-        let request = self
-            .builder(http::Method::POST, mcpgw::wire::rest::route::CALLS_ACK)
-            .header(
-                http::header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )
-            .body(Full::new(Bytes::from(
-                serde_json::to_vec(&body).expect("strings serialize"),
-            )))
-            .map_err(|e| format!("cannot build the request: {e}"))?;
-        let (response, lease) = self
-            .pool
-            .send(request)
-            .await
-            .map_err(|e| self.unreachable(&e))?;
-        let status = response.status().as_u16();
-        Ok((status, self.whole_body(response, lease).await?))
-    }
-
-    /// Logs how an acknowledgement (of `call`, else of a list) went, unless it went well.
-    fn acknowledged(&self, outcome: &Result<(u16, Bytes), String>, call: Option<&CallId>) {
-        let what = call.map_or_else(|| "a list of calls".to_owned(), |c| format!("call {c}"));
-        match outcome {
-            Ok((200 | 404 | 410, _)) => tracing::debug!("acknowledged {what}"),
-            Ok((status, body)) => tracing::info!(
-                "the gateway refused the acknowledgement of {what}: {status} {}",
-                quoted(&String::from_utf8_lossy(body))
-            ),
-            Err(e) => tracing::info!("acknowledging {what} failed: {e}"),
-        }
     }
 
     /// Takes request `id` out and queues its last frame without a pause in between, so a
