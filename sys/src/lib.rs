@@ -7,8 +7,10 @@
 //!   gateway's detaching fork.
 //! - [`stdio`] (feature `tokio`): standard input and output on tokio's reactor.
 //! - [`tty`]: raw mode for a terminal session.
+//! - [`fdpass`]: open descriptors passed over a unix socket.
 //! - [`fs`]: the process's user, its file-mode mask and open-file limit, file locks.
 
+pub mod fdpass;
 pub mod fs;
 pub mod process;
 #[cfg(feature = "tokio")]

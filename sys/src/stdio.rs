@@ -12,7 +12,7 @@
 //! matters only to another process sharing it.
 
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
@@ -58,6 +58,8 @@ pub struct Pipe {
     fd: AsyncFd<RawFd>,
     /// Whether this set `O_NONBLOCK` (and clears it when dropped).
     set_nonblocking: bool,
+    /// The descriptor, when this owns it (closed after the flags are put back).
+    _owned: Option<OwnedFd>,
 }
 
 impl Pipe {
@@ -66,6 +68,16 @@ impl Pipe {
     pub fn standard(stream: Standard, kinds: Kinds) -> Option<Pipe> {
         // SAFETY: the program never closes its standard streams.
         unsafe { Pipe::new(stream.fd(), stream.interest(), kinds) }
+    }
+
+    /// `fd` (another process's standard stream, passed over a socket) on the reactor, for
+    /// reading or writing as `stream` says, when it is of `kinds`; `None` otherwise (the
+    /// descriptor is closed, its open file left as it was).
+    pub fn adopt(fd: OwnedFd, stream: Standard, kinds: Kinds) -> Option<Pipe> {
+        // SAFETY: the `Pipe` owns `fd`, which stays open until the `Pipe` is dropped.
+        let mut pipe = unsafe { Pipe::new(fd.as_raw_fd(), stream.interest(), kinds) }?;
+        pipe._owned = Some(fd);
+        Some(pipe)
     }
 
     /// # Safety
@@ -93,6 +105,7 @@ impl Pipe {
             Ok(fd) => Some(Pipe {
                 fd,
                 set_nonblocking,
+                _owned: None,
             }),
             Err(_) => {
                 if set_nonblocking {
