@@ -5,59 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The usage text, printed for `--help` and after a usage error.
-pub const USAGE: &str = "\
-usage:
-  mcpgw-gateway [serve] [--port P] [--host H] [--token-file PATH | --auth-token T | --no-auth]
-                [--instance-nonce N] [--config FILE] [--log-file PATH] [--log-format text|json]
-                [--log-level error|warn|info|debug|trace] [--daemon] [--allow-remote]
-                [--max-body-bytes N] [--max-reply-bytes N] [--call-timeout SECONDS]
-                [--connect-timeout SECONDS] [--header-timeout SECONDS] [--idle-timeout SECONDS]
-                [--max-connections N] [--log-rate LINES] [--threads N] [--ready-file PATH]
-                [--max-mcp-connections N] [--max-connection-queue N]
-                [--max-pending-host-requests N] [--call-retention SECONDS]
-                [--call-retention-bytes N]
-  mcpgw-gateway attach [--state-dir DIR] [--port P] [--host H] [--token-file PATH]
-                [--instance-nonce N] [--launch] [--gateway-arg ARG]... [--max-frame-bytes N]
-                [--max-in-flight N] [--max-mcp-connections N] [--heartbeat SECONDS]
-                [--heartbeat-timeout SECONDS] [--log-file PATH] [--log-level LEVEL]
-  mcpgw-gateway request METHOD PATH [--port P] [--host H] [--token-file PATH]
-                [--body-file FILE|-] [--data BODY] [--header 'Name: value']... [--max-time SECONDS]
-  mcpgw-gateway --version
-
-serve (the default) runs the gateway on 127.0.0.1:P (5600 unless given; 0 picks a free port).
-The token comes from --token-file (minted into a new 0600 file when missing), else the
-environment variable MCPGW_TOKEN, else --auth-token (visible to ps: for compatibility only).
---daemon returns once the gateway listens and prints {\"port\",\"pid\",\"token_file\",\"instance_nonce\"};
---ready-file also writes that line to PATH (0600) while the gateway runs.
-Limits (defaults): --max-body-bytes 67108864 (a request body), --max-reply-bytes 67108864 (one
-message from an upstream), --call-timeout 600, --connect-timeout 60, --header-timeout 10 (a
-client's request head, from connecting or from its previous answer), --idle-timeout 60 (a
-keep-alive connection with nothing to do), --max-connections 1024 (at most half the open-file
-limit; past it the longest-idle connection is closed), --log-rate 20 (log lines per second per
-upstream; the excess is counted in one line). Virtual MCP connections: --max-mcp-connections
-256 (open at once), --max-connection-queue 1024 (messages waiting for a client that does not
-read; past it the connection is cut off), --max-pending-host-requests 64 (the upstream's
-requests waiting for one connection's client; past it they are refused). Resumable calls (a
-tool call with the header mcpgw-call-id: it runs on when its caller goes away, GET /calls/ID
-answers it again): kept --call-retention 600 seconds once nobody follows them or once they
-ended (0: calls are not resumable), all of them in --call-retention-bytes 67108864 of memory.
-
-attach relays the session channel's frames (one JSON object a line) between its stdin and stdout
-and a running gateway: the one of --port, or the one DIR/gateway.json names (token file
-DIR/token). With --launch it first starts one there when none answers (--gateway-arg passes
-arguments on to it). The first line it writes is its hello frame. It relays at most
---max-in-flight requests at once (and never more than half the gateway's --max-connections, less
-2 for its own requests: 510 with the gateway's default); past it the next ones wait, then stdin
-is no longer read. Past --max-mcp-connections (64) virtual MCP connections on the channel, an
-open is refused (closed with status 429). It writes a ping frame when it has written nothing for
---heartbeat (5; 0: never), and once the host has sent a ping, it ends the session when nothing
-arrives from the host for --heartbeat-timeout (15; 0: never). Exit status: 0 at the end of
-input, 7 when no gateway (or one of another instance) answers, 1 on other failures (a silent
-host among them).
-
-request sends one HTTP request to a local gateway with the token read from --token-file (or
-MCPGW_TOKEN) and prints the response body followed by the line `mcpgw-http-status:NNN`.
-Exit status: 0 when a response arrived, 7 when the gateway cannot be reached, 28 on timeout.";
+pub const USAGE: &str = include_str!("usage.txt").trim_ascii_end();
 
 /// What the process was asked to do.
 #[derive(Debug)]
@@ -228,6 +176,8 @@ pub struct AttachArgs {
     /// How long the host may send nothing (once it has sent a `ping`) before the session
     /// ends; zero: forever.
     pub heartbeat_timeout: Duration,
+    /// Relay here even when the gateway would take the session over.
+    pub no_handoff: bool,
     /// Log destination; stderr when absent.
     pub log_file: Option<PathBuf>,
     /// Least severe level logged.
@@ -431,6 +381,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
         max_mcp_connections: 64,
         heartbeat: Duration::from_secs(5),
         heartbeat_timeout: Duration::from_secs(15),
+        no_handoff: false,
         log_file: None,
         log_level: tracing::Level::INFO,
     };
@@ -447,6 +398,7 @@ fn parse_attach(args: &[String]) -> Result<AttachArgs, String> {
             "token-file" => out.token_file = Some(PathBuf::from(value)),
             "instance-nonce" => out.instance_nonce = Some(value),
             "launch" => out.launch = true,
+            "no-handoff" => out.no_handoff = true,
             "gateway-arg" => out.gateway_args.push(value),
             "max-frame-bytes" => out.max_frame_bytes = at_least(name, &value, 1024)?,
             "max-in-flight" => out.max_in_flight = Some(at_least(name, &value, 1)?),

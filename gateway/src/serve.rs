@@ -145,17 +145,25 @@ fn start(args: ServeArgs, leftovers: &mut Leftovers) -> Result<ExitCode, String>
     };
 
     crate::upstream::process::become_subreaper();
+    let workers = match args.threads {
+        // Half the cores, at most 4: the upstreams and the sandbox's own work need the
+        // rest (measured: on 2 cores one worker serves more calls than two).
+        0 => std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4)),
+        n => n,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(match args.threads {
-            // Half the cores, at most 4: the upstreams and the sandbox's own work need the
-            // rest (measured: on 2 cores one worker serves more calls than two).
-            0 => std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4)),
-            n => n,
-        })
+        .worker_threads(workers)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let result = runtime.block_on(serve(args, resolved.token, listener, port, &mut ready_pipe));
+    let started = Started {
+        token: resolved.token,
+        listener,
+        port,
+        // A handed-off session's tasks must never run side by side: one worker only.
+        takes_sessions: workers == 1,
+    };
+    let result = runtime.block_on(serve(args, started, &mut ready_pipe));
     // Upstream tasks may still hold process groups if a close timed out; and whatever an
     // upstream left behind, wherever it went, ends with the gateway.
     crate::upstream::stdio::kill_all_groups();
@@ -172,13 +180,26 @@ fn start(args: ServeArgs, leftovers: &mut Leftovers) -> Result<ExitCode, String>
     result.map(|()| ExitCode::SUCCESS)
 }
 
-async fn serve(
-    args: ServeArgs,
+/// What `start` made ready for `serve`.
+struct Started {
     token: Option<auth::Token>,
     listener: TcpListener,
     port: u16,
+    /// Whether sessions may be handed off to the gateway.
+    takes_sessions: bool,
+}
+
+async fn serve(
+    args: ServeArgs,
+    started: Started,
     ready_pipe: &mut Option<OwnedFd>,
 ) -> Result<(), String> {
+    let Started {
+        token,
+        listener,
+        port,
+        takes_sessions,
+    } = started;
     tokio::spawn(crate::upstream::process::reap_forever());
     let fd_limit = mcpgw_net::conn::raise_fd_limit();
     let limits = mcpgw_net::conn::Limits {
@@ -195,10 +216,27 @@ async fn serve(
         max_connections = limits.max_connections,
         "client connection limits"
     );
-    let state = app_state(&args, token, &limits);
+    let handoff = takes_sessions
+        .then(|| {
+            crate::attach::handoff::bind()
+                .inspect_err(|e| tracing::info!("sessions are not taken over: {e}"))
+                .ok()
+        })
+        .flatten();
+    let mut state = app_state(&args, token, &limits);
+    if let Some((_, name)) = &handoff {
+        let (header, value) = crate::attach::handoff::announce(name);
+        Arc::get_mut(&mut state)
+            .expect("not shared yet")
+            .health_headers
+            .insert(header, value);
+    }
     if let Some(path) = &args.config {
         preload(&state, path).await?;
     }
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the bound address: {e}"))?;
 
     listener
         .set_nonblocking(true)
@@ -210,6 +248,10 @@ async fn serve(
     announce(&args, port, ready_pipe)?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    if let Some((socket, _)) = handoff {
+        let host = handoff_host(&args, &state, &limits, app.clone(), bound);
+        tokio::spawn(crate::attach::handoff::serve(socket, host, stop_rx.clone()));
+    }
     let service =
         hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
             let mut app = app.clone();
@@ -237,6 +279,34 @@ async fn serve(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// What handed-off sessions are served with: the gateway as attach would have found it.
+fn handoff_host(
+    args: &ServeArgs,
+    state: &AppState,
+    limits: &mcpgw_net::conn::Limits,
+    router: axum::Router,
+    addr: SocketAddr,
+) -> Arc<crate::attach::handoff::Host> {
+    use crate::attach::locate::{Gateway, Limits};
+    Arc::new(crate::attach::handoff::Host {
+        router,
+        gateway: Gateway {
+            addr,
+            pid: std::process::id(),
+            nonce: args.instance_nonce.clone(),
+            token_file: args.token_file.clone(),
+            launched: false,
+            limits: Limits {
+                max_connections: limits.max_connections,
+                idle_timeout: limits.idle_timeout,
+                call_retention: args.call_retention,
+                attach_socket: None,
+            },
+        },
+        authorization: state.token.as_ref().map(|t| t.header_value().to_owned()),
+    })
 }
 
 /// The state every request shares.

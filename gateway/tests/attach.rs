@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 use mcpgw_testkit::*;
 use serde_json::{Value, json};
 
+/// The gateway relaying a handed-off session, and attach relaying itself.
+const RELAYS: [&[&str]; 2] = [&[], &["--no-handoff"]];
+
 fn cmdline(pid: u32) -> Vec<u8> {
     std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default()
 }
@@ -142,7 +145,13 @@ fn launch_replaces_a_gateway_of_another_instance() {
 
 #[test]
 fn requests_are_relayed_concurrently_and_answered_by_id() {
-    let (_gw, mut a) = gateway_and_attach(&[]);
+    for relay in RELAYS {
+        requests_are_relayed_concurrently_and_answered_by_id_with(relay);
+    }
+}
+
+fn requests_are_relayed_concurrently_and_answered_by_id_with(relay: &[&str]) {
+    let (_gw, mut a) = gateway_and_attach(relay);
     let tools = a.call(2, "GET", "/mcps/ts/tools?agent_id=&session_id=", None);
     let names = tool_names(ok_res(&tools));
     assert!(
@@ -236,7 +245,13 @@ fn without_the_token_the_gateway_says_so_in_a_text_body() {
 
 #[test]
 fn a_streamed_call_relays_each_chunk_as_it_happens() {
-    let (_gw, mut a) = gateway_and_attach(&[]);
+    for relay in RELAYS {
+        a_streamed_call_relays_each_chunk_as_it_happens_with(relay);
+    }
+}
+
+fn a_streamed_call_relays_each_chunk_as_it_happens_with(relay: &[&str]) {
+    let (_gw, mut a) = gateway_and_attach(relay);
     let sent = Instant::now();
     a.req(
         2,
@@ -279,7 +294,13 @@ fn a_streamed_call_relays_each_chunk_as_it_happens() {
 
 #[test]
 fn a_cancel_reaches_the_upstream_at_once() {
-    let (_gw, mut a) = gateway_and_attach(&[]);
+    for relay in RELAYS {
+        a_cancel_reaches_the_upstream_at_once_with(relay);
+    }
+}
+
+fn a_cancel_reaches_the_upstream_at_once_with(relay: &[&str]) {
+    let (_gw, mut a) = gateway_and_attach(relay);
     let dir = TempDir::new("attach-cancel");
 
     // Streamed: the first chunk shows the call runs upstream.
@@ -547,7 +568,8 @@ fn the_token_never_shows_in_argv_or_output() {
 
 #[test]
 fn a_gateway_that_dies_fails_its_requests_and_the_session_says_so() {
-    let (mut gw, mut a) = gateway_and_attach(&[]);
+    // attach relaying itself: it outlives the gateway.
+    let (mut gw, mut a) = gateway_and_attach(&["--no-handoff"]);
     a.req(
         2,
         "POST",
@@ -579,6 +601,27 @@ fn a_gateway_that_dies_fails_its_requests_and_the_session_says_so() {
     assert!(message.contains("cannot reach the gateway"), "{message}");
     assert!(message.contains("is gone"), "{message}");
     assert!(a.finish().success());
+}
+
+#[test]
+fn a_gateway_that_dies_under_a_handed_off_session_ends_it_and_says_so() {
+    let (mut gw, mut a) = gateway_and_attach(&[]);
+    a.req(
+        2,
+        "POST",
+        "/mcps/ts/tools/slow",
+        Some(slow_args(100.0, 10_000, None)),
+        true,
+    );
+    assert_eq!(a.next_for(2).t(), "chunk");
+    let pid = gw.child.id();
+    gw.child.kill().unwrap();
+    gw.child.wait().unwrap();
+    let status = a.exit();
+    assert_eq!(status.code(), Some(1), "{}", a.stderr());
+    assert!(a.stderr().contains("handed off"), "{}", a.stderr());
+    let said = format!("the gateway (process {pid}) went away in the middle of it");
+    assert!(a.stderr().contains(&said), "{}", a.stderr());
 }
 
 #[test]

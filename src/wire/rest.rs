@@ -64,6 +64,9 @@ pub mod header {
     /// On `/health`: how long the gateway keeps a resumable call once nobody follows it or it
     /// ended (`--call-retention`), in milliseconds; absent when it keeps none.
     pub const CALL_RETENTION_MS: &str = "mcpgw-call-retention-ms";
+    /// On `/health`: the abstract unix socket on which the gateway takes over a session's
+    /// channel from `mcpgw-gateway attach`; absent when it does not.
+    pub const ATTACH_SOCKET: &str = "mcpgw-attach-socket";
 }
 
 /// Request paths with their parameters percent-encoded, as clients send them.

@@ -151,13 +151,7 @@ impl Relay {
                 serde_json::to_vec(&body).expect("strings serialize"),
             )))
             .map_err(|e| format!("cannot build the request: {e}"))?;
-        let (response, lease) = self
-            .pool
-            .send(request)
-            .await
-            .map_err(|e| self.unreachable(&e))?;
-        let status = response.status().as_u16();
-        Ok((status, self.whole_body(response, lease).await?))
+        self.send_whole(request).await
     }
 
     /// Logs how an acknowledgement (of `call`, else of a list) went, unless it went well.

@@ -38,8 +38,7 @@ impl Relay {
     /// Sends the request, relays a streamed answer's chunks, and returns the last frame.
     pub(super) async fn exchange(&self, call: &Call) -> Result<Vec<u8>, String> {
         let (response, mut lease) = self
-            .pool
-            .send(self.request(call)?)
+            .request_gateway(self.request(call)?)
             .await
             .map_err(|e| self.unreachable(&e))?;
         let status = response.status().as_u16();
@@ -151,7 +150,7 @@ impl Relay {
         }
     }
 
-    pub(super) fn broke_off(&self, e: &hyper::Error) -> String {
+    pub(super) fn broke_off(&self, e: &axum::Error) -> String {
         format!(
             "the gateway at {} broke off its answer{}: {}",
             self.addr,

@@ -6,14 +6,17 @@
 //! skipped as it arrives, never held: at most the limit's worth of a line is in memory, once. A request's body is not copied: it stays in the line's
 //! buffer and goes to the gateway as a slice of it.
 
+use std::pin::Pin;
+
 use bytes::Bytes;
 use http::Method;
 use http::uri::PathAndQuery;
 use mcpgw::wire::frame::{CallId, HostFrame, quoted};
 use mcpgw::wire::lines::{Line, Splitter, top_level_id};
 use mcpgw_sys::stdio::{self, Kinds};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
 
 use super::liveness::Moment;
 
@@ -85,12 +88,20 @@ pub enum Input {
     },
 }
 
-/// Starts reading stdin (call it inside the runtime), touching `read` whenever bytes arrive;
-/// the receiver ends (`None`) at the end of input.
-pub fn start(max_frame_bytes: usize, read: Moment) -> mpsc::Receiver<Input> {
+/// This process's stdin, on the reactor when it can be polled.
+pub fn stdin() -> Pin<Box<dyn AsyncRead + Send>> {
+    stdio::stdin(Kinds::Pollable)
+}
+
+/// Starts reading `stdin` (call it inside the runtime), touching `read` whenever bytes arrive;
+/// the receiver ends (`None`) at the end of input. Aborting the reader drops `stdin`.
+pub fn start(
+    mut stdin: Pin<Box<dyn AsyncRead + Send>>,
+    max_frame_bytes: usize,
+    read: Moment,
+) -> (mpsc::Receiver<Input>, AbortHandle) {
     let (tx, rx) = mpsc::channel(QUEUE);
-    let mut stdin = stdio::stdin(Kinds::Pollable);
-    tokio::spawn(async move {
+    let reader = tokio::spawn(async move {
         let mut buf = vec![0; READ_BYTES];
         let mut lines = Splitter::new(max_frame_bytes);
         loop {
@@ -113,7 +124,7 @@ pub fn start(max_frame_bytes: usize, read: Moment) -> mpsc::Receiver<Input> {
             }
         }
     });
-    rx
+    (rx, reader.abort_handle())
 }
 
 fn ended(e: &std::io::Error) {

@@ -187,7 +187,7 @@ fn found(
 
 /// What the gateway's `/health` announces of its limits (a gateway that announces none gets
 /// the defaults of `serve`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Client connections it serves at once.
     pub max_connections: usize,
@@ -195,6 +195,8 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// How long it keeps a resumable call nobody follows; zero: it keeps none.
     pub call_retention: Duration,
+    /// The socket it takes sessions on ([`super::handoff`]), when it does.
+    pub attach_socket: Option<String>,
 }
 
 impl Limits {
@@ -213,6 +215,10 @@ impl Limits {
                 .map_or(defaults.idle_timeout, Duration::from_millis),
             call_retention: number(header::CALL_RETENTION_MS)
                 .map_or(Duration::ZERO, Duration::from_millis),
+            attach_socket: headers
+                .get(header::ATTACH_SOCKET)
+                .and_then(|v| v.to_str().ok())
+                .map(String::from),
         }
     }
 }

@@ -14,9 +14,10 @@
 mod acks;
 mod connection;
 mod exchange;
+pub mod handoff;
 mod input;
 mod liveness;
-mod locate;
+pub mod locate;
 mod output;
 mod pool;
 mod relay;
@@ -30,7 +31,7 @@ use mcpgw::wire::frame::{GatewayFrame, Hello, VERSION};
 use crate::cli::AttachArgs;
 
 /// How long the end of a session waits for stdout to take the last frames.
-const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+pub(crate) const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A reason to exit before the session starts, with the exit status.
 #[derive(Debug)]
@@ -103,18 +104,59 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         heartbeat_ms: args.heartbeat.as_millis() as u64,
         retention_ms: gateway.limits.call_retention.as_millis() as u64,
     });
+    let mut signals = {
+        let _inside = runtime.enter();
+        Signals::install()
+    };
+    if let Some(socket) = gateway.limits.attach_socket.as_deref()
+        && !args.no_handoff
+    {
+        let offer = handoff::Offer {
+            authorization: auth
+                .as_ref()
+                .map(|a| a.to_str().expect("visible ASCII").into()),
+            first: String::from_utf8(relay::encode(&hello)).expect("JSON"),
+            max_frame_bytes: args.max_frame_bytes,
+            heartbeat_ms: args.heartbeat.as_millis() as u64,
+            heartbeat_timeout_ms: args.heartbeat_timeout.as_millis() as u64,
+            max_in_flight: args.max_in_flight,
+            max_mcp_connections: args.max_mcp_connections,
+        };
+        match runtime.block_on(handoff::offer(socket, gateway.pid, &offer, &mut signals)) {
+            Ok(served) => {
+                tracing::info!("session ended: {}", served.ending);
+                return Ok(if served.ok {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                });
+            }
+            Err(why) => {
+                tracing::info!("the gateway did not take the session ({why}): relaying it here")
+            }
+        }
+    }
     let (ending, written) = runtime.block_on(async {
         let live = liveness::Liveness::new(args.heartbeat, args.heartbeat_timeout);
-        let (out, writer) = output::start(relay::encode(&hello), live.written.clone());
-        let frames = input::start(args.max_frame_bytes, live.read.clone());
+        let (out, writer) = output::start(
+            output::stdout(),
+            relay::encode(&hello),
+            live.written.clone(),
+        );
+        let (frames, _reader) =
+            input::start(input::stdin(), args.max_frame_bytes, live.read.clone());
+        // Reused only well within the gateway's idle timeout: it never closes one under a
+        // request.
+        let pool = pool::Pool::new(gateway.addr, connections, gateway.limits.idle_timeout / 2);
         let relay = Arc::new(relay::Relay::new(
             &gateway,
-            connections,
+            relay::Route::Pool(pool),
             auth,
             out.clone(),
             args.max_mcp_connections,
         ));
-        let ending = relay::run(relay, frames, max_in_flight, live, FLUSH_LIMIT).await;
+        let stop = async { relay::Ending::Signal(signals.next().await) };
+        let ending = relay::run(relay, frames, max_in_flight, live, FLUSH_LIMIT, stop).await;
         (ending, writer.finish(&out, FLUSH_LIMIT).await)
     });
     // Dropping the runtime drops every request task left (its connection closes, which
@@ -125,11 +167,47 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
         tracing::warn!("the last frames were not all written: {e}");
     }
     tracing::info!("session ended: {ending}");
-    match (ending, written) {
-        (relay::Ending::OutputClosed | relay::Ending::Silent(_), _) | (_, Err(_)) => {
-            Ok(ExitCode::FAILURE)
+    Ok(if ended_well(ending, &written) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Whether a session that ended so ended well: a silent host, a closed stdout or frames not
+/// all written are failures.
+fn ended_well(ending: relay::Ending, written: &std::io::Result<()>) -> bool {
+    !matches!(
+        (ending, written),
+        (relay::Ending::OutputClosed | relay::Ending::Silent(_), _) | (_, Err(_))
+    )
+}
+
+/// The signals that stop a session.
+pub struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Installs the handlers (inside the runtime).
+    fn install() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        Signals {
+            term: signal(SignalKind::terminate()).expect("installing a SIGTERM handler"),
+            int: signal(SignalKind::interrupt()).expect("installing a SIGINT handler"),
+            hup: signal(SignalKind::hangup()).expect("installing a SIGHUP handler"),
         }
-        _ => Ok(ExitCode::SUCCESS),
+    }
+
+    /// The next signal's name.
+    pub async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+            _ = self.hup.recv() => "SIGHUP",
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! stdout can be polled (a pipe, a socket, a terminal: every exec channel), else through
 //! tokio's blocking pool (a file, `/dev/null`).
 
+use std::pin::Pin;
 use std::time::Duration;
 
 use mcpgw_sys::stdio::{self, Kinds};
@@ -35,25 +36,40 @@ impl Writer {
             )
         };
         let deadline = tokio::time::Instant::now() + limit;
+        // Given up on, the writer stops: it holds stdout.
+        let writer = self.0.abort_handle();
         if tokio::time::timeout_at(deadline, out.send(Vec::new()))
             .await
             .is_err()
         {
+            writer.abort();
             return Err(timed_out());
         }
         match tokio::time::timeout_at(deadline, self.0).await {
             Ok(Ok(result)) => result,
             Ok(Err(e)) => Err(std::io::Error::other(e)),
-            Err(_) => Err(timed_out()),
+            Err(_) => {
+                writer.abort();
+                Err(timed_out())
+            }
         }
     }
 }
 
-/// Starts the writer (call it inside the runtime) with `first` to write before anything else;
-/// it touches `written` after each write. It ends at the empty frame, or when stdout fails.
-pub fn start(first: Vec<u8>, written: Moment) -> (Sender, Writer) {
+/// This process's stdout, on the reactor when it can be polled.
+pub fn stdout() -> Pin<Box<dyn AsyncWrite + Send>> {
+    stdio::stdout(Kinds::Pollable)
+}
+
+/// Starts the writer to `stdout` (call it inside the runtime) with `first` to write before
+/// anything else; it touches `written` after each write. It ends at the empty frame, or when
+/// stdout fails.
+pub fn start(
+    mut stdout: Pin<Box<dyn AsyncWrite + Send>>,
+    first: Vec<u8>,
+    written: Moment,
+) -> (Sender, Writer) {
     let (tx, rx) = mpsc::channel(QUEUE);
-    let mut stdout = stdio::stdout(Kinds::Pollable);
     let writer = Writer(tokio::spawn(async move {
         let result = write_frames(&mut stdout, first, rx, &written).await;
         report(&result);

@@ -63,14 +63,22 @@ struct State {
 }
 
 /// A connection lent to one exchange. Dropped after [`Lease::reusable`], it goes back to the
-/// pool; dropped before (an exchange abandoned or failed), it is closed.
+/// pool; dropped before (an exchange abandoned or failed), it is closed. An exchange with the
+/// gateway's own router holds no connection ([`Lease::none`]).
 pub struct Lease {
-    sender: Option<SendRequest<Full<Bytes>>>,
-    pool: Arc<Pool>,
+    held: Option<(SendRequest<Full<Bytes>>, Arc<Pool>)>,
     reusable: bool,
 }
 
 impl Lease {
+    /// The lease of an exchange that holds no connection.
+    pub fn none() -> Lease {
+        Lease {
+            held: None,
+            reusable: false,
+        }
+    }
+
     /// The response's body has been read to its end: the connection may carry another request.
     pub fn reusable(&mut self) {
         self.reusable = true;
@@ -79,18 +87,18 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let Some(sender) = self.sender.take() else {
+        let Some((sender, pool)) = self.held.take() else {
             return;
         };
         if self.reusable && !sender.is_closed() {
-            let mut state = self.pool.state.lock().unwrap();
-            let reuse_within = self.pool.reuse_within;
+            let mut state = pool.state.lock().unwrap();
+            let reuse_within = pool.reuse_within;
             state
                 .idle
                 .retain(|(_, since)| since.elapsed() < reuse_within);
             state.idle.push((sender, Instant::now()));
             drop(state);
-            self.pool.changed.notify_waiters();
+            pool.changed.notify_waiters();
         }
         // Otherwise dropping the sender closes the connection; its task then counts it out.
     }
@@ -247,8 +255,7 @@ impl Pool {
                 continue;
             }
             let lease = |sender| Lease {
-                sender: Some(sender),
-                pool: self.clone(),
+                held: Some((sender, self.clone())),
                 reusable: false,
             };
             match sender.try_send_request(request).await {

@@ -27,7 +27,7 @@ use super::input::{Call, Input, Resumable};
 use super::liveness::{Beat, Liveness};
 use super::locate::Gateway;
 use super::output;
-use super::pool::{Lease, Pool, Response};
+use super::pool::{Lease, Pool, SendError};
 
 /// Requests read ahead while all slots are taken, so a `cancel` behind them is still seen.
 const MAX_WAITING: usize = 64;
@@ -64,6 +64,8 @@ pub enum Ending {
     OutputClosed,
     /// Nothing arrived from the host for this long (`--heartbeat-timeout`).
     Silent(Duration),
+    /// attach, which handed the session to the gateway, went away.
+    AttachGone,
 }
 
 impl std::fmt::Display for Ending {
@@ -76,13 +78,26 @@ impl std::fmt::Display for Ending {
                 f,
                 "nothing arrived from the host for {after:?} (--heartbeat-timeout)"
             ),
+            Ending::AttachGone => f.write_str("attach went away"),
         }
     }
 }
 
+/// A response whose body is still to be read.
+pub type Response = http::Response<axum::body::Body>;
+
+/// Where the relay's requests go.
+pub enum Route {
+    /// Over loopback connections to the gateway: attach relaying in a process of its own.
+    Pool(Arc<Pool>),
+    /// Straight into the gateway's router: a session the gateway serves itself
+    /// ([`super::handoff`]), with no connection, HTTP parsing or process in between.
+    Router(axum::Router),
+}
+
 /// What the dispatcher and the request tasks share.
 pub struct Relay {
-    pub(super) pool: Arc<Pool>,
+    route: Route,
     host: HeaderValue,
     pub(super) addr: SocketAddr,
     pub(super) gateway_pid: u32,
@@ -131,11 +146,10 @@ impl Drop for ChoreDone {
 }
 
 impl Relay {
-    /// A relay to `gateway` over at most `connections` connections that writes its frames to
-    /// `out`.
+    /// A relay to `gateway` by `route` that writes its frames to `out`.
     pub fn new(
         gateway: &Gateway,
-        connections: usize,
+        route: Route,
         authorization: Option<HeaderValue>,
         out: output::Sender,
         max_connections: usize,
@@ -150,9 +164,7 @@ impl Relay {
                 out.clone(),
                 max_connections,
             ),
-            // Reused only well within the gateway's idle timeout: it never closes one under a
-            // request.
-            pool: Pool::new(gateway.addr, connections, gateway.limits.idle_timeout / 2),
+            route,
             host: HeaderValue::try_from(gateway.addr.to_string()).expect("an address"),
             addr: gateway.addr,
             gateway_pid: gateway.pid,
@@ -234,13 +246,39 @@ impl Relay {
             .builder(http::Method::DELETE, &path)
             .body(Full::default())
             .map_err(|e| format!("cannot build the request: {e}"))?;
+        self.send_whole(request).await
+    }
+
+    /// Sends `request` and reads its whole answer: the status and the body.
+    pub(super) async fn send_whole(
+        &self,
+        request: super::pool::Request,
+    ) -> Result<(u16, Bytes), String> {
         let (response, lease) = self
-            .pool
-            .send(request)
+            .request_gateway(request)
             .await
             .map_err(|e| self.unreachable(&e))?;
         let status = response.status().as_u16();
         Ok((status, self.whole_body(response, lease).await?))
+    }
+
+    /// Sends `request` and returns its response (the body still to be read) with the lease of
+    /// its connection.
+    pub(super) async fn request_gateway(
+        &self,
+        request: super::pool::Request,
+    ) -> Result<(Response, Lease), SendError> {
+        match &self.route {
+            Route::Pool(pool) => {
+                let (response, lease) = pool.send(request).await?;
+                Ok((response.map(axum::body::Body::new), lease))
+            }
+            Route::Router(router) => {
+                let mut router = router.clone();
+                let Ok(response) = tower_service::Service::call(&mut router, request).await;
+                Ok((response, Lease::none()))
+            }
+        }
     }
 
     /// A request to the gateway, with its `Host` and the token.
@@ -500,7 +538,8 @@ impl Outbox {
     }
 }
 
-/// Relays until stdin ends, a signal arrives, stdout fails or the host falls silent,
+/// Relays until stdin ends, `stop` says why to stop (a signal), stdout fails or the host falls
+/// silent,
 /// `max_in_flight` requests at once (past it the next ones wait, then stdin is no longer read),
 /// writing heartbeats as `live` says; then cancels whatever is still in flight, answering
 /// `cancelled` for each while stdout takes them (at most `limit`).
@@ -510,11 +549,9 @@ pub async fn run(
     max_in_flight: usize,
     mut live: Liveness,
     limit: Duration,
+    stop: impl Future<Output = Ending>,
 ) -> Ending {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("installing a SIGINT handler");
-    let mut hup = signal(SignalKind::hangup()).expect("installing a SIGHUP handler");
+    tokio::pin!(stop);
     let far = || tokio::time::Instant::now() + Duration::from_secs(86400 * 365);
     let beat = tokio::time::sleep_until(live.next_check().unwrap_or_else(far));
     tokio::pin!(beat);
@@ -524,9 +561,7 @@ pub async fn run(
     let ending = loop {
         tokio::select! {
             biased;
-            _ = term.recv() => break Ending::Signal("SIGTERM"),
-            _ = int.recv() => break Ending::Signal("SIGINT"),
-            _ = hup.recv() => break Ending::Signal("SIGHUP"),
+            ending = &mut stop => break ending,
             () = relay.out.closed() => break Ending::OutputClosed,
             slot = relay.out.reserve(), if !outbox.0.is_empty() => match slot {
                 Ok(slot) => slot.send(outbox.0.pop_front().expect("not empty")),
