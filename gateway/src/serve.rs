@@ -288,9 +288,9 @@ fn handoff_host(
     limits: &mcpgw_net::conn::Limits,
     router: axum::Router,
     addr: SocketAddr,
-) -> Arc<crate::attach::handoff::Host> {
+) -> Arc<crate::attach::handoff::Taker> {
     use crate::attach::locate::{Gateway, Limits};
-    Arc::new(crate::attach::handoff::Host {
+    Arc::new(crate::attach::handoff::Taker {
         router,
         gateway: Gateway {
             addr,

@@ -35,6 +35,9 @@ const DRAIN: Duration = Duration::from_secs(2);
 /// The connections of one session channel.
 pub struct Connections {
     addr: std::net::SocketAddr,
+    /// The gateway's router, when the gateway relays the session itself: connections open
+    /// into it in memory rather than to `addr`.
+    router: Option<axum::Router>,
     authority: Authority,
     authorization: Option<HeaderValue>,
     out: output::Sender,
@@ -48,9 +51,11 @@ struct Open {
 }
 
 impl Connections {
-    /// Connections to the gateway at `addr`, at most `max` at once, frames to `out`.
+    /// Connections to the gateway at `addr` (or into `router`), at most `max` at once, frames
+    /// to `out`.
     pub fn new(
         addr: std::net::SocketAddr,
+        router: Option<axum::Router>,
         authority: Authority,
         authorization: Option<HeaderValue>,
         out: output::Sender,
@@ -58,6 +63,7 @@ impl Connections {
     ) -> Arc<Connections> {
         Arc::new(Connections {
             addr,
+            router,
             authority,
             authorization,
             out,
@@ -170,18 +176,20 @@ impl Connections {
         let request = request
             .body(Full::new(Bytes::new()))
             .map_err(|e| (format!("cannot build the request: {e}"), None))?;
-        let response = pool::send_upgradable(self.addr, request)
-            .await
-            .map_err(|e| {
-                let why = match e {
-                    SendError::Connect(e) => e.to_string(),
-                    SendError::Request(e) => crate::upstream::error_chain(&e),
-                };
-                (
-                    format!("cannot reach the gateway at {}: {why}", self.authority),
-                    None,
-                )
-            })?;
+        let response = match &self.router {
+            Some(router) => pool::send_upgradable_into(router.clone(), request).await,
+            None => pool::send_upgradable(self.addr, request).await,
+        };
+        let response = response.map_err(|e| {
+            let why = match e {
+                SendError::Connect(e) => e.to_string(),
+                SendError::Request(e) => crate::upstream::error_chain(&e),
+            };
+            (
+                format!("cannot reach the gateway at {}: {why}", self.authority),
+                None,
+            )
+        })?;
         let status = response.status();
         if status != http::StatusCode::SWITCHING_PROTOCOLS {
             let body = response

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::HeaderValue;
+use mcpgw::wire::frame::quoted;
 use mcpgw::wire::rest::header;
 use mcpgw_sys::stdio::{Kinds, Pipe, Standard};
 use serde::{Deserialize, Serialize};
@@ -100,18 +101,29 @@ fn line<T: Serialize>(value: &T) -> Vec<u8> {
 
 // --- attach's side ---
 
-/// Offers stdin and stdout to the gateway at `socket`. `Ok` once the gateway served the
-/// session (passing `signals` on meanwhile); `Err` with why when it did not take it, and
-/// attach relays itself.
+/// Why a session was not handed off.
+pub enum NotTaken {
+    /// The gateway never had the streams, or refused them: attach relays itself.
+    Declined(String),
+    /// Whether the gateway took them is unknown (it did not answer in time, or not in a way
+    /// attach understands): relaying here too could put two readers on stdin, so the session
+    /// ends.
+    Unknown(String),
+}
+
+/// Offers stdin and stdout to the gateway at `socket`, and once it serves the session, passes
+/// `signals` on until it says how the session ended.
 pub async fn offer(
     socket: &str,
     gateway_pid: u32,
     offer: &Offer,
     signals: &mut Signals,
-) -> Result<Served, String> {
-    let address = socket_address(socket).map_err(|e| format!("no socket {socket:?}: {e}"))?;
+) -> Result<Served, NotTaken> {
+    let declined = NotTaken::Declined;
+    let address =
+        socket_address(socket).map_err(|e| declined(format!("no socket {socket:?}: {e}")))?;
     let stream = std::os::unix::net::UnixStream::connect_addr(&address)
-        .map_err(|e| format!("cannot connect to {socket:?}: {e}"))?;
+        .map_err(|e| declined(format!("cannot connect to {socket:?}: {e}")))?;
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     mcpgw_sys::fdpass::send(
@@ -119,21 +131,23 @@ pub async fn offer(
         &line(offer),
         &[stdin.as_fd(), stdout.as_fd()],
     )
-    .map_err(|e| format!("cannot pass stdin and stdout: {e}"))?;
+    .map_err(|e| declined(format!("cannot pass stdin and stdout: {e}")))?;
+    let unknown = NotTaken::Unknown;
     stream
         .set_nonblocking(true)
-        .map_err(|e| format!("cannot configure the socket: {e}"))?;
-    let stream = UnixStream::from_std(stream).map_err(|e| e.to_string())?;
+        .map_err(|e| unknown(format!("cannot configure the socket: {e}")))?;
+    let stream = UnixStream::from_std(stream).map_err(|e| unknown(e.to_string()))?;
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read).lines();
     match tokio::time::timeout(OFFER_LIMIT, lines.next_line()).await {
-        Err(_) => return Err(format!("no answer within {OFFER_LIMIT:?}")),
-        Ok(Err(e)) => return Err(format!("reading the answer failed: {e}")),
-        Ok(Ok(None)) => return Err("it closed the socket".into()),
+        Err(_) => return Err(unknown(format!("no answer within {OFFER_LIMIT:?}"))),
+        Ok(Err(e)) => return Err(unknown(format!("reading its answer failed: {e}"))),
+        // Closed without a word: the session task that had the streams is gone.
+        Ok(Ok(None)) => return Err(declined("it closed the socket".into())),
         Ok(Ok(Some(text))) => match serde_json::from_str(&text) {
             Ok(Reply::Serving { serving: true }) => {}
-            Ok(Reply::Refused { refused }) => return Err(refused),
-            _ => return Err(format!("it answered {text:?}")),
+            Ok(Reply::Refused { refused }) => return Err(declined(refused)),
+            _ => return Err(unknown(format!("it answered {}", quoted(&text)))),
         },
     }
     tracing::info!("the gateway relays the session itself (handed off)");
@@ -169,7 +183,7 @@ pub async fn offer(
 // --- the gateway's side ---
 
 /// What the gateway serves handed-off sessions with.
-pub struct Host {
+pub struct Taker {
     /// Its router, which every request goes into.
     pub router: axum::Router,
     /// Itself, as attach would have found it.
@@ -193,7 +207,7 @@ pub fn bind() -> std::io::Result<(tokio::net::UnixListener, String)> {
 /// Serves sessions handed off on `listener` until `stop` turns true.
 pub async fn serve(
     listener: tokio::net::UnixListener,
-    host: Arc<Host>,
+    host: Arc<Taker>,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut stopping = stop.clone();
@@ -214,7 +228,7 @@ pub async fn serve(
 }
 
 /// Receives the offer and its descriptors, checks both, and answers whether it serves them.
-async fn receive(stream: &UnixStream, host: &Host) -> Result<(Offer, Pipe, Pipe), String> {
+async fn receive(stream: &UnixStream, host: &Taker) -> Result<(Offer, Pipe, Pipe), String> {
     let peer = stream
         .peer_cred()
         .map_err(|e| format!("cannot tell who connected: {e}"))?;
@@ -261,7 +275,7 @@ async fn receive(stream: &UnixStream, host: &Host) -> Result<(Offer, Pipe, Pipe)
 }
 
 /// One handed-off session, from the offer to the line that says how it ended.
-async fn session(stream: UnixStream, host: Arc<Host>, stop: tokio::sync::watch::Receiver<bool>) {
+async fn session(stream: UnixStream, host: Arc<Taker>, stop: tokio::sync::watch::Receiver<bool>) {
     let received = tokio::time::timeout(OFFER_LIMIT, receive(&stream, &host))
         .await
         .unwrap_or_else(|_| Err(format!("no whole offer within {OFFER_LIMIT:?}")));

@@ -131,8 +131,14 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
                     ExitCode::FAILURE
                 });
             }
-            Err(why) => {
+            Err(handoff::NotTaken::Declined(why)) => {
                 tracing::info!("the gateway did not take the session ({why}): relaying it here")
+            }
+            Err(handoff::NotTaken::Unknown(why)) => {
+                return Err(Failure::new(
+                    1,
+                    format!("handing the session to the gateway failed: {why}"),
+                ));
             }
         }
     }

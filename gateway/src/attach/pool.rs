@@ -141,7 +141,38 @@ async fn open_stream(addr: SocketAddr) -> Result<TcpStream, std::io::Error> {
 /// connection takes its connection for as long as it lasts, so it is not the pool's).
 pub async fn send_upgradable(addr: SocketAddr, request: Request) -> Result<Response, SendError> {
     let stream = open_stream(addr).await.map_err(SendError::Connect)?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    upgradable_on(TokioIo::new(stream), request).await
+}
+
+/// [`send_upgradable`] into `router` on an in-memory connection: no socket, and once upgraded
+/// the bytes cross in memory.
+pub async fn send_upgradable_into(
+    router: axum::Router,
+    request: Request,
+) -> Result<Response, SendError> {
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
+        let mut router = router.clone();
+        tower_service::Service::call(&mut router, request.map(axum::body::Body::new))
+    });
+    tokio::spawn(async move {
+        let served = hyper::server::conn::http1::Builder::new()
+            .serve_connection(TokioIo::new(server), service)
+            .with_upgrades()
+            .await;
+        if let Err(e) = served {
+            tracing::debug!("an in-memory connection into the router ended: {e}");
+        }
+    });
+    upgradable_on(TokioIo::new(client), request).await
+}
+
+/// Sends `request` on `io`, driving the connection with upgrades on a task of its own.
+async fn upgradable_on<T>(io: TokioIo<T>, request: Request) -> Result<Response, SendError>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
         .await
         .map_err(SendError::Request)?;
     tokio::spawn(async move {

@@ -159,6 +159,10 @@ impl Relay {
         Relay {
             connections: super::connection::Connections::new(
                 gateway.addr,
+                match &route {
+                    Route::Router(router) => Some(router.clone()),
+                    Route::Pool(_) => None,
+                },
                 authority,
                 authorization.clone(),
                 out.clone(),
