@@ -175,11 +175,16 @@ PROVIDERS_NETWORK = "mcpgw-test-providers"
 
 
 def providers_network() -> str:
-    if subprocess.run(["docker", "network", "inspect", PROVIDERS_NETWORK], capture_output=True).returncode != 0:
-        subprocess.run(
-            ["docker", "network", "create", "--label", "mcpgw-test=1", PROVIDERS_NETWORK],
-            capture_output=True, check=True,
-        )  # fmt: skip
+    def exists() -> bool:
+        inspect = ["docker", "network", "inspect", PROVIDERS_NETWORK]
+        return subprocess.run(inspect, capture_output=True).returncode == 0
+
+    if not exists():
+        create = ["docker", "network", "create", "--label", "mcpgw-test=1", PROVIDERS_NETWORK]
+        made = subprocess.run(create, capture_output=True, text=True)
+        # Tests running side by side may create it first.
+        if made.returncode != 0 and not exists():
+            raise RuntimeError(f"docker network create {PROVIDERS_NETWORK} failed: {made.stderr.strip()}")
     return PROVIDERS_NETWORK
 
 
