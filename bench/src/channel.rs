@@ -73,9 +73,10 @@ fn spec(testserver: &str) -> Value {
     })
 }
 
-/// Runs `f` on a runtime of its own (the measurements' callers are plain threads).
+/// Runs `f` on a runtime of its own (the measurements' callers are plain threads): one thread,
+/// so the caller and the runner's I/O wake each other without a hand-off between threads.
 fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
