@@ -140,3 +140,20 @@ fn a_gateway_of_more_than_one_worker_leaves_the_relay_to_attach() {
     assert!(a.finish().success());
     assert!(!a.stderr().contains("handed off"), "{}", a.stderr());
 }
+
+#[test]
+fn a_gateway_that_stops_ends_its_handed_off_sessions_and_says_why() {
+    let (mut gw, mut a) = gateway_and_attach(&[]);
+    unsafe {
+        libc::kill(gw.child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let status = a.exit();
+    assert!(status.success(), "{status}: {}", a.stderr());
+    let stderr = a.stderr();
+    assert!(stderr.contains("handed off"), "{stderr}");
+    assert!(
+        stderr.contains("session ended: the gateway stopping"),
+        "{stderr}"
+    );
+    assert!(gw.child.wait().unwrap().success());
+}

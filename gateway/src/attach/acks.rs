@@ -1,7 +1,8 @@
 //! Acknowledgements: the host's `ack` frames say which resumable calls it has the answers of,
 //! so the gateway may forget them. They go together, as one `POST /calls/ack`, once the session
-//! has been idle for [`ACK_IDLE`] (or [`ACK_BATCH`] wait), so that forgetting answered calls
-//! costs the gateway one request for many and never holds up a request.
+//! has been idle for [`ACK_IDLE`] (or [`ACK_BATCH`] wait, or the first has waited
+//! [`ACK_LATEST`]), so that forgetting answered calls costs the gateway one request for many
+//! and never holds up a request.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,11 @@ const _: () = assert!(MAX_ACKS <= mcpgw::wire::AckCalls::MAX);
 /// acknowledgements go: a host that calls one tool after another sends its next request well
 /// within it.
 const ACK_IDLE: Duration = Duration::from_millis(5);
+
+/// How long an acknowledgement waits at most for the session to be idle: one request per this
+/// long is in nobody's way, and a session that is never idle for [`ACK_IDLE`] still lets the
+/// gateway forget a few answered calls.
+const ACK_LATEST: Duration = Duration::from_millis(50);
 
 /// The acknowledgements of one session on their way to the gateway.
 pub struct Acks {
@@ -86,22 +92,24 @@ impl Relay {
     }
 
     /// Sends the waiting acknowledgements once no request has been in flight or started for
-    /// [`ACK_IDLE`], unless a task waits for that already. (Not a chore: the end of the
-    /// session sends what waits itself.)
+    /// [`ACK_IDLE`], or [`ACK_LATEST`] from now, unless a task waits for that already. (Not a
+    /// chore: the end of the session sends what waits itself.)
     fn send_acks_when_idle(self: &Arc<Self>) {
         if self.acks.idle_watch.swap(true, Ordering::Relaxed) {
             return;
         }
         let relay = self.clone();
+        let latest = Instant::now() + ACK_LATEST;
         tokio::spawn(async move {
             loop {
                 let now = Instant::now();
                 let quiet_from = *relay.acks.last_start.lock().unwrap() + ACK_IDLE;
                 let busy = !relay.in_flight.lock().unwrap().is_empty();
-                if !busy && quiet_from <= now {
+                if (!busy && quiet_from <= now) || latest <= now {
                     break;
                 }
-                tokio::time::sleep_until(if busy { now + ACK_IDLE } else { quiet_from }).await;
+                let next = if busy { now + ACK_IDLE } else { quiet_from };
+                tokio::time::sleep_until(next.min(latest)).await;
             }
             relay.acks.idle_watch.store(false, Ordering::Relaxed);
             relay.send_acks();
