@@ -122,24 +122,9 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
             max_in_flight: args.max_in_flight,
             max_mcp_connections: args.max_mcp_connections,
         };
-        match runtime.block_on(handoff::offer(socket, gateway.pid, &offer, &mut signals)) {
-            Ok(served) => {
-                tracing::info!("session ended: {}", served.ending);
-                return Ok(if served.ok {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::FAILURE
-                });
-            }
-            Err(handoff::NotTaken::Declined(why)) => {
-                tracing::info!("the gateway did not take the session ({why}): relaying it here")
-            }
-            Err(handoff::NotTaken::Unknown(why)) => {
-                return Err(Failure::new(
-                    1,
-                    format!("handing the session to the gateway failed: {why}"),
-                ));
-            }
+        let offered = handoff::offer(socket, gateway.pid, &offer, &mut signals);
+        if let Some(code) = handed_off(runtime.block_on(offered))? {
+            return Ok(code);
         }
     }
     let (ending, written) = runtime.block_on(async {
@@ -178,6 +163,30 @@ fn attach(args: AttachArgs, on_terminal: bool) -> Result<ExitCode, Failure> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The exit status of a session the gateway served; `None` when attach is to relay it.
+fn handed_off(
+    offered: Result<handoff::Served, handoff::NotTaken>,
+) -> Result<Option<ExitCode>, Failure> {
+    match offered {
+        Ok(served) => {
+            tracing::info!("session ended: {}", served.ending);
+            Ok(Some(if served.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }))
+        }
+        Err(handoff::NotTaken::Declined(why)) => {
+            tracing::info!("the gateway did not take the session ({why}): relaying it here");
+            Ok(None)
+        }
+        Err(handoff::NotTaken::Unknown(why)) => Err(Failure::new(
+            1,
+            format!("handing the session to the gateway failed: {why}"),
+        )),
+    }
 }
 
 /// Whether a session that ended so ended well: a silent host, a closed stdout or frames not
