@@ -15,6 +15,7 @@ mod cli;
 mod client;
 mod config;
 mod error;
+mod log_file;
 mod mcp;
 mod ready_file;
 mod registry;

@@ -398,30 +398,11 @@ async fn wait_for_signal() {
     }
 }
 
-/// Opens a log file for appending, created 0600 in a directory made private (as the token
-/// file's is, often the same one).
-pub(crate) fn open_log_file(path: &std::path::Path) -> Result<std::fs::File, String> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| format!("cannot create directory {}: {e}", dir.display()))?;
-    }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| format!("cannot open log file {}: {e}", path.display()))
-}
-
 fn init_logging(args: &ServeArgs) -> Result<(), String> {
     use tracing_subscriber::filter::{LevelFilter, Targets};
     use tracing_subscriber::prelude::*;
     let writer: Box<dyn Write + Send> = match &args.log_file {
-        Some(path) => Box::new(open_log_file(path)?),
+        Some(path) => Box::new(crate::log_file::open(path)?),
         None => Box::new(std::io::stderr()),
     };
     let writer = std::sync::Mutex::new(writer);

@@ -233,7 +233,7 @@ fn init_logging(args: &AttachArgs, on_terminal: bool) -> Result<(), Failure> {
     use tracing_subscriber::prelude::*;
     let (writer, level): (Box<dyn Write + Send>, LevelFilter) = match &args.log_file {
         Some(path) => (
-            Box::new(crate::serve::open_log_file(path).map_err(|e| Failure::new(1, e))?),
+            Box::new(crate::log_file::open(path).map_err(|e| Failure::new(1, e))?),
             LevelFilter::from_level(args.log_level),
         ),
         None if on_terminal && mcpgw_sys::fs::is_terminal(2) => {
