@@ -305,14 +305,7 @@ fn a_cancel_reaches_the_upstream_at_once_with(relay: &[&str]) {
 
     // Streamed: the first chunk shows the call runs upstream.
     let marker = dir.path("streamed");
-    a.req(
-        2,
-        "POST",
-        "/mcps/ts/tools/slow",
-        Some(slow_args(100.0, 10_000, Some(&marker))),
-        true,
-    );
-    assert_eq!(a.next_for(2).t(), "chunk");
+    a.slow_call_running(2, slow_args(100.0, 10_000, Some(&marker)));
     a.cancel(2);
     let took = wait_file(&marker, Duration::from_secs(5)).expect("no cancel marker");
     println!("streamed call: cancel marker {took:?} after the cancel frame");
@@ -458,14 +451,7 @@ fn bad_lines_get_error_frames_and_the_session_goes_on() {
     assert!(a.stash.is_empty(), "{:?}", a.stash);
 
     // An id already in flight is refused without ending the request that has it.
-    a.req(
-        11,
-        "POST",
-        "/mcps/ts/tools/slow",
-        Some(slow_args(100.0, 10_000, None)),
-        true,
-    );
-    assert_eq!(a.next_for(11).t(), "chunk");
+    a.slow_call_running(11, slow_args(100.0, 10_000, None));
     a.req(11, "GET", "/health", None, false);
     let refused = loop {
         let f = a.next();
@@ -570,14 +556,7 @@ fn the_token_never_shows_in_argv_or_output() {
 fn a_gateway_that_dies_fails_its_requests_and_the_session_says_so() {
     // attach relaying itself: it outlives the gateway.
     let (mut gw, mut a) = gateway_and_attach(&["--no-handoff"]);
-    a.req(
-        2,
-        "POST",
-        "/mcps/ts/tools/slow",
-        Some(slow_args(100.0, 10_000, None)),
-        true,
-    );
-    assert_eq!(a.next_for(2).t(), "chunk");
+    a.slow_call_running(2, slow_args(100.0, 10_000, None));
     gw.child.kill().unwrap();
     let killed = Instant::now();
     gw.child.wait().unwrap();
@@ -606,14 +585,7 @@ fn a_gateway_that_dies_fails_its_requests_and_the_session_says_so() {
 #[test]
 fn a_gateway_that_dies_under_a_handed_off_session_ends_it_and_says_so() {
     let (mut gw, mut a) = gateway_and_attach(&[]);
-    a.req(
-        2,
-        "POST",
-        "/mcps/ts/tools/slow",
-        Some(slow_args(100.0, 10_000, None)),
-        true,
-    );
-    assert_eq!(a.next_for(2).t(), "chunk");
+    a.slow_call_running(2, slow_args(100.0, 10_000, None));
     let pid = gw.child.id();
     gw.child.kill().unwrap();
     gw.child.wait().unwrap();

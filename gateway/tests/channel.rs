@@ -69,14 +69,7 @@ fn a_burst_within_the_limits_completes_without_an_error() {
 #[test]
 fn one_error_per_invalid_frame_and_one_final_frame_per_id() {
     let (_gw, mut a) = gateway_and_attach(&[]);
-    a.req(
-        7,
-        "POST",
-        "/mcps/ts/tools/slow",
-        Some(slow_args(1.0, 4, None)),
-        true,
-    );
-    assert_eq!(a.next_for(7).t(), "chunk");
+    a.slow_call_running(7, slow_args(1.0, 4, None));
     let long_path = format!("/{}", "a".repeat(1 << 20));
     let reusing = [
         r#"{"t":"req","id":7,"method":"BREW","path":"/health"}"#.to_string(),
@@ -188,14 +181,7 @@ fn heartbeats_keep_a_quiet_channel_and_end_a_silent_one() {
     assert_eq!(a.call(2, "GET", "/health", None)["text"], "ok");
     let dir = TempDir::new("heartbeat");
     let marker = dir.path("cancelled");
-    a.req(
-        3,
-        "POST",
-        "/mcps/ts/tools/slow",
-        Some(slow_args(100.0, 10_000, Some(&marker))),
-        true,
-    );
-    assert_eq!(a.next_for(3).t(), "chunk");
+    a.slow_call_running(3, slow_args(100.0, 10_000, Some(&marker)));
     a.send("{\"t\":\"ping\"}\n");
     let status = a.exit();
     assert_eq!(status.code(), Some(1), "{}", a.stderr());
@@ -842,14 +828,7 @@ async fn an_acknowledgement_waits_for_the_requests_in_flight() {
         &call,
     );
     assert_eq!(a.answer(1).pop().unwrap().value["status"], 200);
-    a.req(
-        2,
-        "POST",
-        "/mcps/ts/tools/slow",
-        Some(slow_args(1.0, 4, None)),
-        true,
-    );
-    assert_eq!(a.next_for(2).t(), "chunk");
+    a.slow_call_running(2, slow_args(1.0, 4, None));
     a.ack(&call);
     // Answered after the acknowledgement: attach has read it, and call 2 still runs.
     assert_eq!(a.call(3, "GET", "/health", None)["status"], 200);

@@ -180,6 +180,14 @@ impl Attach {
         self.send(&format!("{frame}\n"));
     }
 
+    /// Starts a streamed call of the test server's `slow` tool with `args` as request `id`, and
+    /// waits for its first chunk: the call runs upstream.
+    #[track_caller]
+    pub fn slow_call_running(&mut self, id: u64, args: Value) {
+        self.req(id, "POST", "/mcps/ts/tools/slow", Some(args), true);
+        assert_eq!(self.next_for(id).t(), "chunk");
+    }
+
     /// Writes one frame.
     pub fn frame(&mut self, frame: &Value) {
         self.send(&format!("{frame}\n"));
