@@ -252,13 +252,7 @@ async fn serve(
         let host = handoff_host(&args, &state, &limits, app.clone(), bound);
         tokio::spawn(crate::attach::handoff::serve(socket, host, stop_rx.clone()));
     }
-    let service =
-        hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-            let mut app = app.clone();
-            async move {
-                tower_service::Service::call(&mut app, request.map(axum::body::Body::new)).await
-            }
-        });
+    let service = api::hyper_service(app);
     let warn: mcpgw_net::conn::Warn = Arc::new(|message: &str| tracing::warn!("{message}"));
     let server = tokio::spawn(mcpgw_net::conn::serve(
         listener,
@@ -305,7 +299,7 @@ fn handoff_host(
                 attach_socket: None,
             },
         },
-        authorization: state.token.as_ref().map(|t| t.header_value().to_owned()),
+        token: state.token.clone(),
     })
 }
 

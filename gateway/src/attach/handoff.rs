@@ -188,8 +188,8 @@ pub struct Taker {
     pub router: axum::Router,
     /// Itself, as attach would have found it.
     pub gateway: Gateway,
-    /// `Bearer <token>`, when it has a token.
-    pub authorization: Option<String>,
+    /// Its token, when it has one.
+    pub token: Option<crate::auth::Token>,
 }
 
 /// Binds the gateway's handoff socket: an abstract name of this process.
@@ -260,7 +260,11 @@ async fn receive(stream: &UnixStream, host: &Taker) -> Result<(Offer, Pipe, Pipe
     let offer: Offer = serde_json::from_slice(text.trim_ascii_end())
         .map_err(|e| format!("the offer is not one: {e}"))?;
     let given = offer.authorization.as_deref().unwrap_or("").as_bytes();
-    let expected = host.authorization.as_deref().unwrap_or("").as_bytes();
+    let expected = host
+        .token
+        .as_ref()
+        .map_or("", |t| t.header_value())
+        .as_bytes();
     if !crate::auth::constant_time_eq(given, expected) {
         return Err("the offer's token is not this gateway's".into());
     }
@@ -373,12 +377,10 @@ async fn until_true(flag: &mut tokio::sync::watch::Receiver<bool>) {
 
 /// A signal's name as attach sends it.
 fn signal_name(name: &str) -> &'static str {
-    match name {
-        "SIGTERM" => "SIGTERM",
-        "SIGINT" => "SIGINT",
-        "SIGHUP" => "SIGHUP",
-        _ => "a stop from attach",
-    }
+    Signals::NAMES
+        .into_iter()
+        .find(|known| *known == name)
+        .unwrap_or("a stop from attach")
 }
 
 /// The header value that announces the socket.

@@ -216,12 +216,16 @@ impl Signals {
         }
     }
 
+    /// The names [`Signals::next`] gives.
+    pub const NAMES: [&'static str; 3] = ["SIGTERM", "SIGINT", "SIGHUP"];
+
     /// The next signal's name.
     pub async fn next(&mut self) -> &'static str {
+        let [term, int, hup] = Self::NAMES;
         tokio::select! {
-            _ = self.term.recv() => "SIGTERM",
-            _ = self.int.recv() => "SIGINT",
-            _ = self.hup.recv() => "SIGHUP",
+            _ = self.term.recv() => term,
+            _ = self.int.recv() => int,
+            _ = self.hup.recv() => hup,
         }
     }
 }

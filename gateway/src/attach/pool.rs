@@ -151,10 +151,7 @@ pub async fn send_upgradable_into(
     request: Request,
 ) -> Result<Response, SendError> {
     let (client, server) = tokio::io::duplex(64 * 1024);
-    let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
-        let mut router = router.clone();
-        tower_service::Service::call(&mut router, request.map(axum::body::Body::new))
-    });
+    let service = crate::rest::api::hyper_service(router);
     tokio::spawn(async move {
         let served = hyper::server::conn::http1::Builder::new()
             .serve_connection(TokioIo::new(server), service)

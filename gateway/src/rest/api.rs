@@ -67,6 +67,25 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
         .with_state(state)
 }
 
+/// `router` as hyper's service, for a connection hyper serves (the TCP listener's, or an
+/// in-memory one a handed-off session opens).
+pub fn hyper_service(
+    router: Router,
+) -> impl hyper::service::Service<
+    hyper::Request<hyper::body::Incoming>,
+    Response = Response,
+    Error = std::convert::Infallible,
+    Future: Send + 'static,
+> + Clone
++ Send
++ Sync
++ 'static {
+    hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+        let mut router = router.clone();
+        tower_service::Service::call(&mut router, request.map(axum::body::Body::new))
+    })
+}
+
 /// `413` at once for a body whose `Content-Length` is over the limit, without waiting for a
 /// body that may never come.
 async fn refuse_declared_oversize(max: usize, request: Request, next: Next) -> Response {
