@@ -38,6 +38,9 @@ pub async fn terminated() {
     .await
 }
 
+/// Messages for the client gathered into one write at most, when several are there at once.
+const GATHER_MESSAGES: usize = 64;
+
 /// The largest message a client may send (a request body over HTTP, a line over stdio).
 pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
 
@@ -105,29 +108,28 @@ pub async fn serve_stdio(args: McpArgs) -> i32 {
                     0
                 });
                 ended = n == 0;
+                let mut read = Vec::new();
                 for line in splitter.lines(&buf[..n]) {
-                    let line = match message_of(line, MAX_MESSAGE_BYTES) {
-                        Ok(line) if line.trim().is_empty() => continue,
-                        Ok(line) => line,
+                    match message_of(line, MAX_MESSAGE_BYTES) {
+                        Ok(line) if line.trim().is_empty() => {}
+                        Ok(line) => read.push(line),
                         Err(refusal) => {
                             log(level, Level::Warn, &format!("refused: {refusal}"));
                             out.push(refusal);
-                            continue;
                         }
-                    };
-                    match (relay.as_mut(), &failed) {
-                        (Some(r), _) => r.from_client(&line, &mut out).await,
-                        (None, Some(why)) => refuse_all(&[line], why, &mut out),
-                        (None, None) => waiting.push(line),
                     }
+                }
+                match (relay.as_mut(), &failed) {
+                    (Some(r), _) => r.from_client_all(&read, &mut out).await,
+                    (None, Some(why)) => refuse_all(&read, why, &mut out),
+                    (None, None) => waiting.append(&mut read),
                 }
             },
             ready = &mut setup, if sandbox.is_none() && failed.is_none() => match ready {
                 Ok(sb) => {
                     let mut r = Relay::open(&sb, args.prefixed, level).await;
-                    for line in waiting.drain(..) {
-                        r.from_client(&line, &mut out).await;
-                    }
+                    r.from_client_all(&waiting, &mut out).await;
+                    waiting.clear();
                     sandbox = Some(sb);
                     relay = Some(r);
                 }
@@ -141,7 +143,13 @@ pub async fn serve_stdio(args: McpArgs) -> i32 {
                 }
             },
             wake = async { relay.as_mut().expect("guarded").wait().await }, if relay.is_some() => {
-                relay.as_mut().expect("guarded").handle(wake, &mut out).await;
+                let r = relay.as_mut().expect("guarded");
+                r.handle(wake, &mut out).await;
+                // What else is already there goes to the client in the same write.
+                while out.len() < GATHER_MESSAGES {
+                    let Some(wake) = r.ready() else { break };
+                    r.handle(wake, &mut out).await;
+                }
             }
             () = &mut stop => break,
         }

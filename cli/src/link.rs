@@ -39,8 +39,8 @@ pub fn request_id(msg: &Message<'_>) -> Option<String> {
     }
 }
 
-/// A message waiting for the connection.
-struct Queued {
+/// A message of the client for the connection: sent, or waiting for it.
+struct Going {
     text: String,
     /// Its id, when it is a request.
     request: Option<String>,
@@ -66,7 +66,7 @@ pub struct Link {
     /// The client's requests the server has not answered (their ids' JSON text).
     in_flight: HashSet<String>,
     /// Messages waiting for the connection.
-    queue: VecDeque<Queued>,
+    queue: VecDeque<Going>,
     /// Since when the link has been trying to connect, and when it tries next.
     lost_at: Option<Instant>,
     retry_at: Option<Instant>,
@@ -257,8 +257,55 @@ impl Link {
         }
     }
 
+    /// Messages from the client that arrived together, in order: those for the connection go
+    /// to it in one [`Connection::send_all`], so their frames travel together.
+    pub async fn from_client_all(&mut self, texts: &[String], out: &mut Vec<String>) {
+        let mut going = Vec::new();
+        for text in texts {
+            match jsonrpc::parse(text) {
+                Ok(msg) => going.extend(self.prepare(&msg, text.trim(), out)),
+                Err(invalid) => out.push(invalid.answer()),
+            }
+        }
+        if going.is_empty() {
+            return;
+        }
+        let texts = going.iter().map(|g| g.text.clone()).collect();
+        let results = match &self.conn {
+            Some(conn) => conn.send_all(texts).await.map_err(|e| e.to_string()),
+            None => Err("closed".to_owned()),
+        };
+        match results {
+            Ok(results) => {
+                for (g, result) in going.into_iter().zip(results) {
+                    self.sent(g, result.map_err(|e| e.to_string()), out);
+                }
+            }
+            Err(why) => {
+                for g in going {
+                    self.sent(g, Err(why.clone()), out);
+                }
+            }
+        }
+    }
+
     /// Sends a message read by [`jsonrpc::parse`] (`text` is its JSON).
     pub async fn send(&mut self, msg: &Message<'_>, text: &str, out: &mut Vec<String>) {
+        let Some(going) = self.prepare(msg, text, out) else {
+            return;
+        };
+        let result = match &self.conn {
+            Some(conn) => conn.send(&going.text).await.map_err(|e| e.to_string()),
+            None => Err("closed".to_owned()),
+        };
+        self.sent(going, result, out);
+    }
+
+    /// Takes note of a message of the client before it is sent: what it means for the
+    /// handshake and what is in flight. It returns the message when it is for the connection;
+    /// otherwise it was queued for one, or answered in `out`, or dropped (a dead link's
+    /// notification).
+    fn prepare(&mut self, msg: &Message<'_>, text: &str, out: &mut Vec<String>) -> Option<Going> {
         let handshake =
             matches!(msg, Message::Request { method, .. } if *method == method::INITIALIZE);
         if matches!(msg, Message::Notification { method, .. } if *method == method::INITIALIZED) {
@@ -267,7 +314,8 @@ impl Link {
         let request = request_id(msg);
         if let Some(id) = &request {
             if let Some(why) = &self.dead {
-                return out.push(sandbox_error(id, why));
+                out.push(sandbox_error(id, why));
+                return None;
             }
             if handshake {
                 self.initialize = Some(text.to_owned());
@@ -275,28 +323,39 @@ impl Link {
             self.in_flight.insert(id.clone());
         }
         if self.dead.is_some() {
-            return;
+            return None;
         }
-        let refused = match &self.conn {
-            Some(conn) => match conn.send(text).await {
-                Ok(()) => {
-                    self.handshake_sent |= handshake;
-                    return;
-                }
-                Err(e) => e.to_string(),
-            },
-            None if self.queue.len() < MAX_QUEUED => {
-                return self.queue.push_back(Queued {
-                    text: text.to_owned(),
-                    request,
-                    handshake,
-                });
-            }
-            None => "too many messages wait for the sandbox".to_owned(),
+        let going = Going {
+            text: text.to_owned(),
+            request,
+            handshake,
         };
-        if let Some(id) = request {
-            self.in_flight.remove(&id);
-            out.push(sandbox_error(&id, &refused));
+        if self.conn.is_some() {
+            return Some(going);
+        }
+        if self.queue.len() < MAX_QUEUED {
+            self.queue.push_back(going);
+        } else {
+            self.sent(
+                going,
+                Err("too many messages wait for the sandbox".into()),
+                out,
+            );
+        }
+        None
+    }
+
+    /// Takes note of how sending `going` went: a request that could not be sent is answered
+    /// with why.
+    fn sent(&mut self, going: Going, result: Result<(), String>, out: &mut Vec<String>) {
+        match result {
+            Ok(()) => self.handshake_sent |= going.handshake,
+            Err(refused) => {
+                if let Some(id) = going.request {
+                    self.in_flight.remove(&id);
+                    out.push(sandbox_error(&id, &refused));
+                }
+            }
         }
     }
 

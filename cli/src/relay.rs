@@ -1,7 +1,7 @@
 //! What one client talks to: one server of the sandbox, or every server of an `mcpServers`
 //! file behind one prefixed endpoint; and what it waits for.
 
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 
 use tokio::time::Instant;
 
@@ -40,6 +40,19 @@ impl Relay {
         }
     }
 
+    /// Messages from the client that arrived together, in order; `out` receives what goes
+    /// to the client.
+    pub async fn from_client_all(&mut self, texts: &[String], out: &mut Vec<String>) {
+        match self {
+            Relay::One(link) => link.from_client_all(texts, out).await,
+            Relay::Many(agg) => {
+                for text in texts {
+                    agg.from_client(text, out).await;
+                }
+            }
+        }
+    }
+
     fn links(&mut self) -> &mut [Link] {
         match self {
             Relay::One(link) => std::slice::from_mut(&mut **link),
@@ -64,6 +77,19 @@ impl Relay {
             (i, ev) = event => Wake::Event(i, ev),
             () = sleep_until_maybe(retry_at) => Wake::Retry,
         }
+    }
+
+    /// An event that is already there, without waiting: what [`Relay::wait`] would return at
+    /// once, or `None` (a retry that is due is left to `wait`).
+    pub fn ready(&mut self) -> Option<Wake> {
+        let mut cx = Context::from_waker(Waker::noop());
+        self.links()
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, l)| match l.poll_event(&mut cx) {
+                Poll::Ready(ev) => Some(Wake::Event(i, ev)),
+                Poll::Pending => None,
+            })
     }
 
     /// Handles what [`Relay::wait`] returned; `out` receives what goes to the client.

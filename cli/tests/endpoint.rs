@@ -138,6 +138,39 @@ fn garbage_is_answered_and_a_client_that_leaves_mid_call_leaves_nothing() {
         json!({"name": "echo", "arguments": {"message": "ok"}}),
     );
     assert_eq!(echo["result"]["content"][0]["text"], "Echo: ok", "{echo}");
+    // A burst in one write, with garbage and a notification amid it: each request gets its
+    // own answer, and the garbage its error.
+    let mut burst = String::new();
+    for i in 0..20 {
+        let call = json!({"jsonrpc": "2.0", "id": format!("b{i}"), "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": format!("m{i}")}}});
+        burst.push_str(&format!("{call}\n"));
+        if i == 10 {
+            burst.push_str("not JSON either\n");
+            burst.push_str(
+                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"none\"}}\n",
+            );
+        }
+    }
+    c.send_raw(burst.as_bytes());
+    let mut answers = std::collections::HashMap::new();
+    while answers.len() < 21 {
+        let m = c
+            .receive(Duration::from_secs(30))
+            .expect("every message of the burst answered");
+        if m.get("method").is_none() {
+            answers.insert(m["id"].to_string(), m);
+        }
+    }
+    for i in 0..20 {
+        let a = &answers[&format!("\"b{i}\"")];
+        assert_eq!(
+            a["result"]["content"][0]["text"],
+            format!("Echo: m{i}"),
+            "{a}"
+        );
+    }
+    assert_eq!(answers["null"]["error"]["code"], -32700, "{answers:?}");
     // A long call in flight, then the client goes away.
     start_long_call(&mut c);
     assert!(

@@ -27,6 +27,8 @@ pub use mcpgw::driver::{Backend, Container, Op, Pod, Prefix};
 
 /// Bytes read from a channel at a time.
 const READ_BYTES: usize = 64 * 1024;
+/// Frames for a channel's stdin that queued up are gathered into one write up to this size.
+const GATHER_BYTES: usize = 256 * 1024;
 
 /// How long the processes of a host whose last handle was dropped may take to exit.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -50,8 +52,8 @@ enum Msg {
     },
     Send {
         conn: Id,
-        msg: String,
-        reply: oneshot::Sender<Result<(), Error>>,
+        msgs: Vec<String>,
+        reply: oneshot::Sender<Vec<Result<(), Error>>>,
     },
     CloseConnection(Id),
     Exited(ProcId, Exit),
@@ -228,16 +230,25 @@ pub struct Connection {
 impl Connection {
     /// Sends one JSON-RPC message (a JSON object's text).
     pub async fn send(&self, msg: &str) -> Result<(), Error> {
+        self.send_all(vec![msg.to_owned()])
+            .await?
+            .pop()
+            .unwrap_or_else(|| Err(gone()))
+    }
+
+    /// Sends JSON-RPC messages in order, the result of each in its place: the frames of the
+    /// ones sent go to the channel together, in one write when the channel takes them at once.
+    pub async fn send_all(&self, msgs: Vec<String>) -> Result<Vec<Result<(), Error>>, Error> {
         let (reply_tx, reply) = oneshot::channel();
         self.host
             .tx()
             .send(Msg::Send {
                 conn: self.id,
-                msg: msg.to_owned(),
+                msgs,
                 reply: reply_tx,
             })
             .map_err(|_| gone())?;
-        reply.await.map_err(|_| gone())?
+        reply.await.map_err(|_| gone())
     }
 
     /// The next event; `None` after [`ConnectionEvent::Closed`].
@@ -429,8 +440,9 @@ impl Task {
                 }
                 let _ = reply.send(r);
             }
-            Msg::Send { conn, msg, reply } => {
-                let _ = reply.send(self.host.send(conn, &msg, now));
+            Msg::Send { conn, msgs, reply } => {
+                let sent = msgs.iter().map(|m| self.host.send(conn, m, now)).collect();
+                let _ = reply.send(sent);
             }
             Msg::CloseConnection(conn) => {
                 self.host.close_connection(conn, now);
@@ -613,7 +625,14 @@ impl Task {
         );
         let mut stdin = child.stdin.take().expect("piped");
         tokio::spawn(async move {
-            while let Some(bytes) = stdin_rx.recv().await {
+            while let Some(mut bytes) = stdin_rx.recv().await {
+                // Frames that queued up together (those of one `send_all`, or while the last
+                // write was under way) go out in one write.
+                while bytes.len() < GATHER_BYTES
+                    && let Ok(more) = stdin_rx.try_recv()
+                {
+                    bytes.extend_from_slice(&more);
+                }
                 if stdin.write_all(&bytes).await.is_err() {
                     break;
                 }
