@@ -315,9 +315,12 @@ fn start_wire(
                 _ = &mut stop => None,
             };
             let Some(mut line) = line else { break };
+            // The tasks already woken run first: the rest of a burst of requests (the frames
+            // of one read of the channel) queues behind this one, and it all goes out in one
+            // flush instead of one write each.
+            tokio::task::yield_now().await;
             line.push(b'\n');
             let mut written = stdin.write_all(&line).await;
-            // Everything queued goes out in one flush.
             while written.is_ok()
                 && let Ok(mut more) = rx.try_recv()
             {
