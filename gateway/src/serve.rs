@@ -160,8 +160,7 @@ fn start(args: ServeArgs, leftovers: &mut Leftovers) -> Result<ExitCode, String>
         token: resolved.token,
         listener,
         port,
-        // A handed-off session's tasks must never run side by side: one worker only.
-        takes_sessions: workers == 1,
+        one_worker: workers == 1,
     };
     let result = runtime.block_on(serve(args, started, &mut ready_pipe));
     // Upstream tasks may still hold process groups if a close timed out; and whatever an
@@ -185,8 +184,9 @@ struct Started {
     token: Option<auth::Token>,
     listener: TcpListener,
     port: u16,
-    /// Whether sessions may be handed off to the gateway.
-    takes_sessions: bool,
+    /// Whether the runtime has one worker (handed-off sessions run on it, else on a thread of
+    /// their own).
+    one_worker: bool,
 }
 
 async fn serve(
@@ -198,7 +198,7 @@ async fn serve(
         token,
         listener,
         port,
-        takes_sessions,
+        one_worker,
     } = started;
     tokio::spawn(crate::upstream::process::reap_forever());
     let fd_limit = mcpgw_net::conn::raise_fd_limit();
@@ -216,13 +216,9 @@ async fn serve(
         max_connections = limits.max_connections,
         "client connection limits"
     );
-    let handoff = takes_sessions
-        .then(|| {
-            crate::attach::handoff::bind()
-                .inspect_err(|e| tracing::info!("sessions are not taken over: {e}"))
-                .ok()
-        })
-        .flatten();
+    let handoff = crate::attach::handoff::bind()
+        .inspect_err(|e| tracing::info!("sessions are not taken over: {e}"))
+        .ok();
     let mut state = app_state(&args, token, &limits);
     if let Some((_, name)) = &handoff {
         let (header, value) = crate::attach::handoff::announce(name);
@@ -244,14 +240,20 @@ async fn serve(
     let listener = tokio::net::TcpListener::from_std(listener)
         .map_err(|e| format!("cannot register the listener: {e}"))?;
     let app = api::router(state.clone(), args.max_body_bytes);
-
-    announce(&args, port, ready_pipe)?;
-
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut sessions = None;
     if let Some((socket, _)) = handoff {
         let host = handoff_host(&args, &state, &limits, app.clone(), bound);
-        tokio::spawn(crate::attach::handoff::serve(socket, host, stop_rx.clone()));
+        let started =
+            crate::attach::handoff::Sessions::start(socket, host, stop_rx.clone(), one_worker);
+        // Without them, the socket is closed: attach, refused at it, relays itself.
+        sessions = started
+            .await
+            .inspect_err(|e| tracing::warn!("sessions are not taken over: {e}"))
+            .ok();
     }
+
+    announce(&args, port, ready_pipe)?;
     let service = api::hyper_service(app);
     let warn: mcpgw_net::conn::Warn = Arc::new(|message: &str| tracing::warn!("{message}"));
     let server = tokio::spawn(mcpgw_net::conn::serve(
@@ -268,6 +270,9 @@ async fn serve(
     // Closing the upstreams fails their in-flight calls at once, so the server drains quickly.
     state.registry.shutdown(SHUTDOWN_LIMIT).await;
     let _ = server.await;
+    if let Some(sessions) = sessions {
+        sessions.end().await;
+    }
     if let Some(path) = &args.ready_file {
         crate::ready_file::remove_if_ours(path);
     }

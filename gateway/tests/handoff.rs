@@ -1,5 +1,6 @@
 //! A session's channel handed to the gateway: its socket, spoken to as attach does and as a
-//! stranger might, with real pipes; and a gateway that does not take sessions over.
+//! stranger might, with real pipes; and a gateway of several workers, which serves them on a
+//! thread of their own.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
@@ -129,16 +130,62 @@ fn the_gateway_takes_a_session_only_whole_and_with_its_token() {
 }
 
 #[test]
-fn a_gateway_of_more_than_one_worker_leaves_the_relay_to_attach() {
-    let gw = start_gateway(&["--threads", "2"]);
-    assert_eq!(announced(gw.port), None);
+fn a_gateway_of_several_workers_takes_sessions_on_a_thread_of_their_own() {
+    let mut gw = start_gateway(&["--threads", "2"]);
+    assert!(announced(gw.port).is_some());
     let port = gw.port.to_string();
     let token_file = gw.dir.path("state/token").display().to_string();
     let mut a = Attach::start(&["--port", &port, "--token-file", &token_file]);
-    let r = a.call(1, "GET", "/mcps", None);
-    assert_eq!(r["status"], 200, "{r}");
-    assert!(a.finish().success());
-    assert!(!a.stderr().contains("handed off"), "{}", a.stderr());
+    // An upstream registered through the session: it lives on as long as the gateway.
+    let r = a.call(1, "POST", "/mcps", Some(testserver_stdio("ts")));
+    assert_eq!(ok_res(&r)["ok"], true);
+    let mut batch = String::new();
+    for id in 100..164u64 {
+        let frame = json!({"t": "req", "id": id, "method": "POST", "path": "/mcps/ts/tools/echo",
+                           "body": {"arguments": {"text": format!("call {id}")}}});
+        batch.push_str(&format!("{frame}\n"));
+    }
+    a.send(&batch);
+    for id in 100..164u64 {
+        let f = a.next_for(id);
+        assert_eq!(
+            chunk_text(ok_res(&f.value)),
+            format!("call {id}"),
+            "{:?}",
+            f.value
+        );
+    }
+    assert!(a.stderr().contains("handed off"), "{}", a.stderr());
+    let pid = gw.child.id();
+    let threads: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .collect();
+    assert!(
+        threads.iter().any(|t| t.trim() == "mcpgw-sessions"),
+        "{threads:?}"
+    );
+    let upstreams = processes_where(|_, ppid, _| ppid == pid);
+    assert!(!upstreams.is_empty());
+
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGTERM);
+    }
+    let status = a.exit();
+    assert!(status.success(), "{status}: {}", a.stderr());
+    assert!(
+        a.stderr().contains("session ended: the gateway stopping"),
+        "{}",
+        a.stderr()
+    );
+    assert!(gw.child.wait().unwrap().success());
+    for upstream in upstreams {
+        assert!(
+            wait_gone(upstream, LIMIT),
+            "upstream {upstream} left running"
+        );
+    }
 }
 
 #[test]

@@ -7,7 +7,8 @@
 //! - wrk at 1 and 32 connections with `bench/call.lua`, the same call and body.
 //!
 //! Rounds interleave the systems so that drift on a shared machine hits both alike.
-//! `cargo run --release -p mcpgw-bench --bin attach_bench [-- SECONDS ROUNDS]`; the gateway is
+//! `cargo run --release -p mcpgw-bench --bin attach_bench [-- SECONDS ROUNDS [THREADS]]` (the
+//! gateway's `--threads`; its default when not given); the gateway is
 //! the static release build when there is one (`make static`), else `target/release`.
 
 use std::io::{BufRead, BufReader, Write};
@@ -225,13 +226,16 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let secs: u64 = args.first().map_or(3, |s| s.parse().unwrap());
     let rounds: usize = args.get(1).map_or(3, |s| s.parse().unwrap());
+    // The gateway's workers (its own default when not given).
+    let threads = args.get(2).map_or("0", String::as_str);
     let paths = paths();
     let dir = std::env::temp_dir().join(format!("mcpgw-attach-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let token_file = dir.join("token");
 
     let mut gateway = Command::new(&paths.gateway)
-        .args(["--port", "0", "--log-level", "warn", "--token-file"])
+        .args(["--port", "0", "--log-level", "warn", "--threads", threads])
+        .arg("--token-file")
         .arg(&token_file)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

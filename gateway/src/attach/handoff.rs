@@ -4,9 +4,9 @@
 //! message. attach then only holds the exec open: it forwards a signal as a stop, and exits
 //! with the status the gateway sends at the end.
 //!
-//! The gateway offers it when its runtime has one worker (the relay's bookkeeping counts on
-//! tasks that never run side by side), and says where in `/health`
-//! ([`header::ATTACH_SOCKET`]): an abstract unix socket. It serves only its own user (the
+//! The gateway says where in `/health` ([`header::ATTACH_SOCKET`]): an abstract unix socket.
+//! It serves the sessions on one thread ([`Sessions`]): its one worker, or a thread of their
+//! own when it has several. It serves only its own user (the
 //! peer's uid) holding its token. One JSON line each way on the socket:
 //! - attach, with the two descriptors: an [`Offer`];
 //! - the gateway: `{"serving":true}`, or `{"refused":"why"}` (attach then relays itself);
@@ -193,7 +193,7 @@ pub struct Taker {
 }
 
 /// Binds the gateway's handoff socket: an abstract name of this process.
-pub fn bind() -> std::io::Result<(tokio::net::UnixListener, String)> {
+pub fn bind() -> std::io::Result<(std::os::unix::net::UnixListener, String)> {
     let name = format!(
         "mcpgw-gateway-{}-{}",
         std::process::id(),
@@ -201,30 +201,120 @@ pub fn bind() -> std::io::Result<(tokio::net::UnixListener, String)> {
     );
     let listener = std::os::unix::net::UnixListener::bind_addr(&socket_address(&name)?)?;
     listener.set_nonblocking(true)?;
-    Ok((tokio::net::UnixListener::from_std(listener)?, name))
+    Ok((listener, name))
 }
 
-/// Serves sessions handed off on `listener` until `stop` turns true.
-pub async fn serve(
+/// Where handed-off sessions run. A session's tasks must never run side by side (the relay's
+/// bookkeeping counts on it), so a gateway of one worker serves them on it, and a gateway of
+/// several on a thread of their own with a runtime of one thread.
+pub enum Sessions {
+    /// On the gateway's one worker.
+    Worker(tokio::task::JoinHandle<()>),
+    /// On a thread of their own. What a session starts there (an upstream registered through
+    /// it) runs there too, so the thread lasts until the gateway has closed its upstreams.
+    Thread {
+        served: tokio::task::JoinHandle<()>,
+        exit: tokio::sync::oneshot::Sender<()>,
+        thread: std::thread::JoinHandle<()>,
+    },
+}
+
+impl Sessions {
+    /// Serves sessions handed off on `listener` until `stop` turns true: on this runtime when
+    /// it has one worker, else on a thread of their own.
+    pub async fn start(
+        listener: std::os::unix::net::UnixListener,
+        host: Arc<Taker>,
+        stop: tokio::sync::watch::Receiver<bool>,
+        one_worker: bool,
+    ) -> std::io::Result<Sessions> {
+        if one_worker {
+            let listener = tokio::net::UnixListener::from_std(listener)?;
+            return Ok(Sessions::Worker(tokio::spawn(serve(listener, host, stop))));
+        }
+        let (ready, started) = tokio::sync::oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("mcpgw-sessions".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => return drop(ready.send(Err(e))),
+                };
+                let listener = {
+                    let _on = runtime.enter();
+                    tokio::net::UnixListener::from_std(listener)
+                };
+                let listener = match listener {
+                    Ok(listener) => listener,
+                    Err(e) => return drop(ready.send(Err(e))),
+                };
+                let served = runtime.spawn(serve(listener, host, stop));
+                let (exit, exited) = tokio::sync::oneshot::channel::<()>();
+                if ready.send(Ok((served, exit))).is_ok() {
+                    runtime.block_on(async {
+                        let _ = exited.await;
+                    });
+                }
+                runtime.shutdown_timeout(Duration::from_millis(200));
+            })?;
+        let (served, exit) = started
+            .await
+            .map_err(|_| std::io::Error::other("the sessions' thread ended at its start"))??;
+        Ok(Sessions::Thread {
+            served,
+            exit,
+            thread,
+        })
+    }
+
+    /// Waits until the sessions have ended (after `stop` turned true), then ends their thread.
+    pub async fn end(self) {
+        match self {
+            Sessions::Worker(served) => {
+                let _ = served.await;
+            }
+            Sessions::Thread {
+                served,
+                exit,
+                thread,
+            } => {
+                let _ = served.await;
+                let _ = exit.send(());
+                let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+            }
+        }
+    }
+}
+
+/// Serves sessions handed off on `listener` until `stop` turns true, then waits for them to
+/// end (each ends on `stop` too, its last frames written).
+async fn serve(
     listener: tokio::net::UnixListener,
     host: Arc<Taker>,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut stopping = stop.clone();
+    let mut sessions = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(session(stream, host.clone(), stop.clone()));
+                    sessions.spawn(session(stream, host.clone(), stop.clone()));
                 }
                 Err(e) => {
                     tracing::warn!("accepting a handed-off session failed: {e}");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
-            () = until_true(&mut stopping) => return,
+            Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
+            () = until_true(&mut stopping) => break,
         }
     }
+    drop(listener);
+    while sessions.join_next().await.is_some() {}
 }
 
 /// Receives the offer and its descriptors, checks both, and answers whether it serves them.
@@ -280,9 +370,12 @@ async fn receive(stream: &UnixStream, host: &Taker) -> Result<(Offer, Pipe, Pipe
 
 /// One handed-off session, from the offer to the line that says how it ended.
 async fn session(stream: UnixStream, host: Arc<Taker>, stop: tokio::sync::watch::Receiver<bool>) {
-    let received = tokio::time::timeout(OFFER_LIMIT, receive(&stream, &host))
-        .await
-        .unwrap_or_else(|_| Err(format!("no whole offer within {OFFER_LIMIT:?}")));
+    let mut stopping = stop.clone();
+    let received = tokio::select! {
+        received = tokio::time::timeout(OFFER_LIMIT, receive(&stream, &host)) => received
+            .unwrap_or_else(|_| Err(format!("no whole offer within {OFFER_LIMIT:?}"))),
+        () = until_true(&mut stopping) => Err("the gateway is stopping".into()),
+    };
     let (read, mut write) = stream.into_split();
     let (offer, stdin, stdout) = match received {
         Ok(taken) => taken,
