@@ -270,7 +270,11 @@ impl Link {
         if going.is_empty() {
             return;
         }
-        let texts = going.iter().map(|g| g.text.clone()).collect();
+        // What is left of each after this is its note (its id, whether it is the handshake).
+        let texts = going
+            .iter_mut()
+            .map(|g| std::mem::take(&mut g.text))
+            .collect();
         let results = match &self.conn {
             Some(conn) => conn.send_all(texts).await.map_err(|e| e.to_string()),
             None => Err("closed".to_owned()),
