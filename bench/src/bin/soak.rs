@@ -7,8 +7,9 @@
 //!
 //! Every call that should succeed is checked against what it sent, streamed calls for each of
 //! their progress chunks once. It prints `soak: N calls, lost L, wrong W, duplicated D, resumed
-//! R, channels cut C, rss start/end MiB, fds start/end` and fails on any loss, mismatch or
-//! duplicate, on RSS growth over 20% or on any growth of the gateway's open descriptors.
+//! R, channels cut C, rss start/mid/end MiB, fds start/end` and fails on any loss, mismatch or
+//! duplicate, on the gateway's RSS growing over 10% in the second half of the run, or on any
+//! growth of its open descriptors.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -281,6 +282,10 @@ fn main() -> ExitCode {
     let next = AtomicUsize::new(0);
     let warm = total / 20;
     let mut start_mark = (0u64, 0usize);
+    // The gateway's RSS halfway: its allocator fills to a plateau over the first seconds
+    // (10.7 to 13.5 MiB in the first 15 s of a 250,000-call run, then flat for the next 25),
+    // so growth is measured over the second half, where a leak still grows and warming does not.
+    let mid_rss = AtomicU64::new(0);
     let started = Instant::now();
     let run = |upto: usize| {
         std::thread::scope(|scope| {
@@ -313,6 +318,11 @@ fn main() -> ExitCode {
                 let until = Instant::now() + wait;
                 while Instant::now() < until && !stop_cuts.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(20));
+                    if mid_rss.load(Ordering::Relaxed) == 0
+                        && next.load(Ordering::Relaxed) >= total / 2
+                    {
+                        mid_rss.store(status_of(pid, "VmRSS:"), Ordering::Relaxed);
+                    }
                 }
                 if let Some(pid) = attaches("soak").first() {
                     let _ = Command::new("kill")
@@ -353,11 +363,12 @@ fn main() -> ExitCode {
     let mib = |kib: u64| kib as f64 / 1024.0;
     println!(
         "soak: {} calls, lost {lost}, wrong {wrong}, duplicated {duplicated}, resumed {resumed}, \
-         channels cut {}, rss start/end MiB {:.1}/{:.1}, fds start/end {}/{} \
+         channels cut {}, rss start/mid/end MiB {:.1}/{:.1}/{:.1}, fds start/end {}/{} \
          ({} faults injected, {:.0} calls/s)",
         tally.calls.load(Ordering::Relaxed),
         cuts.load(Ordering::Relaxed),
         mib(start_mark.0),
+        mib(mid_rss.load(Ordering::Relaxed)),
         mib(rss_end),
         start_mark.1,
         fds_end,
@@ -369,11 +380,15 @@ fn main() -> ExitCode {
     drop(runtime);
     let _ = Command::new("kill").arg(pid.to_string()).status();
     let _ = std::fs::remove_dir_all(&state);
-    let rss_grew = rss_end as f64 > start_mark.0 as f64 * 1.2;
+    let mid = match mid_rss.load(Ordering::Relaxed) {
+        0 => start_mark.0,
+        mid => mid,
+    };
+    let rss_grew = rss_end as f64 > mid as f64 * 1.1;
     let fds_grew = fds_end > start_mark.1;
     if lost > 0 || wrong > 0 || duplicated > 0 || rss_grew || fds_grew {
         eprintln!(
-            "soak FAILED: lost {lost}, wrong {wrong}, duplicated {duplicated}, RSS grew over 20%: {rss_grew}, fds grew: {fds_grew}"
+            "soak FAILED: lost {lost}, wrong {wrong}, duplicated {duplicated}, RSS grew over 10% in the second half: {rss_grew}, fds grew: {fds_grew}"
         );
         return ExitCode::FAILURE;
     }
