@@ -167,13 +167,7 @@ fn requests_are_relayed_concurrently_and_answered_by_id_with(relay: &[&str]) {
     assert_eq!(chunk_text(ok_res(&r)), "hi\nthere \u{e9}");
 
     // 64 at once, in one write: every answer carries its own request's text.
-    let mut batch = String::new();
-    for id in 100..164u64 {
-        let frame = json!({"t": "req", "id": id, "method": "POST", "path": "/mcps/ts/tools/echo",
-                           "body": {"arguments": {"text": format!("call {id}")}}});
-        batch.push_str(&format!("{frame}\n"));
-    }
-    a.send(&batch);
+    a.send(&echo_requests(100..164));
     let mut answered = HashMap::new();
     while answered.len() < 64 {
         let f = a.next();

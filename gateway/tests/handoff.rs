@@ -139,13 +139,7 @@ fn a_gateway_of_several_workers_takes_sessions_on_a_thread_of_their_own() {
     // An upstream registered through the session: it lives on as long as the gateway.
     let r = a.call(1, "POST", "/mcps", Some(testserver_stdio("ts")));
     assert_eq!(ok_res(&r)["ok"], true);
-    let mut batch = String::new();
-    for id in 100..164u64 {
-        let frame = json!({"t": "req", "id": id, "method": "POST", "path": "/mcps/ts/tools/echo",
-                           "body": {"arguments": {"text": format!("call {id}")}}});
-        batch.push_str(&format!("{frame}\n"));
-    }
-    a.send(&batch);
+    a.send(&echo_requests(100..164));
     for id in 100..164u64 {
         let f = a.next_for(id);
         assert_eq!(

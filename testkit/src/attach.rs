@@ -348,6 +348,18 @@ pub fn gateway_and_attach(extra: &[&str]) -> (Gateway, Attach) {
     (gw, a)
 }
 
+/// `req` frames for the test server's `echo` (registered as `ts`), one a line, one for each id
+/// of `ids`: each echoes `call ID`.
+pub fn echo_requests(ids: std::ops::Range<u64>) -> String {
+    let mut batch = String::new();
+    for id in ids {
+        let frame = json!({"t": "req", "id": id, "method": "POST", "path": "/mcps/ts/tools/echo",
+                           "body": {"arguments": {"text": format!("call {id}")}}});
+        batch.push_str(&format!("{frame}\n"));
+    }
+    batch
+}
+
 /// The arguments of the test server's `slow` tool.
 pub fn slow_args(seconds: f64, steps: u64, marker: Option<&Path>) -> Value {
     let mut args = json!({"seconds": seconds, "steps": steps});
