@@ -12,8 +12,14 @@ use std::time::{Duration, Instant};
 use mcpgw_testkit::*;
 use serde_json::{Value, json};
 
-/// The gateway relaying a handed-off session, and attach relaying itself.
-const RELAYS: [&[&str]; 2] = [&[], &["--no-handoff"]];
+/// Who relays a session: the gateway it was handed off to, on its one worker or (with two
+/// workers) on its sessions' thread; and attach itself. The gateway's arguments, then attach's.
+type Relay = (&'static [&'static str], &'static [&'static str]);
+const RELAYS: [Relay; 3] = [
+    (&[], &[]),
+    (&["--threads", "2"], &[]),
+    (&[], &["--no-handoff"]),
+];
 
 fn cmdline(pid: u32) -> Vec<u8> {
     std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default()
@@ -150,8 +156,8 @@ fn requests_are_relayed_concurrently_and_answered_by_id() {
     }
 }
 
-fn requests_are_relayed_concurrently_and_answered_by_id_with(relay: &[&str]) {
-    let (_gw, mut a) = gateway_and_attach(relay);
+fn requests_are_relayed_concurrently_and_answered_by_id_with((gateway, relay): Relay) {
+    let (_gw, mut a) = gateway_of_and_attach(gateway, relay);
     let tools = a.call(2, "GET", "/mcps/ts/tools?agent_id=&session_id=", None);
     let names = tool_names(ok_res(&tools));
     assert!(
@@ -224,6 +230,8 @@ fn requests_are_relayed_concurrently_and_answered_by_id_with(relay: &[&str]) {
     );
     assert_eq!(chunk_text(ok_res(&r)), text);
     assert!(a.finish().success(), "{}", a.stderr());
+    let handed_off = a.stderr().contains("handed off");
+    assert_eq!(handed_off, relay.is_empty(), "{}", a.stderr());
 }
 
 #[test]
@@ -244,8 +252,8 @@ fn a_streamed_call_relays_each_chunk_as_it_happens() {
     }
 }
 
-fn a_streamed_call_relays_each_chunk_as_it_happens_with(relay: &[&str]) {
-    let (_gw, mut a) = gateway_and_attach(relay);
+fn a_streamed_call_relays_each_chunk_as_it_happens_with((gateway, relay): Relay) {
+    let (_gw, mut a) = gateway_of_and_attach(gateway, relay);
     let sent = Instant::now();
     a.req(
         2,
@@ -293,8 +301,8 @@ fn a_cancel_reaches_the_upstream_at_once() {
     }
 }
 
-fn a_cancel_reaches_the_upstream_at_once_with(relay: &[&str]) {
-    let (_gw, mut a) = gateway_and_attach(relay);
+fn a_cancel_reaches_the_upstream_at_once_with((gateway, relay): Relay) {
+    let (_gw, mut a) = gateway_of_and_attach(gateway, relay);
     let dir = TempDir::new("attach-cancel");
 
     // Streamed: the first chunk shows the call runs upstream.

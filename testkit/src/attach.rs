@@ -337,7 +337,12 @@ pub fn wait_file(path: &Path, limit: Duration) -> Option<Duration> {
 
 /// A foreground gateway with the test server registered through `attach`.
 pub fn gateway_and_attach(extra: &[&str]) -> (Gateway, Attach) {
-    let gw = start_gateway(&[]);
+    gateway_of_and_attach(&[], extra)
+}
+
+/// [`gateway_and_attach`] with the gateway started with `gateway` arguments.
+pub fn gateway_of_and_attach(gateway: &[&str], extra: &[&str]) -> (Gateway, Attach) {
+    let gw = start_gateway(gateway);
     let port = gw.port.to_string();
     let token_file = gw.dir.path("state/token").display().to_string();
     let mut args = vec!["--port", &port, "--token-file", &token_file];

@@ -17,7 +17,7 @@ pub mod servers;
 
 pub use attach::{
     Attach, Daemon, Frame, LIMIT, attach_command, chunk_text, echo_requests, gateway_and_attach,
-    ok_res, slow_args, spawn_attach, spawn_channel, wait_file,
+    gateway_of_and_attach, ok_res, slow_args, spawn_attach, spawn_channel, wait_file,
 };
 pub use fs::{TempDir, appears, wait_for_file};
 pub use gateway::{Gateway, Reply, start_gateway, start_gateway_with, start_gateway_with_env};
