@@ -267,6 +267,18 @@ impl Link {
                 Err(invalid) => out.push(invalid.answer()),
             }
         }
+        self.send_prepared(going, out).await;
+    }
+
+    /// Sends a message read by [`jsonrpc::parse`] (`text` is its JSON).
+    pub async fn send(&mut self, msg: &Message<'_>, text: &str, out: &mut Vec<String>) {
+        let going = self.prepare(msg, text, out);
+        self.send_prepared(going.into_iter().collect(), out).await;
+    }
+
+    /// Sends what [`Link::prepare`] let through, in one [`Connection::send_all`], and takes
+    /// note of how each went.
+    async fn send_prepared(&mut self, mut going: Vec<Going>, out: &mut Vec<String>) {
         if going.is_empty() {
             return;
         }
@@ -291,18 +303,6 @@ impl Link {
                 }
             }
         }
-    }
-
-    /// Sends a message read by [`jsonrpc::parse`] (`text` is its JSON).
-    pub async fn send(&mut self, msg: &Message<'_>, text: &str, out: &mut Vec<String>) {
-        let Some(going) = self.prepare(msg, text, out) else {
-            return;
-        };
-        let result = match &self.conn {
-            Some(conn) => conn.send(&going.text).await.map_err(|e| e.to_string()),
-            None => Err("closed".to_owned()),
-        };
-        self.sent(going, result, out);
     }
 
     /// Takes note of a message of the client before it is sent: what it means for the
