@@ -131,14 +131,9 @@ fn the_gateway_takes_a_session_only_whole_and_with_its_token() {
 
 #[test]
 fn a_gateway_of_several_workers_takes_sessions_on_a_thread_of_their_own() {
-    let mut gw = start_gateway(&["--threads", "2"]);
+    // The test server is registered through the session: it lives on as long as the gateway.
+    let (mut gw, mut a) = gateway_of_and_attach(&["--threads", "2"], &[]);
     assert!(announced(gw.port).is_some());
-    let port = gw.port.to_string();
-    let token_file = gw.dir.path("state/token").display().to_string();
-    let mut a = Attach::start(&["--port", &port, "--token-file", &token_file]);
-    // An upstream registered through the session: it lives on as long as the gateway.
-    let r = a.call(1, "POST", "/mcps", Some(testserver_stdio("ts")));
-    assert_eq!(ok_res(&r)["ok"], true);
     a.send(&echo_requests(100..164));
     for id in 100..164u64 {
         let f = a.next_for(id);
