@@ -6,8 +6,8 @@
 //!
 //! The gateway says where in `/health` ([`header::ATTACH_SOCKET`]): an abstract unix socket.
 //! It serves the sessions on one thread ([`Sessions`]): its one worker, or a thread of their
-//! own when it has several. It serves only its own user (the
-//! peer's uid) holding its token. One JSON line each way on the socket:
+//! own when it has several. It serves only its own user (the peer's uid) holding its token.
+//! One JSON line each way on the socket:
 //! - attach, with the two descriptors: an [`Offer`];
 //! - the gateway: `{"serving":true}`, or `{"refused":"why"}` (attach then relays itself);
 //! - attach, any time: `{"stop":"SIGTERM"}` (closing the socket stops the session too);
